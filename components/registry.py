@@ -1,0 +1,204 @@
+"""Component registry: plain typed functions registered under stable names.
+
+A component is ``fn(ctx, *, param: T = default, ...) -> dict``. Its parameters are validated by a
+pydantic model built from the signature; its declared ``outputs`` are the keys of the returned dict
+(JSON-serialisable values; big things are files in ``ctx.work_dir``).
+"""
+from __future__ import annotations
+
+import difflib
+import hashlib
+import importlib
+import inspect
+import sys
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Callable
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+ENTRY_POINT_GROUP = "bottlenecks.components"
+
+
+class ComponentError(Exception):
+    """A component could not be found, loaded or called with these parameters."""
+
+
+@dataclass
+class Component:
+    """A registered step: the function, its parameter model and what it returns."""
+
+    name: str
+    fn: Callable[..., dict]
+    outputs: tuple[str, ...]
+    version: str
+    params_model: type[BaseModel]
+    bottleneck: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def doc(self) -> str:
+        return inspect.getdoc(self.fn) or ""
+
+    @property
+    def summary(self) -> str:
+        return self.doc.splitlines()[0] if self.doc else ""
+
+    @property
+    def code_version(self) -> str:
+        """Declared version plus a hash of the defining module's source (edits invalidate caches)."""
+        try:
+            source = inspect.getsource(sys.modules[self.fn.__module__])
+        except (OSError, TypeError, KeyError):
+            source = inspect.getsource(self.fn)
+        digest = hashlib.sha256(source.encode()).hexdigest()[:12]
+        return f"{self.version}+{digest}"
+
+    def parameters(self) -> dict[str, tuple[Any, Any, bool]]:
+        """Map parameter name to (annotation, default, required)."""
+        out = {}
+        for name, f in self.params_model.model_fields.items():
+            out[name] = (f.annotation, f.default, f.is_required())
+        return out
+
+    def validate(self, params: dict[str, Any]) -> BaseModel:
+        """Validate parameters; raises pydantic.ValidationError."""
+        return self.params_model.model_validate(params)
+
+    def __call__(self, ctx, **params) -> dict:
+        """Validate ``params`` and call the function; check the declared outputs came back."""
+        try:
+            model = self.validate(params)
+        except ValidationError as e:
+            raise ComponentError(f"{self.name}: invalid parameters:\n{e}") from None
+        result = self.fn(ctx, **model.model_dump())
+        if not isinstance(result, dict):
+            raise ComponentError(f"{self.name} returned {type(result).__name__}, expected a dict of outputs")
+        missing = [o for o in self.outputs if o not in result]
+        if missing:
+            raise ComponentError(f"{self.name} did not return declared outputs {missing}")
+        return result
+
+
+_REGISTRY: dict[str, Component] = {}
+
+
+def _params_model(name: str, fn: Callable) -> type[BaseModel]:
+    """Build a strict pydantic model from the keyword parameters after ``ctx``."""
+    sig = inspect.signature(fn)
+    hints = inspect.get_annotations(fn, eval_str=True)
+    fields: dict[str, Any] = {}
+    params = list(sig.parameters.values())
+    if not params or params[0].name != "ctx":
+        raise ComponentError(f"component {name!r}: first parameter must be 'ctx'")
+    for p in params[1:]:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise ComponentError(f"component {name!r}: *args/**kwargs are not allowed ({p.name})")
+        if p.name not in hints:
+            raise ComponentError(f"component {name!r}: parameter {p.name!r} needs a type annotation")
+        default = ... if p.default is inspect.Parameter.empty else p.default
+        fields[p.name] = (hints[p.name], default)
+    model_name = "Params_" + "".join(c if c.isalnum() else "_" for c in name)
+    return create_model(model_name, __config__=ConfigDict(extra="forbid"), **fields)
+
+
+def component(
+    name: str,
+    *,
+    outputs: tuple[str, ...] | list[str] = (),
+    version: str = "1",
+    bottleneck: str | None = None,
+) -> Callable[[Callable], Callable]:
+    """Register ``fn`` as the component ``name``.
+
+    Args:
+        name: stable registry name (``area.name``), used as ``uses:`` in pipelines.
+        outputs: names of the keys the function returns; pipelines reference them as
+            ``${step.output}``.
+        version: bump to invalidate caches when behaviour changes without a source change.
+        bottleneck: which bottleneck (B1-B4) the component measures, recorded as a tag.
+    """
+
+    def register(fn: Callable) -> Callable:
+        if name in _REGISTRY and _REGISTRY[name].fn is not fn:
+            prev = _REGISTRY[name].fn
+            if (prev.__module__, prev.__qualname__) != (fn.__module__, fn.__qualname__):
+                raise ComponentError(
+                    f"component {name!r} registered twice: {prev.__module__}.{prev.__qualname__} "
+                    f"and {fn.__module__}.{fn.__qualname__}"
+                )
+        _REGISTRY[name] = Component(
+            name=name,
+            fn=fn,
+            outputs=tuple(outputs),
+            version=version,
+            params_model=_params_model(name, fn),
+            bottleneck=bottleneck,
+        )
+        fn.component = _REGISTRY[name]  # type: ignore[attr-defined]
+        return fn
+
+    return register
+
+
+_loaded = False
+
+
+def load_builtin() -> None:
+    """Import the shipped component modules and users' entry-point plugins (once)."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    importlib.import_module("components.library")
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            ep.load()
+        except Exception as e:  # a broken plugin must not hide the built-in components
+            raise ComponentError(f"plugin entry point {ep.name!r} ({ep.value}) failed to load: {e}") from e
+
+
+def registry() -> dict[str, Component]:
+    """All registered components by name."""
+    load_builtin()
+    return dict(_REGISTRY)
+
+
+def suggest(word: str, choices) -> str:
+    """Return ' (did you mean X?)' for the closest choice, or ''."""
+    match = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {match[0]!r}?)" if match else ""
+
+
+def get(name: str) -> Component:
+    """Look up a component by registry name or ``package.module:function``."""
+    load_builtin()
+    if name in _REGISTRY:
+        return _REGISTRY[name]
+    if ":" in name:
+        return _from_import_path(name)
+    raise ComponentError(f"unknown component {name!r}{suggest(name, _REGISTRY)}")
+
+
+def _from_import_path(spec: str) -> Component:
+    module_name, _, attr = spec.partition(":")
+    cwd = str(Path.cwd())
+    if cwd not in sys.path:  # users' own modules next to their pipelines
+        sys.path.insert(0, cwd)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise ComponentError(f"cannot import module {module_name!r} for {spec!r}: {e}") from None
+    fn = getattr(module, attr, None)
+    if fn is None:
+        names = [n for n in dir(module) if not n.startswith("_")]
+        raise ComponentError(f"module {module_name!r} has no function {attr!r}{suggest(attr, names)}")
+    comp = getattr(fn, "component", None)
+    if comp is None:
+        if not callable(fn):
+            raise ComponentError(f"{spec!r} is not callable")
+        comp = Component(name=spec, fn=fn, outputs=(), version="1", params_model=_params_model(spec, fn))
+        fn.component = comp
+    _REGISTRY.setdefault(spec, comp)
+    return comp
