@@ -1,0 +1,234 @@
+"""Resolve measurement references (``lag[arch=lstm,lag=50].acc``) to values per seed.
+
+A reference names a source (a key of the scorecard's ``measurements``), optionally an instance
+of a matrixed step, and a key of that step's flat ``summary``:
+
+- ``grad.rho``                       a non-matrixed step's summary key
+- ``lag[arch=lstm,lag=50].acc``      the instances of a matrixed step whose label has these pairs;
+  the instances left differ only in the seed axis and become the seeds of the sample
+- ``grad[rnn].rho``                  a single-axis matrix (labels are bare values)
+- ``lag[*].acc``                     every instance (a matrix over seeds only)
+- ``lag.arch=lstm,lag=50.acc``       the same without brackets (split where it resolves)
+- ``train.acc/seed_*``               a wildcard in the key: each match is one seed
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from components.registry import suggest
+
+_BRACKET = re.compile(r"^(?P<source>[^.\[\]]+)\[(?P<sel>[^\]]*)\]\.(?P<key>.+)$")
+
+
+@dataclass
+class Sample:
+    """One operand of a check: its values by seed label, the runs that made them, or why absent."""
+
+    ref: str
+    values: dict[str, float] = field(default_factory=dict)
+    run_ids: list[str] = field(default_factory=list)
+    missing: str | None = None
+    constant: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.missing is None
+
+    def shown(self) -> dict[str, Any]:
+        """Values by seed as JSON-safe data (non-finite numbers as strings)."""
+        return {k: json_number(v) for k, v in self.values.items()}
+
+
+def json_number(v: float) -> float | str:
+    """Return ``v`` or, for NaN/Inf (a diverged run), its name: strict JSON has no NaN."""
+    return v if math.isfinite(v) else str(v)
+
+
+def parse_label(label: str) -> dict[str, str]:
+    """Split an instance label ``arch=rnn,seed=0`` into pairs; a bare label ``rnn`` maps ''->value."""
+    pairs = {}
+    for part in str(label).split(","):
+        k, eq, v = part.partition("=")
+        if eq:
+            pairs[k.strip()] = v.strip()
+        else:
+            pairs[""] = k.strip()
+    return pairs
+
+
+def _same(a: str, b: str) -> bool:
+    """Compare label values as numbers where both are numbers (``50`` == ``50.0``)."""
+    if a == b:
+        return True
+    try:
+        return float(a) == float(b)
+    except ValueError:
+        return False
+
+
+def _matches(label: dict[str, str], selector: dict[str, str]) -> bool:
+    for k, v in selector.items():
+        if k == "":  # a bare selector value matches any axis
+            if not any(_same(x, v) for x in label.values()):
+                return False
+        elif k in label:
+            if not _same(label[k], v):
+                return False
+        elif not ("" in label and _same(label[""], v)):
+            return False
+    return True
+
+
+def _unwrap(value: Any) -> tuple[Any, str | None]:
+    """Accept a whole step output ``{"summary": ..., "run_id": ...}`` as well as its summary."""
+    if isinstance(value, dict) and isinstance(value.get("summary"), dict):
+        run_id = value.get("run_id")
+        return value["summary"], run_id if isinstance(run_id, str) else None
+    return value, None
+
+
+def is_matrixed(source: Any) -> bool:
+    """A matrixed step arrives as a dict of instance label -> summary dict."""
+    source, _ = _unwrap(source)
+    return isinstance(source, dict) and bool(source) and all(
+        isinstance(_unwrap(v)[0], dict) for v in source.values()
+    )
+
+
+def to_number(value: Any) -> float | None:
+    """Return ``value`` as a float, or None if it is not a number (None, text, a list)."""
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)  # "nan" and "inf" as written by json_number
+        except ValueError:
+            return None
+    return None
+
+
+class Resolver:
+    """Look references up in the scorecard's measurements and run ids."""
+
+    def __init__(self, measurements: dict[str, Any], run_ids: dict[str, Any] | None = None):
+        self.measurements = measurements
+        self.run_ids = run_ids or {}
+
+    def resolve(self, ref: Any, over: str = "seed") -> Sample:
+        """Resolve a reference or a numeric constant to a Sample (never raises on absent data)."""
+        number = to_number(ref) if not isinstance(ref, str) else None
+        if number is not None:
+            return Sample(ref=str(ref), values={"": number}, constant=True)
+        if not isinstance(ref, str) or not ref.strip():
+            return Sample(ref=str(ref), missing=f"{ref!r} is neither a number nor a reference")
+        ref = ref.strip()
+        source_name = re.split(r"[.\[]", ref, maxsplit=1)[0]
+        if source_name not in self.measurements:
+            have = ", ".join(sorted(self.measurements)) or "none"
+            return Sample(ref=ref, missing=f"no source {source_name!r} in measurements "
+                                           f"(have: {have}){suggest(source_name, self.measurements)}")
+        source, inline_run = _unwrap(self.measurements[source_name])
+        if source is None:
+            return Sample(ref=ref, missing=f"source {source_name!r} is empty (the step did not run?)")
+        if not isinstance(source, dict):
+            return Sample(ref=ref, missing=f"source {source_name!r} is {type(source).__name__}, "
+                                           "expected a summary dict")
+        m = _BRACKET.match(ref)
+        if m:
+            return self._from(ref, source_name, source, m["sel"], m["key"], over, inline_run)
+        rest = ref[len(source_name) + 1:]
+        if not is_matrixed(source):
+            return self._from(ref, source_name, source, None, rest, over, inline_run)
+        # Unbracketed selector: try each split point; the first that finds values wins.
+        first = None
+        for i in [i for i, c in enumerate(rest) if c == "."]:
+            s = self._from(ref, source_name, source, rest[:i], rest[i + 1:], over, inline_run)
+            if s.ok:
+                return s
+            first = first or s
+        return first or self._from(ref, source_name, source, "", rest, over, inline_run)
+
+    def _from(self, ref, name, source, sel, key, over, inline_run) -> Sample:
+        if sel is None:  # a plain summary
+            values = _lookup(source, key)
+            if isinstance(values, str):
+                return Sample(ref=ref, missing=f"{name}: {values}")
+            rid = inline_run or self.run_ids.get(name)
+            return Sample(ref=ref, values=values, run_ids=[rid] if isinstance(rid, str) else [])
+        selector = {} if sel.strip() in ("", "*") else parse_label(sel)
+        instances = {lab: _unwrap(v) for lab, v in source.items()}
+        chosen = {lab: v for lab, v in instances.items() if _matches(parse_label(lab), selector)}
+        if not chosen:
+            labels = ", ".join(sorted(instances))
+            return Sample(ref=ref, missing=f"{name}: no instance matches [{sel}] (instances: {labels})")
+        if len(chosen) > 1 and sel.strip() != "*":
+            varying = _varying_axes(chosen, over)
+            if varying:
+                return Sample(ref=ref, missing=f"{name}[{sel}] matches instances that differ in "
+                                               f"{', '.join(varying)}: name it in the selector")
+        values: dict[str, float] = {}
+        run_ids: list[str] = []
+        for lab, (summary, inline) in sorted(chosen.items()):
+            found = _lookup(summary, key)
+            if isinstance(found, str):
+                return Sample(ref=ref, missing=f"{name}[{lab}]: {found}")
+            seed = _seed_label(lab, over) if len(chosen) > 1 else ""
+            for k, v in found.items():
+                values["/".join(p for p in (seed, k) if p)] = v
+            rid = inline or _run_id_of(self.run_ids.get(name), lab)
+            if rid and rid not in run_ids:
+                run_ids.append(rid)
+        return Sample(ref=ref, values=values, run_ids=run_ids)
+
+
+def _lookup(summary: dict, key: str) -> dict[str, float] | str:
+    """Values of ``key`` (wildcards: one value per match, labelled by what ``*`` matched)."""
+    if "*" in key:
+        pattern = re.compile("^" + re.escape(key).replace(r"\*", "(.*)") + "$")
+        found = {}
+        for k in sorted(summary):
+            m = pattern.match(k)
+            if m:
+                found[",".join(m.groups())] = summary[k]
+        if not found:
+            return f"no key matches {key!r}"
+    elif key in summary:
+        found = {"": summary[key]}
+    else:
+        return f"no measurement {key!r}{suggest(key, summary)}"
+    out = {}
+    for k, v in found.items():
+        number = to_number(v)
+        if number is None:
+            return f"{key!r} is {v!r}, not a number"
+        out[k] = number
+    return out
+
+
+def _varying_axes(chosen: dict, over: str) -> list[str]:
+    labels = [parse_label(lab) for lab in chosen]
+    axes = sorted({k for lab in labels for k in lab})
+    return [a or "(label)" for a in axes
+            if a != over and len({lab.get(a) for lab in labels}) > 1]
+
+
+def _seed_label(label: str, over: str) -> str:
+    pairs = parse_label(label)
+    return pairs.get(over, pairs.get("", label))
+
+
+def _run_id_of(run_ids: Any, label: str) -> str | None:
+    if isinstance(run_ids, str):
+        return run_ids
+    if isinstance(run_ids, dict):
+        rid = run_ids.get(label)
+        return rid if isinstance(rid, str) else None
+    return None
+
+
+__all__ = ["Resolver", "Sample", "is_matrixed", "json_number", "parse_label", "to_number"]

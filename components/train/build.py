@@ -1,0 +1,78 @@
+"""Build a model by variant name (the model zoo) or by a user's ``module:function`` factory."""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+from typing import Any
+
+from torch import nn
+
+
+class TrainError(ValueError):
+    """Training or checkpoint input that cannot be used as given."""
+
+
+def _factory(spec: str):
+    """Import ``package.module:function``."""
+    module_name, _, attr = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise TrainError(f"model {spec!r}: cannot import module {module_name!r}: {e}") from None
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        raise TrainError(f"model {spec!r}: module {module_name!r} has no callable {attr!r}")
+    return fn
+
+
+def accepted_fields(name: str) -> set[str] | None:
+    """Return the override names model ``name`` accepts, or None when unknown."""
+    if ":" in name:
+        sig = inspect.signature(_factory(name))
+        if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+            return None
+        return set(sig.parameters)
+    from components import models
+
+    variant = getattr(models, "config_of", None) or getattr(models, "config", None)
+    if callable(variant):
+        try:
+            cfg = variant(name)
+        except Exception:  # an unknown name is reported by build() with its did-you-mean
+            return None
+        if dataclasses.is_dataclass(cfg):
+            return {f.name for f in dataclasses.fields(cfg)}
+    return None
+
+
+def build_model(name: str, overrides: dict[str, Any] | None = None) -> nn.Module:
+    """Build ``name`` (a registered variant or ``module:function``) with config overrides."""
+    overrides = dict(overrides or {})
+    if ":" in name:
+        model = _factory(name)(**overrides)
+    else:
+        from components import models
+
+        model = models.build(name, **overrides)
+    if not isinstance(model, nn.Module):
+        raise TrainError(f"model {name!r} built a {type(model).__name__}, expected a torch nn.Module")
+    return model
+
+
+def data_overrides(meta: dict[str, Any], name: str) -> dict[str, Any]:
+    """Config values the data decides (vocab sizes, classes, pad id), limited to what ``name`` accepts."""
+    kind = meta.get("kind")
+    if kind == "translation":
+        keys = ["src_vocab_size", "tgt_vocab_size", "pad_id", "bos_id", "eos_id"]
+    elif kind == "images":
+        keys = ["num_classes", "channels", "image_size", "bos_id", "eos_id", "digits_per_strip"]
+    else:
+        keys = ["vocab_size", "input_dim", "num_classes", "pad_id"]
+    found = {k: meta[k] for k in keys if k in meta and meta[k] is not None}
+    if kind == "sequence" and meta.get("target") == "regress":
+        found["num_classes"] = 1
+    accepted = accepted_fields(name)
+    if accepted is not None:
+        found = {k: v for k, v in found.items() if k in accepted}
+    return found

@@ -1,0 +1,41 @@
+"""Errors that point at a place in a pipeline file."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Located:
+    """One problem at ``file:line:col`` (1-based)."""
+
+    file: str
+    line: int
+    col: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}: {self.message}"
+
+
+class PipelineInvalid(Exception):
+    """A pipeline failed validation; carries every problem found."""
+
+    def __init__(self, errors: list[Located]):
+        self.errors = sorted(set(errors), key=lambda e: (e.file, e.line, e.col, e.message))
+        super().__init__("\n".join(str(e) for e in self.errors))
+
+
+class Collector:
+    """Gather located errors for one file instead of stopping at the first."""
+
+    def __init__(self, file: str):
+        self.file = file
+        self.errors: list[Located] = []
+
+    def add(self, pos: tuple[int, int] | None, message: str) -> None:
+        line, col = pos or (1, 1)
+        self.errors.append(Located(self.file, line, col, message))
+
+    def raise_if_any(self) -> None:
+        if self.errors:
+            raise PipelineInvalid(self.errors)

@@ -1,0 +1,477 @@
+"""From a pipeline file to a validated plan: profiles, overrides, matrix expansion, references,
+parameter checks against each component, the DAG and the cache key of every step instance."""
+from __future__ import annotations
+
+import graphlib
+import hashlib
+import itertools
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from components.registry import Component, ComponentError, get, suggest
+from flows import refs
+from flows.errors import Collector, Located, PipelineInvalid
+from flows.refs import Ref
+from flows.spec import PROFILE_STEP_KEYS, Pipeline, Step, overlay, parse
+from flows.yamlload import YList, YMap, load
+
+RESERVED_OUTPUTS = ("run_id",)
+
+
+class _Invalid:
+    """Stands in for a reference that already produced an error (no cascading type errors)."""
+
+
+INVALID = _Invalid()
+
+
+@dataclass
+class Instance:
+    """One step instance: a step with its matrix values bound; a Prefect task run when run."""
+
+    id: str
+    step: Step
+    component: Component
+    bindings: dict[str, Any]
+    params: dict[str, Any]
+    deps: list[str] = field(default_factory=list)
+    key: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.id
+
+
+@dataclass
+class Plan:
+    """A validated, expanded pipeline ready to run."""
+
+    pipeline: Pipeline
+    profile: str | None
+    params: dict[str, Any]
+    settings: dict[str, Any]
+    instances: dict[str, Instance]   # in topological order
+    spec_hash: str
+    overrides: list[str]
+
+    @property
+    def name(self) -> str:
+        return self.pipeline.name
+
+
+def instance_id(step_id: str, bindings: dict[str, Any]) -> str:
+    """Readable instance name, e.g. ``train[arch=lstm,seed=0]``."""
+    if not bindings:
+        return step_id
+    return f"{step_id}[{','.join(f'{k}={v}' for k, v in bindings.items())}]"
+
+
+def label(bindings: dict[str, Any]) -> str:
+    """Key of a matrixed producer's instance as its consumer sees it."""
+    if len(bindings) == 1:
+        return str(next(iter(bindings.values())))
+    return ",".join(f"{k}={v}" for k, v in bindings.items())
+
+
+def default_settings() -> dict[str, Any]:
+    cpus = os.cpu_count() or 1
+    return {"workers": min(4, cpus), "seed": 0, "device": "auto", "torch_threads": 0}
+
+
+# -- entry point -------------------------------------------------------------------------------------
+def build(path: str | Path, *, profile: str | None = None, sets: list[str] | None = None) -> Plan:
+    """Load, validate and expand ``path``; raise ``PipelineInvalid`` listing every problem."""
+    path = Path(path)
+    file = str(path)
+    errors = Collector(file)
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise PipelineInvalid([Located(file, 1, 1, f"cannot read pipeline file: {e.strerror}")]) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise PipelineInvalid([Located(file, 1, 1, f"file is not UTF-8 text (byte {e.start})")]) from None
+    root = load(text, errors)
+    if errors.errors:
+        errors.raise_if_any()
+    pipe = parse(root, file, errors)
+    if pipe is None:
+        errors.raise_if_any()
+    pipe.text = text
+    sets = list(sets or [])
+    return _Planner(pipe, errors, profile, sets).run()
+
+
+class _Planner:
+    def __init__(self, pipe: Pipeline, errors: Collector, profile: str | None, sets: list[str]):
+        self.pipe, self.errors, self.sets = pipe, errors, sets
+        self.profile = profile if profile is not None else pipe.default_profile
+        self.components: dict[str, Component] = {}
+        self.axes: dict[str, dict[str, list]] = {}
+        self.instances: dict[str, list[Instance]] = {}
+
+    def run(self) -> Plan:
+        params, settings = self._apply_profile()
+        self._apply_overrides(params)
+        self._check_params(params)
+        for step in self.pipe.steps.values():
+            self._component(step)
+            self.axes[step.id] = self._matrix(step, params)
+        order = self._order() or list(self.pipe.steps)  # on a cycle, keep checking in file order
+        all_instances: dict[str, Instance] = {}
+        for sid in order:
+            step = self.pipe.steps[sid]
+            comp = self.components.get(sid)
+            insts = []
+            for bindings in _product(self.axes[sid]):
+                inst = Instance(instance_id(sid, bindings), step, comp, bindings, {})
+                inst.params = self._resolve(step, step.with_, bindings, params, inst)
+                needed = {iid for n in step.needs for iid in
+                          (instance_id(n, b) for b in _product(self.axes.get(n, {})))}
+                inst.deps = sorted(set(inst.deps) | needed)
+                if comp is not None:
+                    self._validate_params(step, comp, inst)
+                insts.append(inst)
+                all_instances[inst.id] = inst
+            self.instances[sid] = insts
+        self.errors.raise_if_any()
+        merged = {**default_settings(), **{k: v for k, v in settings.items()}}
+        for inst in all_instances.values():
+            inst.key = _cache_key(inst, all_instances, merged)
+        spec = json.dumps({"text": self.pipe.text, "profile": self.profile, "sets": self.sets}, sort_keys=True)
+        return Plan(self.pipe, self.profile, params, merged, all_instances,
+                    hashlib.sha256(spec.encode()).hexdigest()[:16], self.sets)
+
+    # -- profiles and overrides -------------------------------------------------------------------
+    def _apply_profile(self) -> tuple[dict, dict]:
+        pipe, errors = self.pipe, self.errors
+        params: YMap = pipe.params
+        settings: YMap = pipe.settings
+        if self.profile is None:
+            return dict(params), dict(settings)
+        prof = pipe.profiles.get(self.profile)
+        if not isinstance(prof, YMap):
+            where = pipe.root.kpos("profiles") if "profiles" in pipe.root else (1, 1)
+            known = ", ".join(pipe.profiles) or "none defined"
+            errors.add(where, f"unknown profile {self.profile!r}{suggest(self.profile, pipe.profiles)} "
+                              f"(profiles: {known})")
+            return dict(params), dict(settings)
+        over_params = prof.get("params")
+        if isinstance(over_params, YMap):
+            for k in over_params:
+                if k not in params:
+                    errors.add(over_params.kpos(k), f"profile {self.profile!r} sets unknown param {k!r}"
+                                                    f"{suggest(str(k), params)}; declare it under top-level 'params'")
+            params = overlay(params, over_params)
+        if isinstance(prof.get("settings"), YMap):
+            settings = overlay(settings, prof["settings"])
+        over_steps = prof.get("steps")
+        if isinstance(over_steps, YMap):
+            for sid, node in over_steps.items():
+                step = pipe.steps.get(sid)
+                if step is None:
+                    errors.add(over_steps.kpos(sid), f"profile {self.profile!r} overrides unknown step {sid!r}"
+                                                     f"{suggest(str(sid), pipe.steps)}")
+                    continue
+                if not isinstance(node, YMap):
+                    errors.add(over_steps.vpos(sid), f"profile override for step {sid!r} must be a mapping")
+                    continue
+                for k in node:
+                    if k not in PROFILE_STEP_KEYS:
+                        errors.add(node.kpos(k), f"a profile may override only {', '.join(PROFILE_STEP_KEYS)} "
+                                                 f"of a step, not {k!r}")
+                if isinstance(node.get("with"), YMap):
+                    step.with_ = overlay(step.with_, node["with"])
+                if isinstance(node.get("matrix"), YMap):
+                    step.matrix = overlay(step.matrix, node["matrix"])
+                if isinstance(node.get("retries"), int):
+                    step.retries = node["retries"]
+                if isinstance(node.get("cache"), bool):
+                    step.cache = node["cache"]
+        return dict(params), dict(settings)
+
+    def _apply_overrides(self, params: dict) -> None:
+        for i, item in enumerate(self.sets, start=1):
+            where = Collector("--set")
+            key, sep, raw = item.partition("=")
+            key = key.strip()
+            if not sep or not key:
+                self.errors.errors.append(Located("--set", i, 1, f"expected KEY=VALUE, got {item!r}"))
+                continue
+            try:
+                value = yaml.safe_load(raw) if raw.strip() else ""
+            except yaml.YAMLError:
+                value = raw
+            name = key.removeprefix("params.")
+            if "." not in name:
+                if name not in params:
+                    self.errors.errors.append(Located("--set", i, 1, f"unknown param {name!r}"
+                                                      f"{suggest(name, params)}; params: {', '.join(params) or 'none'}"))
+                    continue
+                params[name] = value
+                continue
+            sid, _, pname = name.partition(".")
+            step = self.pipe.steps.get(sid)
+            if step is None:
+                self.errors.errors.append(Located("--set", i, 1, f"unknown param or step {sid!r}"
+                                                  f"{suggest(sid, list(params) + list(self.pipe.steps))}"))
+                continue
+            step.with_ = overlay(step.with_, YMap({pname: value}))
+            del where
+
+    def _check_params(self, params: dict) -> None:
+        for k, v in params.items():
+            if _contains_ref(v):
+                self.errors.add(self.pipe.params.vpos(k), f"param {k!r}: params are plain values and cannot "
+                                                          "contain ${...} references")
+
+    # -- steps ---------------------------------------------------------------------------------------
+    def _component(self, step: Step) -> None:
+        try:
+            self.components[step.id] = get(step.uses)
+        except ComponentError as e:
+            self.errors.add(step.node.vpos("uses"), f"step {step.id!r}: {e}")
+
+    def _matrix(self, step: Step, params: dict) -> dict[str, list]:
+        axes: dict[str, list] = {}
+        for axis, values in step.matrix.items():
+            pos = step.matrix.vpos(axis)
+            if isinstance(values, str):
+                tokens, bad = refs.find(values)
+                if tokens and refs.whole(values, tokens) and tokens[0].ns == "params":
+                    if tokens[0].name not in params:
+                        self.errors.add(pos, f"step {step.id!r}: matrix axis {axis!r} references unknown param "
+                                             f"{tokens[0].name!r}{suggest(tokens[0].name, params)}")
+                        continue
+                    values = params[tokens[0].name]
+            if not isinstance(values, list):
+                self.errors.add(pos, f"step {step.id!r}: matrix axis {axis!r} must be a list of values "
+                                     "(or ${params.NAME} holding one)")
+                continue
+            if not values:
+                self.errors.add(pos, f"step {step.id!r}: matrix axis {axis!r} is empty; give at least one value")
+                continue
+            bad_items = [v for v in values if isinstance(v, (dict, list)) or v is None]
+            if bad_items:
+                self.errors.add(pos, f"step {step.id!r}: matrix axis {axis!r} values must be plain scalars")
+                continue
+            if len({str(v) for v in values}) != len(values):
+                self.errors.add(pos, f"step {step.id!r}: matrix axis {axis!r} has duplicate values")
+                continue
+            axes[str(axis)] = list(values)
+        return axes
+
+    def _order(self) -> list[str]:
+        """Topological order of steps from references and `needs`; cycles are errors."""
+        graph: dict[str, set[str]] = {sid: set() for sid in self.pipe.steps}
+        self.first_ref: dict[tuple[str, str], tuple[int, int]] = {}
+        for step in self.pipe.steps.values():
+            for dep, pos in _step_refs(step.with_):
+                if dep in ("params", "matrix"):
+                    continue
+                if dep in self.pipe.steps:
+                    graph[step.id].add(dep)
+                    self.first_ref.setdefault((step.id, dep), pos)
+            for i, need in enumerate(step.needs):
+                pos = step.needs_node.ipos(i) if step.needs_node is not None else step.node.vpos("needs")
+                if need not in self.pipe.steps:
+                    self.errors.add(pos, f"step {step.id!r}: 'needs' names unknown step {need!r}"
+                                         f"{suggest(need, self.pipe.steps)}")
+                elif need == step.id:
+                    self.errors.add(pos, f"step {step.id!r} cannot need itself")
+                else:
+                    graph[step.id].add(need)
+                    self.first_ref.setdefault((step.id, need), pos)
+        try:
+            return list(graphlib.TopologicalSorter(graph).static_order())
+        except graphlib.CycleError as e:
+            cycle = e.args[1]  # [a, b, ..., a]
+            path = " -> ".join(cycle)
+            pos = self.first_ref.get((cycle[1], cycle[0])) or self.pipe.steps[cycle[0]].node.pos
+            self.errors.add(pos, f"reference cycle: {path}; a step cannot depend on its own output")
+            return []
+
+    # -- references ----------------------------------------------------------------------------------
+    def _resolve(self, step: Step, value: Any, bindings: dict, params: dict, inst: Instance,
+                 pos: tuple[int, int] | None = None) -> Any:
+        if isinstance(value, YMap) or isinstance(value, dict):
+            out = {}
+            for k, v in value.items():
+                p = value.vpos(k) if isinstance(value, YMap) else pos
+                out[k] = self._resolve(step, v, bindings, params, inst, p)
+            return out
+        if isinstance(value, list):
+            return [self._resolve(step, v, bindings, params, inst,
+                                  value.ipos(i) if isinstance(value, YList) else pos)
+                    for i, v in enumerate(value)]
+        if not isinstance(value, str) or "${" not in value:
+            return value
+        tokens, bad = refs.find(value)
+        line, col = pos or step.node.pos
+        for offset, msg in bad:
+            self.errors.add((line, col + offset), f"step {step.id!r}: {msg}")
+        if bad:
+            return value
+        resolved = []
+        for t in tokens:
+            tpos = (line, col + t.start)
+            resolved.append(self._lookup(step, t, tpos, bindings, params, inst))
+        if refs.whole(value, tokens):
+            return resolved[0]
+        text = value
+        for t, r in zip(tokens, resolved):
+            if isinstance(r, Ref):
+                self.errors.add((line, col + t.start), f"step {step.id!r}: a step output reference {t.text} "
+                                                       "must be the whole value, not part of a string")
+                return value
+            text = text.replace(t.text, str(r), 1)
+        return text
+
+    def _lookup(self, step: Step, t: refs.Token, pos, bindings: dict, params: dict, inst: Instance):
+        if t.ns == "params":
+            if t.name not in params:
+                self.errors.add(pos, f"step {step.id!r}: unknown param {t.name!r} in {t.text}"
+                                     f"{suggest(t.name, params)}")
+                return INVALID
+            return params[t.name]
+        if t.ns == "matrix":
+            if t.name not in self.axes.get(step.id, {}):
+                axes = self.axes.get(step.id, {})
+                hint = suggest(t.name, axes) or (" (this step has no matrix)" if not axes else "")
+                self.errors.add(pos, f"step {step.id!r}: unknown matrix axis {t.name!r} in {t.text}{hint}")
+                return INVALID
+            return bindings[t.name]
+        producer = self.pipe.steps.get(t.ns)
+        if producer is None:
+            self.errors.add(pos, f"step {step.id!r}: reference {t.text} names unknown step {t.ns!r}"
+                                 f"{suggest(t.ns, list(self.pipe.steps) + ['params', 'matrix'])}")
+            return INVALID
+        comp = self.components.get(producer.id)
+        if comp is not None and comp.outputs and t.name not in comp.outputs + RESERVED_OUTPUTS:
+            outs = comp.outputs + RESERVED_OUTPUTS
+            self.errors.add(pos, f"step {step.id!r}: step {producer.id!r} ({comp.name}) has no output {t.name!r}"
+                                 f"{suggest(t.name, outs)}; outputs: {', '.join(outs)}")
+            return INVALID
+        ref = Ref(producer.id, t.name)
+        p_axes = self.axes.get(producer.id, {})
+        shared = [a for a in p_axes if a in bindings]
+        for b in _product(p_axes):
+            if any(str(b[a]) != str(bindings[a]) for a in shared):
+                continue
+            rest = {a: v for a, v in b.items() if a not in shared}
+            ref.sources[label(rest) if rest else None] = instance_id(producer.id, b)
+        if not ref.sources:
+            want = ", ".join(f"{a}={bindings[a]}" for a in shared)
+            self.errors.add(pos, f"step {step.id!r}: {t.text} has no instance of {producer.id!r} with {want}; "
+                                 "matrix values of producer and consumer must match on shared axes")
+            return INVALID
+        inst.deps.extend(ref.sources.values())
+        return ref
+
+    def _validate_params(self, step: Step, comp: Component, inst: Instance) -> None:
+        concrete = {k: v for k, v in inst.params.items() if not _contains(v, (Ref, _Invalid))}
+        deferred = set(inst.params) - set(concrete)
+        try:
+            comp.params_model.model_validate(concrete)
+        except ValidationError as e:
+            names = list(comp.params_model.model_fields)
+            for err in e.errors():
+                field_name = str(err["loc"][0]) if err["loc"] else ""
+                if field_name in deferred:
+                    continue
+                kind = err["type"]
+                if kind == "extra_forbidden":
+                    self.errors.add(step.with_.kpos(field_name),
+                                    f"step {step.id!r}: unknown parameter {field_name!r} for {comp.name}"
+                                    f"{suggest(field_name, names)}; parameters: {', '.join(names) or 'none'}")
+                elif kind == "missing":
+                    where = step.node.kpos("with") if "with" in step.node else step.node.kpos("uses")
+                    ann = comp.params_model.model_fields[field_name].annotation
+                    self.errors.add(where, f"step {step.id!r}: missing required parameter {field_name!r} "
+                                           f"({_type_name(ann)}) for {comp.name}")
+                else:
+                    loc = ".".join(str(p) for p in err["loc"])
+                    ann = comp.params_model.model_fields[field_name].annotation if field_name in comp.params_model.model_fields else None
+                    got = err.get("input")
+                    self.errors.add(step.with_.vpos(field_name),
+                                    f"step {step.id!r}: parameter {loc!r} of {comp.name} expects "
+                                    f"{_type_name(ann)}: {err['msg']} (got {got!r})")
+
+
+def _product(axes: dict[str, list]):
+    names = list(axes)
+    for combo in itertools.product(*(axes[n] for n in names)):
+        yield dict(zip(names, combo))
+
+
+def _step_refs(value: Any, pos=None):
+    """Yield (namespace, position) of every reference inside a `with` block."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _step_refs(v, value.vpos(k) if isinstance(value, YMap) else pos)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _step_refs(v, value.ipos(i) if isinstance(value, YList) else pos)
+    elif isinstance(value, str):
+        tokens, _ = refs.find(value)
+        for t in tokens:
+            line, col = pos or (1, 1)
+            yield t.ns, (line, col + t.start)
+
+
+def _contains(value: Any, cls) -> bool:
+    if isinstance(value, cls):
+        return True
+    if isinstance(value, dict):
+        return any(_contains(v, cls) for v in value.values())
+    if isinstance(value, list):
+        return any(_contains(v, cls) for v in value)
+    return False
+
+
+def _contains_ref(value: Any) -> bool:
+    if isinstance(value, str):
+        return "${" in value
+    if isinstance(value, dict):
+        return any(_contains_ref(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_contains_ref(v) for v in value)
+    return False
+
+
+def _type_name(ann) -> str:
+    if ann is None:
+        return "a value"
+    return getattr(ann, "__name__", None) or str(ann).replace("typing.", "")
+
+
+def _canonical(value: Any, instances: dict[str, Instance]) -> Any:
+    if isinstance(value, Ref):
+        return {"$ref": value.output, "from": {str(k): instances[i].key for k, i in sorted(
+            value.sources.items(), key=lambda kv: str(kv[0]))}}
+    if isinstance(value, dict):
+        return {str(k): _canonical(v, instances) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_canonical(v, instances) for v in value]
+    return value
+
+
+def _cache_key(inst: Instance, instances: dict[str, Instance], settings: dict) -> str:
+    """Hash of component name + code version + resolved params + the keys of its inputs."""
+    payload = {
+        "component": inst.component.name,
+        "code": inst.component.code_version,
+        "params": _canonical(inst.params, instances),
+        "needs": sorted(instances[d].key for d in inst.deps),
+        "matrix": {k: str(v) for k, v in inst.bindings.items()},
+        "seed": settings.get("seed", 0),
+    }
+    blob = json.dumps(payload, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
