@@ -29,6 +29,11 @@ def fmt(v: float) -> str:
     return f"{v:.4g}"
 
 
+def seed_name(seed: str) -> str:
+    """Name a seed label in a sentence: ``seed 0``, or ``the value`` for a single measurement."""
+    return f"seed {seed}" if seed else "the value"
+
+
 def pair(a: dict[str, float], b: dict[str, float]) -> tuple[list[str], str]:
     """Return the seed labels to compare and a note on seeds one side lacks.
 
@@ -61,11 +66,11 @@ def beats(a: dict[str, float], b: dict[str, float], *, higher: bool = True, marg
 
     sa = [score(a, s) for s in seeds]
     sb = [score(b, s) for s in seeds]
-    losing = [s or "the value" for s, x, y in zip(seeds, sa, sb)
+    losing = [seed_name(s) for s, x, y in zip(seeds, sa, sb)
               if not (x > y and (x - y > margin or y == worst))]
     if losing:
         word = f"by more than {fmt(margin)} " if margin else ""
-        return Outcome(False, f"A does not beat B {word}in seed {', '.join(losing)}{note}")
+        return Outcome(False, f"A does not beat B {word}in {', '.join(losing)}{note}")
     finite = [(x, y) for x, y in zip(sa, sb) if math.isfinite(x) and math.isfinite(y)]
     if not finite:
         return Outcome(True, f"B diverged in every seed, A did not{note}")
@@ -86,7 +91,7 @@ def every(values: dict[str, float], test, what: str) -> Outcome:
     """Hold when ``test(v)`` is true for every seed; a non-finite value never passes."""
     bad = [(s, v) for s, v in sorted(values.items()) if not (math.isfinite(v) and test(v))]
     if bad:
-        shown = ", ".join(f"{s}: {fmt(v)}" if s else fmt(v) for s, v in bad)
+        shown = ", ".join(f"{seed_name(s)}: {fmt(v)}" if s else fmt(v) for s, v in bad)
         return Outcome(False, f"not {what} ({shown})")
     n = len(values)
     return Outcome(True, f"{what} in {'every one of ' + str(n) + ' seeds' if n > 1 else 'the measurement'}")

@@ -1,0 +1,74 @@
+"""Write the scorecard as one self-contained HTML page (inline CSS, plots as base64 PNG)."""
+from __future__ import annotations
+
+import base64
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from components.report.claims import BOTTLENECKS
+from components.report.text import MARKS, cell_text, headline, measured_lines
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:2em;max-width:90em;color:#222}
+table{border-collapse:collapse;margin:1em 0;width:100%}
+th,td{border:1px solid #ccc;padding:.35em .5em;vertical-align:top;text-align:left;font-size:.9em}
+th{background:#f3f3f3} code{font-size:.85em}
+.v{font-weight:600;white-space:nowrap;border-radius:.3em;padding:.1em .4em}
+.holds{background:#d8f3dc}.fails{background:#ffd6d6}
+.device-dependent{background:#fff3bf}.not-measured{background:#e9ecef}
+figure{display:inline-block;margin:1em;max-width:45%} figure img{max-width:100%}
+small{color:#666}
+"""
+
+
+def _verdict(v: str | None) -> str:
+    if not v:
+        return ""
+    return f'<span class="v {v.replace(" ", "-")}">{MARKS[v]} {escape(v)}</span>'
+
+
+def _png(path: str) -> str:
+    data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
+    return f"data:image/png;base64,{data}"
+
+
+def to_html(card: dict[str, Any], plots: dict[str, str]) -> str:
+    """Render a scorecard dict as HTML; ``plots`` maps a plot name to a PNG file to embed."""
+    s = card["summary"]
+    h = ["<!doctype html><html><head><meta charset='utf-8'>",
+         f"<title>{escape(card['title'])}</title><style>{_CSS}</style></head><body>",
+         f"<h1>{escape(card['title'])}</h1>",
+         f"<p><b>{escape(headline(s))}</b> <small>(measured on {escape(card['device'])}; "
+         f"{s['device_independent_holds']} of {s['device_independent']} device-independent claims hold)"
+         "</small></p>", "<h2>Claims</h2><table><tr><th>#</th><th>B</th><th>claim</th><th>expected</th>"
+         "<th>measured</th><th>verdict</th><th>why</th><th>settings</th><th>runs</th></tr>"]
+    for c in card["claims"]:
+        measured = "<br>".join(f"<code>{escape(line)}</code>" for line in measured_lines(c["measured"]))
+        links = " ".join(f"<a href='#plot-{escape(p)}'>{escape(p)}</a>" for p in c.get("plots") or [])
+        h.append(f"<tr id='claim-{escape(c['id'])}'><td>{escape(c['id'])}</td>"
+                 f"<td>{escape(c.get('bottleneck') or '')}</td><td>{escape(c['claim'])} {links}</td>"
+                 f"<td>{escape(c['expected'])}</td><td>{measured or '—'}</td><td>{_verdict(c['verdict'])}</td>"
+                 f"<td>{escape(c['reason'])}</td><td>{escape(c['settings'])}</td>"
+                 f"<td><small>{'<br>'.join(escape(r) for r in c['run_id'])}</small></td></tr>")
+    h.append("</table>")
+    if card["architectures"]:
+        h.append("<h2>Which bottleneck does each architecture remove?</h2><table><tr><th>architecture</th>"
+                 + "".join(f"<th>{b}</th>" for b in BOTTLENECKS) + "</tr>")
+        for arch, row in card["architectures"].items():
+            cells = []
+            for b in BOTTLENECKS:
+                cell = row.get(b)
+                cls = f" class='v {cell['verdict'].replace(' ', '-')}'" if cell and cell.get("verdict") else ""
+                tip = f" title='{escape(cell['ref'] + (': ' + cell['reason'] if cell['reason'] else ''))}'" if cell else ""
+                cells.append(f"<td><span{cls}{tip}>{escape(cell_text(cell))}</span></td>")
+            h.append(f"<tr><th>{escape(arch)}</th>{''.join(cells)}</tr>")
+        h.append("</table><p><small>Mean over seeds (each seed in brackets); hover a cell for its "
+                 "measurement.</small></p>")
+    if plots:
+        h.append("<h2>Plots</h2>")
+        for name, path in plots.items():
+            h.append(f"<figure id='plot-{escape(name)}'><img alt='{escape(name)}' src='{_png(path)}'>"
+                     f"<figcaption>{escape(name)}</figcaption></figure>")
+    h.append("</body></html>")
+    return "\n".join(h) + "\n"

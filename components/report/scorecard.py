@@ -1,0 +1,131 @@
+"""The ``report.scorecard`` component: judge the pipeline's claims and write the scorecard."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from components.context import Context
+from components.registry import component
+from components.report.checks import HOLDS, VERDICTS
+from components.report.claims import fill, judge, validate_architectures
+from components.report.html import to_html
+from components.report.markdown import to_markdown
+from components.report.refs import Resolver
+from components.report.rules import SPREAD_FACTOR
+from components.report.text import COUNT_KEYS
+from components.report.vocabulary import validate_expectations
+
+_PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@component("report.scorecard", outputs=["scorecard", "summary", "markdown", "html"])
+def scorecard(
+    ctx: Context,
+    *,
+    measurements: dict[str, Any],
+    expect: list[dict[str, Any]],
+    run_ids: dict[str, Any] | None = None,
+    architectures: dict[str, dict[str, Any]] | None = None,
+    plots: dict[str, Any] | None = None,
+    title: str = "The four-bottleneck comparison",
+    device: str = "",
+    min_seeds: int = 1,
+    spread_factor: float = SPREAD_FACTOR,
+) -> dict:
+    """Judge each expected claim on the measurements and write scorecard.json, .md and .html.
+
+    Args:
+        measurements: source name -> a step's ``summary`` (flat numbers), or, for a matrixed step,
+            its instance label -> summary. Claims reference them as ``source[selector].key``.
+        expect: the claims, each ``{id, claim, check: <kind>, ...}`` or ``{id, claim, checks: [...]}``
+            (the vocabulary is in docs/scorecard.md).
+        run_ids: source name -> the step's ``run_id`` (or instance label -> run id), so each verdict
+            names the MLflow runs that measured it.
+        architectures: architecture -> {B1..B4: reference or checked cell}: the scorecard's rows.
+        plots: plot name -> PNG path (or instance label -> path) embedded in the HTML.
+        title: the report's heading.
+        device: the device the measurements ran on; empty means this step's device. Claims with
+            ``device: gpu`` are ``device-dependent`` elsewhere.
+        min_seeds: a check with fewer seeds than this is ``not measured`` (a claim may override).
+        spread_factor: the fair-verdict rule's multiple of the largest seed range (3 in calibration).
+    """
+    claims_spec = validate_expectations(expect)
+    arch_spec = validate_architectures(architectures or {})
+    if min_seeds < 1:
+        raise ValueError(f"report.scorecard: min_seeds must be >= 1, got {min_seeds}")
+    device = device or ctx.device
+    resolver = Resolver(measurements, run_ids)
+    claims = [judge(c, resolver, device=device, min_seeds=min_seeds, spread_factor=spread_factor)
+              for c in claims_spec]
+    rows = {arch: fill(cells, resolver, min_seeds=min_seeds, spread_factor=spread_factor)
+            for arch, cells in arch_spec.items()}
+    pngs, skipped = _plots(plots or {})
+    for name, why in skipped.items():
+        ctx.log.warning("scorecard: plot %s left out: %s", name, why)
+    summary = summarise(claims)
+    card = {"title": title, "device": device, "min_seeds": min_seeds, "spread_factor": spread_factor,
+            "summary": summary, "claims": claims, "architectures": rows, "plots": sorted(pngs),
+            "plots_left_out": skipped}
+    json_path, md_path, html_path = ctx.path("scorecard.json"), ctx.path("scorecard.md"), ctx.path("scorecard.html")
+    json_path.write_text(json.dumps(card, indent=2, allow_nan=False) + "\n")
+    md_path.write_text(to_markdown(card))
+    html_path.write_text(to_html(card, pngs))
+    for p in (json_path, md_path, html_path):
+        ctx.log_artifact(p)
+    ctx.log_metrics(metrics(summary, claims, rows))
+    ctx.log_params({"scorecard.device": device, "scorecard.min_seeds": min_seeds,
+                    "scorecard.spread_factor": spread_factor})
+    return {"scorecard": str(json_path), "summary": summary, "markdown": str(md_path), "html": str(html_path)}
+
+
+def summarise(claims: list[dict[str, Any]]) -> dict[str, int]:
+    """Count verdicts; device-independent counts leave out claims tied to a device."""
+    summary = {"claims": len(claims)} | {COUNT_KEYS[v]: 0 for v in VERDICTS}
+    for c in claims:
+        summary[COUNT_KEYS[c["verdict"]]] += 1
+    free = [c for c in claims if not c["device"]]
+    summary["device_independent"] = len(free)
+    summary["device_independent_holds"] = sum(c["verdict"] == HOLDS for c in free)
+    return summary
+
+
+def metric_name(text: str) -> str:
+    """Make ``text`` a valid MLflow metric name part (``[A-Za-z0-9_./-]``)."""
+    return re.sub(r"[^A-Za-z0-9_./-]", "_", str(text))
+
+
+def metrics(summary: dict[str, int], claims: list[dict[str, Any]], rows: dict[str, Any]) -> dict[str, float]:
+    """Stable metric names so nightly runs compare: claims/<count>, claim/<id>, arch/<name>/<B>."""
+    out: dict[str, float] = {f"claims/{k}": float(v) for k, v in summary.items() if k != "claims"}
+    out["claims/total"] = float(summary["claims"])
+    for c in claims:
+        out[f"claim/{metric_name(c['id'])}"] = 1.0 if c["verdict"] == HOLDS else 0.0
+    for arch, row in rows.items():
+        for b, cell in row.items():
+            if isinstance(cell["mean"], float):
+                out[f"arch/{metric_name(arch)}/{b}"] = cell["mean"]
+    return out
+
+
+def _plots(plots: dict[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
+    """Flatten plot paths (matrixed ones become ``name[label]``); keep readable PNGs only."""
+    flat: dict[str, Any] = {}
+    for name, value in plots.items():
+        if isinstance(value, dict):
+            flat.update({f"{name}[{label}]": p for label, p in value.items()})
+        else:
+            flat[name] = value
+    keep, skipped = {}, {}
+    for name, path in sorted(flat.items()):
+        if not isinstance(path, str) or not Path(path).is_file():
+            skipped[name] = f"no file at {path!r}"
+        elif Path(path).read_bytes()[:8] != _PNG_MAGIC:
+            skipped[name] = f"{path} is not a PNG"
+        else:
+            keep[name] = path
+    return keep, skipped
+
+
+__all__ = ["metrics", "scorecard", "summarise"]

@@ -1,0 +1,53 @@
+"""Format scorecard entries as short text shared by the Markdown, HTML and terminal views."""
+from __future__ import annotations
+
+from typing import Any
+
+from components.report.refs import to_number
+from components.report.rules import fmt
+
+MARKS = {"holds": "✓", "fails": "✗", "not measured": "?", "device-dependent": "~"}
+COUNT_KEYS = {"holds": "holds", "fails": "fails", "device-dependent": "device_dependent",
+              "not measured": "not_measured"}
+
+
+def number(v: Any) -> str:
+    """Format a JSON number (or 'nan'/'inf' strings) compactly."""
+    n = to_number(v)
+    return fmt(n) if n is not None else str(v)
+
+
+def seeds(values: Any) -> str:
+    """``{"0": 0.13, "1": 0.26}`` -> ``0.13, 0.26``; a list series -> ``[a, b, c]``."""
+    if isinstance(values, dict):
+        return ", ".join(seeds(v) for v in values.values())
+    if isinstance(values, list):
+        return "[" + ", ".join(number(v) for v in values) + "]"
+    return number(values)
+
+
+def measured_lines(measured: dict[str, Any]) -> list[str]:
+    """One line per measured reference: ``ref: v_seed0, v_seed1, ...``."""
+    return [f"{ref}: {seeds(vals)}" for ref, vals in measured.items()]
+
+
+def cell_text(cell: dict[str, Any] | None) -> str:
+    """A scorecard cell: mean value, a verdict mark if the cell is checked, and its label."""
+    if not cell:
+        return "—"
+    if cell.get("mean") is None:
+        return "? not measured"
+    text = number(cell["mean"])
+    if len(cell.get("measured") or {}) > 1:
+        text += f" ({seeds(cell['measured'])})"
+    if cell.get("verdict"):
+        text = f"{MARKS.get(cell['verdict'], '')} {text}"
+    if cell.get("label"):
+        text += f" {cell['label']}"
+    return text
+
+
+def headline(summary: dict[str, Any]) -> str:
+    """``13 of 18 claims hold · 2 fail · 1 device-dependent · 2 not measured``."""
+    return (f"{summary['holds']} of {summary['claims']} claims hold · {summary['fails']} fail · "
+            f"{summary['device_dependent']} device-dependent · {summary['not_measured']} not measured")

@@ -1,0 +1,189 @@
+"""The expectation vocabulary: which check kinds exist, their keys, and validation of YAML entries."""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from components.registry import suggest
+
+
+class ScorecardError(ValueError):
+    """An ``expect:`` or ``architectures:`` entry is malformed (a pipeline authoring error)."""
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One check kind: keys it needs, keys it may take (with defaults), which keys are references."""
+
+    required: tuple[str, ...]
+    optional: dict[str, Any] = field(default_factory=dict)
+    refs: tuple[str, ...] = ()        # keys holding a reference or a number
+    ref_lists: tuple[str, ...] = ()   # keys holding a list of references or numbers
+    help: str = ""
+
+
+_THRESHOLD = dict(required=("value", "than"), refs=("value", "than"))
+KINDS: dict[str, Kind] = {
+    "below": Kind(**_THRESHOLD, help="value < than in every seed"),
+    "above": Kind(**_THRESHOLD, help="value > than in every seed"),
+    "at_most": Kind(**_THRESHOLD, help="value <= than in every seed"),
+    "at_least": Kind(**_THRESHOLD, help="value >= than in every seed"),
+    "between": Kind(("value",), {"low": None, "high": None}, refs=("value",),
+                    help="low <= value <= high in every seed"),
+    "equals": Kind(("value", "to"), {"tolerance": 0.0}, refs=("value", "to"),
+                   help="|value - to| <= tolerance in every seed"),
+    "close": Kind(("a", "b"), {"tolerance": 0.0, "rel": 0.0}, refs=("a", "b"),
+                  help="|a - b| <= tolerance + rel * max(|a|, |b|) in every seed"),
+    "beats": Kind(("a", "b"), {"better": "higher", "margin": 0.0, "spread_factor": None},
+                  refs=("a", "b"), help="a beats b by the fair multi-seed rule"),
+    "flat": Kind(("value", "base"), {"ratio": 0.85, "base_at_least": None}, refs=("value", "base"),
+                 help="value >= ratio * base in every seed (and base >= base_at_least)"),
+    "cliff": Kind(("value", "base"), {"ratio": 0.5, "base_at_least": None}, refs=("value", "base"),
+                  help="value <= ratio * base in every seed (and base >= base_at_least)"),
+    "increasing": Kind(("values",), {"minus": None, "tolerance": 0.0}, ref_lists=("values", "minus"),
+                       help="the series rises first to last, no step falling by more than tolerance"),
+    "decreasing": Kind(("values",), {"minus": None, "tolerance": 0.0}, ref_lists=("values", "minus"),
+                       help="the series falls first to last, no step rising by more than tolerance"),
+    "exponent_between": Kind((), {"value": None, "x": None, "y": None, "low": None, "high": None},
+                             refs=("value",), ref_lists=("y",),
+                             help="fitted log-log exponent (or a reported one) in [low, high]"),
+    "finite": Kind(("value",), refs=("value",), help="no seed diverged (no NaN/Inf)"),
+}
+CHECK_KEYS = {"check", "over", "expected"}  # allowed on every check
+CLAIM_KEYS = {"id", "claim", "bottleneck", "settings", "device", "expected", "checks", "min_seeds",
+              "over", "plots"}
+DEVICES = ("cpu", "gpu", "cuda", "mps")
+ID_RE = re.compile(r"^[A-Za-z0-9_.-]+$")  # claim ids become metric names claim/<id>
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _is_operand(v: Any) -> bool:
+    return _is_number(v) or (isinstance(v, str) and bool(v.strip()))
+
+
+def validate_check(check: Any, where: str) -> dict[str, Any]:
+    """Check one check entry and return it with defaults filled; raise ScorecardError if malformed."""
+    if not isinstance(check, dict):
+        raise ScorecardError(f"{where}: a check is a mapping with 'check: <kind>', got {check!r}")
+    kind_name = check.get("check")
+    if kind_name not in KINDS:
+        if kind_name is None:
+            raise ScorecardError(f"{where}: missing 'check:' (one of {', '.join(KINDS)})")
+        raise ScorecardError(f"{where}: unknown check {kind_name!r}{suggest(str(kind_name), KINDS)}; "
+                             f"known: {', '.join(KINDS)}")
+    kind = KINDS[kind_name]
+    allowed = set(kind.required) | set(kind.optional) | CHECK_KEYS
+    for key in check:
+        if key not in allowed:
+            raise ScorecardError(f"{where}: check {kind_name!r} has no key {key!r}"
+                                 f"{suggest(str(key), allowed)}; it takes {', '.join(sorted(allowed - CHECK_KEYS))}")
+    for key in kind.required:
+        if key not in check:
+            raise ScorecardError(f"{where}: check {kind_name!r} needs {key!r} ({kind.help})")
+    out = {**kind.optional, **check}
+    for key in kind.refs:
+        if out.get(key) is not None and not _is_operand(out[key]):
+            raise ScorecardError(f"{where}: {key!r} must be a reference like 'step.key' or a number, "
+                                 f"got {out[key]!r}")
+    for key in kind.ref_lists:
+        v = out.get(key)
+        if v is not None and not (isinstance(v, list) and v and all(_is_operand(x) for x in v)):
+            raise ScorecardError(f"{where}: {key!r} must be a non-empty list of references or numbers")
+    _validate_kind(kind_name, out, where)
+    return out
+
+
+def _number(out: dict, key: str, where: str, *, positive: bool = False) -> None:
+    v = out.get(key)
+    if v is None:
+        return
+    if not _is_number(v) or (positive and v < 0):
+        raise ScorecardError(f"{where}: {key!r} must be a {'non-negative ' if positive else ''}number, got {v!r}")
+
+
+def _validate_kind(name: str, out: dict, where: str) -> None:
+    for key in ("low", "high", "base_at_least"):
+        _number(out, key, where)
+    for key in ("tolerance", "rel", "margin", "ratio", "spread_factor"):
+        _number(out, key, where, positive=True)
+    if name in ("between", "exponent_between"):
+        if out["low"] is None and out["high"] is None:
+            raise ScorecardError(f"{where}: {name!r} needs 'low', 'high' or both")
+        if out["low"] is not None and out["high"] is not None and out["low"] > out["high"]:
+            raise ScorecardError(f"{where}: low {out['low']} is above high {out['high']}")
+    if name == "beats" and out["better"] not in ("higher", "lower"):
+        raise ScorecardError(f"{where}: 'better' is 'higher' or 'lower', got {out['better']!r}")
+    if name in ("increasing", "decreasing"):
+        if out["minus"] is not None and len(out["minus"]) != len(out["values"]):
+            raise ScorecardError(f"{where}: 'minus' has {len(out['minus'])} entries, 'values' "
+                                 f"{len(out['values'])}: they pair up bucket by bucket")
+        if len(out["values"]) < 2:
+            raise ScorecardError(f"{where}: a series needs at least 2 values")
+    if name == "exponent_between":
+        has_fit = out["x"] is not None or out["y"] is not None
+        if (out["value"] is None) == (not has_fit):
+            raise ScorecardError(f"{where}: give either 'value' (a reported exponent) or 'x' and 'y' "
+                                 "(sizes and measurements to fit), not both")
+        if has_fit:
+            x, y = out["x"], out["y"]
+            if not (isinstance(x, list) and len(x) >= 2 and all(_is_number(v) and v > 0 for v in x)):
+                raise ScorecardError(f"{where}: 'x' must be a list of at least 2 positive numbers (e.g. T)")
+            if y is None or len(y) != len(x):
+                raise ScorecardError(f"{where}: 'y' must list one measurement per entry of 'x' ({len(x)})")
+
+
+def validate_claim(entry: Any, index: int) -> dict[str, Any]:
+    """Check one ``expect:`` entry; return it with its checks normalised to a list."""
+    where = f"expect[{index}]"
+    if not isinstance(entry, dict):
+        raise ScorecardError(f"{where}: an expectation is a mapping with 'id', 'claim' and a check, got {entry!r}")
+    if "id" not in entry:
+        raise ScorecardError(f"{where}: missing 'id' (a short name or number, used in metric claim/<id>)")
+    cid = str(entry["id"])
+    where = f"expect[{index}] (claim {cid})"
+    if not ID_RE.match(cid):
+        raise ScorecardError(f"{where}: id may use letters, digits, '_', '.', '-' only (it names a metric)")
+    if not isinstance(entry.get("claim"), str) or not entry["claim"].strip():
+        raise ScorecardError(f"{where}: missing 'claim:' (the sentence the checks test)")
+    device = entry.get("device")
+    if device is not None and device not in DEVICES:
+        raise ScorecardError(f"{where}: device {device!r} is not one of {', '.join(DEVICES)}"
+                             f"{suggest(str(device), DEVICES)}")
+    min_seeds = entry.get("min_seeds")
+    if min_seeds is not None and (not isinstance(min_seeds, int) or isinstance(min_seeds, bool) or min_seeds < 1):
+        raise ScorecardError(f"{where}: min_seeds must be a positive integer, got {min_seeds!r}")
+    check_keys = {k for kind in KINDS.values() for k in (*kind.required, *kind.optional)} | {"check"}
+    inline = {k: v for k, v in entry.items() if k in check_keys and k not in CLAIM_KEYS}
+    unknown = [k for k in entry if k not in CLAIM_KEYS and k not in check_keys]
+    if unknown:
+        raise ScorecardError(f"{where}: unknown key {unknown[0]!r}"
+                             f"{suggest(str(unknown[0]), CLAIM_KEYS | check_keys)}")
+    if "checks" in entry:
+        if inline:
+            raise ScorecardError(f"{where}: give one inline 'check:' or a 'checks:' list, not both")
+        if not isinstance(entry["checks"], list) or not entry["checks"]:
+            raise ScorecardError(f"{where}: 'checks' must be a non-empty list of checks")
+        checks = [validate_check(c, f"{where} checks[{i}]") for i, c in enumerate(entry["checks"])]
+    elif inline:
+        checks = [validate_check(inline, where)]
+    else:
+        raise ScorecardError(f"{where}: no check: add 'check: <kind>' ({', '.join(KINDS)}) or 'checks:'")
+    return {**{k: v for k, v in entry.items() if k in CLAIM_KEYS}, "id": cid, "checks": checks}
+
+
+def validate_expectations(expect: Any) -> list[dict[str, Any]]:
+    """Validate a whole ``expect:`` list (ids unique); return the normalised entries."""
+    if not isinstance(expect, list):
+        raise ScorecardError(f"expect: must be a list of expectations, got {type(expect).__name__}")
+    claims = [validate_claim(e, i) for i, e in enumerate(expect)]
+    seen: dict[str, int] = {}
+    for i, c in enumerate(claims):
+        if c["id"] in seen:
+            raise ScorecardError(f"expect[{i}]: claim id {c['id']!r} already used by expect[{seen[c['id']]}]")
+        seen[c["id"]] = i
+    return claims
