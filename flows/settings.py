@@ -1,0 +1,65 @@
+"""Where things live and how quiet the libraries are. Call ``configure()`` before importing
+prefect or mlflow: their settings are read from the environment at import time."""
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from pathlib import Path
+
+HOME_DIR = ".bottlenecks"
+
+
+def home() -> Path:
+    """The project's state folder (``BOTTLENECKS_HOME`` or ``./.bottlenecks``)."""
+    return Path(os.environ.get("BOTTLENECKS_HOME", Path.cwd() / HOME_DIR)).resolve()
+
+
+def configure() -> Path:
+    """Point Prefect and MLflow at embedded stores unless servers are configured; silence noise."""
+    root = home()
+    root.mkdir(parents=True, exist_ok=True)
+    env = os.environ
+    env.setdefault("PREFECT_HOME", str(root / "prefect"))
+    env.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
+    env.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    env.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    env.setdefault("PREFECT_LOGGING_SERVER_LEVEL", "WARNING")
+    env.setdefault("PREFECT_RESULTS_PERSIST_BY_DEFAULT", "false")
+    env.setdefault("DO_NOT_TRACK", "1")
+    env.setdefault("MLFLOW_TRACKING_URI", f"sqlite:///{root / 'mlflow.db'}")
+    env.setdefault("MLFLOW_ENABLE_ASYNC_LOGGING", "false")
+    env.setdefault("GIT_PYTHON_REFRESH", "quiet")
+    env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    quiet()
+    return root
+
+
+def quiet() -> None:
+    """Keep library chatter (telemetry, deprecations, migrations) out of the user's terminal."""
+    for name in ("prefect", "mlflow", "alembic", "httpx", "httpcore", "urllib3", "git",
+                 "uvicorn", "uvicorn.error", "uvicorn.access", "docket", "sqlalchemy"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", module=r"(prefect|mlflow|pydantic|torch)(\..*)?")
+
+
+def artifact_root() -> str | None:
+    """Artifact folder for the embedded MLflow store (servers manage their own)."""
+    uri = os.environ.get("MLFLOW_TRACKING_URI", "")
+    if uri.startswith("sqlite:") or uri.startswith("file:") or "://" not in uri:
+        return (home() / "mlartifacts").as_uri()
+    return None
+
+
+def quiet_prefect_console() -> None:
+    """Drop Prefect's console log lines (task failures, tracebacks): the step view reports them.
+
+    Handlers that ship logs to the Prefect API keep their level, so the Prefect UI has them.
+    """
+    for name in list(logging.root.manager.loggerDict):
+        if name.startswith("prefect"):
+            for handler in logging.getLogger(name).handlers:
+                if type(handler).__name__ in ("PrefectConsoleHandler", "StreamHandler"):
+                    handler.setLevel(logging.CRITICAL + 1)

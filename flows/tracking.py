@@ -1,0 +1,164 @@
+"""MLflow tracking: one parent run per pipeline run, one nested run per step instance.
+
+Everything goes through ``MlflowClient`` with explicit run ids: MLflow's active run is per
+thread and steps run in worker threads. Only model logging needs the fluent API, and it resumes
+the step's own run inside the worker thread.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import mlflow
+from mlflow.entities import Metric, Param, RunTag
+from mlflow.tracking import MlflowClient
+
+from components.context import Context
+from flows import settings
+
+PARAM_MAX = 500
+_KEY_BAD = re.compile(r"[^A-Za-z0-9_\-. :/]")
+
+
+def git_commit() -> str | None:
+    """The commit of the working directory's repository, if any."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def flatten(params: dict[str, Any], prefix: str = "") -> dict[str, str]:
+    """Flatten nested parameters into MLflow-sized strings (``with.model``, ``overrides.d_model``)."""
+    out: dict[str, str] = {}
+    for k, v in params.items():
+        key = _KEY_BAD.sub("_", f"{prefix}{k}")
+        if isinstance(v, dict) and v and len(v) <= 20:
+            out.update(flatten(v, key + "."))
+        else:
+            text = v if isinstance(v, str) else json.dumps(v, default=str)
+            out[key] = text if len(text) <= PARAM_MAX else text[: PARAM_MAX - 3] + "..."
+    return out
+
+
+class Tracker:
+    """Create and finish the runs of one pipeline run in one experiment."""
+
+    def __init__(self, experiment: str):
+        self.client = MlflowClient()
+        exp = self.client.get_experiment_by_name(experiment)
+        if exp is None:
+            try:
+                self.experiment_id = self.client.create_experiment(
+                    experiment, artifact_location=_artifact_location(experiment))
+            except mlflow.exceptions.MlflowException:  # created concurrently by another run
+                self.experiment_id = self.client.get_experiment_by_name(experiment).experiment_id
+        else:
+            self.experiment_id = exp.experiment_id
+
+    def start(self, name: str, tags: dict[str, str], parent: str | None = None) -> str:
+        if parent:
+            tags = {**tags, "mlflow.parentRunId": parent}
+        run = self.client.create_run(self.experiment_id, run_name=name,
+                                     tags={k: str(v) for k, v in tags.items() if v is not None})
+        return run.info.run_id
+
+    def log(self, run_id: str, *, params: dict[str, str] | None = None, tags: dict[str, str] | None = None,
+            metrics: list[Metric] | None = None) -> None:
+        params_l = [Param(k, v) for k, v in (params or {}).items()]
+        tags_l = [RunTag(k, str(v)) for k, v in (tags or {}).items()]
+        metrics = metrics or []
+        # MLflow caps a batch at 1000 metrics and 100 params
+        self.client.log_batch(run_id, metrics=metrics[:1000], params=params_l[:100], tags=tags_l)
+        for i in range(1000, len(metrics), 1000):
+            self.client.log_batch(run_id, metrics=metrics[i:i + 1000])
+        for j in range(100, len(params_l), 100):
+            self.client.log_batch(run_id, params=params_l[j:j + 100])
+
+    def finish(self, run_id: str, ok: bool) -> None:
+        self.client.set_terminated(run_id, "FINISHED" if ok else "FAILED")
+
+    def copy_results(self, source_run: str, target_run: str) -> None:
+        """Copy the latest metrics and the params of a cached step's original run."""
+        try:
+            run = self.client.get_run(source_run)
+        except mlflow.exceptions.MlflowException:
+            return
+        now = int(time.time() * 1000)
+        metrics = [Metric(k, v, now, 0) for k, v in run.data.metrics.items()]
+        self.log(target_run, params=dict(run.data.params), metrics=metrics)
+
+
+def _artifact_location(experiment: str) -> str | None:
+    root = settings.artifact_root()
+    if root is None:
+        return None
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in experiment)
+    return f"{root}/{safe}"
+
+
+class MlflowContext(Context):
+    """A component context whose logs land in the step's MLflow run and the progress view."""
+
+    def __init__(self, *, tracker: Tracker, run_id: str, view=None, **kwargs):
+        super().__init__(**kwargs)
+        self.tracker = tracker
+        self.run_id = run_id
+        self.view = view
+        self._pending: list[Metric] = []
+        self._lock = threading.Lock()
+        self._last_flush = time.monotonic()
+
+    def log_params(self, params: dict[str, Any]) -> None:
+        super().log_params(params)
+        self.tracker.log(self.run_id, params=flatten(params))
+
+    def log_metric(self, key: str, value: float, step: int | None = None) -> None:
+        super().log_metric(key, value, step)
+        value = float(value)
+        if math.isnan(value):  # MLflow stores NaN; keep it so a diverged run shows where
+            value = float("nan")
+        with self._lock:
+            self._pending.append(Metric(key, value, int(time.time() * 1000), int(step or 0)))
+            due = len(self._pending) >= 500 or time.monotonic() - self._last_flush > 2.0
+        if due:
+            self.flush()
+
+    def flush(self) -> None:
+        with self._lock:
+            batch, self._pending = self._pending, []
+            self._last_flush = time.monotonic()
+        if batch:
+            self.tracker.log(self.run_id, metrics=batch)
+
+    def log_artifact(self, path: str | Path) -> None:
+        super().log_artifact(path)
+        path = Path(path)
+        if path.is_dir():
+            self.tracker.client.log_artifacts(self.run_id, str(path), artifact_path=path.name)
+        else:
+            self.tracker.client.log_artifact(self.run_id, str(path))
+
+    def set_tags(self, tags: dict[str, str]) -> None:
+        super().set_tags(tags)
+        self.tracker.log(self.run_id, tags=tags)
+
+    def log_model(self, model: Any, name: str = "model") -> None:
+        super().log_model(model, name)
+        import mlflow.pytorch
+
+        # pickle: the default pt2 export traces fixed shapes and breaks variable-length models
+        with mlflow.start_run(run_id=self.run_id, nested=True):
+            mlflow.pytorch.log_model(model, name=name, serialization_format="pickle")
+
+    def progress(self, total: float | None = None, description: str = ""):
+        if self.view is None:
+            return super().progress(total, description)
+        return self.view.component_progress(self.step_name, total, description)
