@@ -69,7 +69,8 @@ def data_overrides(meta: dict[str, Any], name: str) -> dict[str, Any]:
         keys = ["num_classes", "channels", "image_size", "bos_id", "eos_id", "digits_per_strip"]
     else:
         keys = ["vocab_size", "input_dim", "num_classes", "pad_id"]
-    found = {k: meta[k] for k in keys if k in meta and meta[k] is not None}
+    # 0 means "not this kind of input" (vocab_size 0 for float inputs, input_dim 0 for tokens)
+    found = {k: meta[k] for k in keys if meta.get(k) not in (None, 0)}
     if kind == "sequence" and meta.get("target") == "regress":
         found["num_classes"] = 1
     accepted = accepted_fields(name)

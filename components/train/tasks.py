@@ -1,0 +1,193 @@
+"""Task kinds: how to batch a data folder, call a model on a batch and score its output.
+
+Kinds (from meta.json): sequence classify / tag / regress, translation, images classify and
+images-to-sequence (digit strips). ``step_loss`` returns the loss and (correct, counted) for
+accuracy, so training and evaluation share one scoring path.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from components.train import data as D
+from components.train.build import TrainError
+
+# Hochreiter & Schmidhuber (1997): an adding-problem answer counts as right within 0.04.
+REGRESS_TOLERANCE = 0.04
+
+
+def task_kind(meta: dict[str, Any], train: dict[str, torch.Tensor] | None = None) -> str:
+    """Return one of seq_classify, seq_tag, seq_regress, translation, image_classify, image_seq."""
+    kind = meta.get("kind")
+    if kind == "sequence":
+        target = meta.get("target", "classify")
+        if target not in ("classify", "tag", "regress"):
+            raise TrainError(f"meta.json target {target!r} is not one of classify, tag, regress")
+        return f"seq_{target}"
+    if kind == "translation":
+        return "translation"
+    if kind == "images":
+        if meta.get("digits_per_strip") or (train is not None and train["y"].dim() == 2):
+            return "image_seq"
+        return "image_classify"
+    raise TrainError(f"meta.json kind {kind!r} is not one of sequence, translation, images")
+
+
+def _last(out: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
+    """Pick each sequence's last valid step from (B, T, ...) outputs."""
+    if lengths is None:
+        return out[:, -1]
+    idx = (lengths.to(out.device) - 1).clamp(min=0)
+    return out[torch.arange(out.size(0), device=out.device), idx]
+
+
+def _logits(out):
+    """Drop the attention weights encoder-decoders return next to the logits."""
+    return out[0] if isinstance(out, (tuple, list)) else out
+
+
+class Task:
+    """One data folder read for training and evaluation."""
+
+    def __init__(self, path: str | Path, device: str):
+        self.path = Path(path)
+        self.meta = D.load_meta(self.path)
+        self.device = device
+        self._splits: dict[str, Any] = {}
+        if self.meta.get("kind") == "translation":
+            from components.data.io import load_translation
+
+            self.dataset, _ = load_translation(self.path)
+            self.kind = "translation"
+            self.pad_id = int(self.meta["pad_id"])
+        else:
+            self.kind = "tensors"  # refined below, once the train split shows its target shape
+            self.kind = task_kind(self.meta, self.split("train"))
+
+    def split(self, name: str):
+        """Return a split (tensors, or (src_ids, tgt_ids) lists for translation)."""
+        if name not in self._splits:
+            if self.kind == "translation":
+                ds = self.dataset[name]
+                self._splits[name] = (list(ds["src_ids"]), list(ds["tgt_ids"]))
+            else:
+                self._splits[name] = D.load_split(self.path, name)
+        return self._splits[name]
+
+    # -- batches -----------------------------------------------------------------------------------
+    def train_batches(self, seed: int, batch_size: int, max_tokens: int | None) -> Callable[[int], dict]:
+        """Return step -> batch for the training split."""
+        if self.kind == "translation":
+            return TranslationBatches(*self.split("train"), self.pad_id, seed, batch_size, max_tokens)
+        return D.TensorBatches(self.split("train"), batch_size, seed)
+
+    def eval_batches(self, split: str, batch_size: int) -> Iterator[dict]:
+        """Yield the batches of a split in order."""
+        if self.kind == "translation":
+            src, tgt = self.split(split)
+            for start in range(0, len(src), batch_size):
+                yield collate_translation(src[start:start + batch_size], tgt[start:start + batch_size], self.pad_id)
+        else:
+            yield from D.chunks(self.split(split), batch_size)
+
+    # -- scoring -----------------------------------------------------------------------------------
+    def step_loss(self, model: nn.Module, batch: dict, label_smoothing: float = 0.0):
+        """Return (loss, correct, counted) for one batch."""
+        b = {k: v.to(self.device, non_blocking=True) for k, v in batch.items()}
+        if self.kind.startswith("seq_"):
+            lengths = b.get("lengths")
+            x, y = b["x"], b["y"]
+            if lengths is not None:
+                t = int(lengths.max())
+                x = x[:, :t]
+                if self.kind == "seq_tag":
+                    y = y[:, :t]
+            out = _logits(model(x, lengths=lengths))
+            if self.kind == "seq_regress":
+                out = out.float()
+                if out.dim() == 3:
+                    out = _last(out, lengths)
+                pred = out.reshape(out.size(0), -1)[:, -1]
+                loss = F.mse_loss(pred, y.float())
+                return loss, ((pred - y).abs() < REGRESS_TOLERANCE).sum(), y.numel()
+            if self.kind == "seq_classify" and out.dim() == 3:
+                out = _last(out, lengths)
+            return _ce(out, y, label_smoothing)
+        if self.kind == "image_classify":
+            return _ce(_logits(model(b["x"])), b["y"], label_smoothing)
+        if self.kind == "image_seq":
+            bos, eos = int(self.meta["bos_id"]), int(self.meta["eos_id"])
+            y = b["y"]
+            col = lambda v: torch.full((y.size(0), 1), v, dtype=y.dtype, device=y.device)  # noqa: E731
+            tgt = torch.cat([col(bos), y, col(eos)], dim=1)  # (B, k + 2)
+            out = _logits(model(b["x"], tgt[:, :-1]))
+            return _ce(out, tgt[:, 1:], label_smoothing)
+        out = _logits(model(b["src"], b["src_lengths"], b["tgt_in"]))
+        return _ce(out, b["tgt_out"], label_smoothing)
+
+    def tokens(self, batch: dict) -> int:
+        """Count the input tokens (or examples) in a batch, for throughput."""
+        if self.kind == "translation":
+            return int(batch["src_lengths"].sum())
+        if "lengths" in batch:
+            return int(batch["lengths"].sum())
+        return len(batch["y"])
+
+
+def _ce(logits: torch.Tensor, y: torch.Tensor, label_smoothing: float):
+    """Cross-entropy over (..., C) logits with -100 as ignore; return (loss, correct, counted)."""
+    flat = logits.reshape(-1, logits.size(-1)).float()
+    target = y.reshape(-1)
+    if flat.size(0) != target.size(0):
+        raise TrainError(f"model output {tuple(logits.shape)} does not match targets {tuple(y.shape)}")
+    loss = F.cross_entropy(flat, target, ignore_index=-100, label_smoothing=label_smoothing)
+    keep = target != -100
+    correct = (flat.argmax(-1)[keep] == target[keep]).sum()
+    return loss, correct, int(keep.sum())
+
+
+def collate_translation(src: list[list[int]], tgt: list[list[int]], pad_id: int) -> dict:
+    """Pad a batch of id lists: src (B, S), tgt_in / tgt_out (B, T) with -100 after EOS."""
+    from components.data.batching import pad
+
+    src_t, src_len = pad(src, pad_id)
+    tgt_t, tgt_len = pad(tgt, pad_id)
+    tgt_in, tgt_out = tgt_t[:, :-1], tgt_t[:, 1:].clone()
+    steps = torch.arange(tgt_out.size(1)).unsqueeze(0)
+    tgt_out[steps >= (tgt_len - 1).unsqueeze(1)] = -100
+    return {"src": src_t, "src_lengths": src_len, "tgt_in": tgt_in, "tgt_out": tgt_out}
+
+
+class TranslationBatches:
+    """Length-bucketed translation batches by global step (one shuffle per epoch)."""
+
+    def __init__(self, src, tgt, pad_id: int, seed: int, batch_size: int, max_tokens: int | None):
+        self.src, self.tgt, self.pad_id = src, tgt, pad_id
+        self.seed, self.batch_size, self.max_tokens = seed, batch_size, max_tokens
+        self.lengths = [max(len(s), len(t)) for s, t in zip(src, tgt)]
+        self.epochs: list[list[list[int]]] = []
+        self.starts: list[int] = []  # global step at which each epoch starts
+
+    def _epoch(self, e: int) -> list[list[int]]:
+        seed = self.seed * 1_000_003 + e
+        if self.max_tokens:
+            from components.data.batching import bucket_batches
+
+            return [list(b) for b in bucket_batches(self.lengths, self.max_tokens, seed, True)]
+        order = D.epoch_order(len(self.src), self.seed, e).tolist()
+        n = max(1, len(order) // self.batch_size)
+        return [order[i * self.batch_size:(i + 1) * self.batch_size] for i in range(n)]
+
+    def __call__(self, step: int) -> dict:
+        while not self.starts or step >= self.starts[-1] + len(self.epochs[-1]):
+            self.starts.append(self.starts[-1] + len(self.epochs[-1]) if self.starts else 0)
+            self.epochs.append(self._epoch(len(self.epochs)))
+            if not self.epochs[-1]:
+                raise TrainError("the translation training split produced no batches")
+        e = max(i for i, s in enumerate(self.starts) if s <= step)
+        idx = self.epochs[e][step - self.starts[e]]
+        return collate_translation([self.src[i] for i in idx], [self.tgt[i] for i in idx], self.pad_id)

@@ -1,0 +1,130 @@
+"""train.model: learns, checkpoints, resumes after SIGKILL, records divergence as a result."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from components import Context, get
+from components.train import load_model
+from components.train.build import TrainError
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_train_standins import write_sequence_data  # noqa: E402
+
+MODEL = "test_train_standins:tiny_rnn"
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    torch.set_num_threads(1)
+
+
+def test_learns_and_returns_a_loadable_checkpoint(tmp_path):
+    data = write_sequence_data(tmp_path / "data")
+    out = get("train.model")(Context(tmp_path / "run"), data=str(data), model=MODEL, steps=150,
+                             batch_size=32, lr=1e-2, seed=0, eval_every=50, log_every=10)
+    s = out["summary"]
+    assert s["steps"] == 150 and s["diverged"] is False and s["params"] > 0
+    assert s["valid_acc"] > 0.9 and s["test_acc"] > 0.9  # recall the last token: easy
+    model = load_model(out["checkpoint"])
+    x = torch.load(data / "test.pt")["x"]
+    assert (model(x).argmax(-1) == x[:, -1]).float().mean() > 0.9
+
+
+def test_logs_stepwise_metrics_and_the_model(tmp_path):
+    data = write_sequence_data(tmp_path / "data", n=64)
+    ctx = Context(tmp_path / "run")
+    get("train.model")(ctx, data=str(data), model=MODEL, steps=20, batch_size=16, eval_every=10, log_every=5)
+    assert [s for s, _ in ctx.metrics["train/loss"]] == [5, 10, 15, 20]
+    assert [s for s, _ in ctx.metrics["valid/acc"]] == [10, 20]
+    assert "model" in ctx.models and "test_acc" in ctx.metrics
+
+
+def test_same_seed_same_weights_other_seed_differs(tmp_path):
+    data = write_sequence_data(tmp_path / "data", n=64)
+    run = lambda d, seed: get("train.model")(Context(tmp_path / d), data=str(data), model=MODEL,  # noqa: E731
+                                             steps=10, batch_size=16, seed=seed)["checkpoint"]
+    a, b, c = (torch.load(run(d, s))["state_dict"] for d, s in (("a", 1), ("b", 1), ("c", 2)))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert not all(torch.equal(a[k], c[k]) for k in a)
+
+
+def test_resume_after_sigkill_reaches_identical_weights(tmp_path):
+    data = write_sequence_data(tmp_path / "data", n=128)
+    script = textwrap.dedent(f"""
+        import sys, torch
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        torch.set_num_threads(1)
+        from components import Context, get
+        get("train.model")(Context(sys.argv[1]), data={str(data)!r}, model={MODEL!r}, steps=400,
+                           batch_size=16, lr=3e-3, seed=3, checkpoint_every=20, eval_every=100,
+                           overrides={{"dropout": 0.3}})
+    """)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    killed = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, "-c", script, str(killed)], env=env)
+    ckpt = killed / "checkpoints" / "last.pt"
+    deadline = time.time() + 60
+    while not ckpt.exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run finished before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not (killed / "model.pt").exists()
+    subprocess.run([sys.executable, "-c", script, str(killed)], env=env, check=True)
+    subprocess.run([sys.executable, "-c", script, str(tmp_path / "whole")], env=env, check=True)
+    resumed = torch.load(killed / "model.pt")
+    whole = torch.load(tmp_path / "whole" / "model.pt")
+    assert resumed["summary"]["resumed_from_step"] > 0
+    assert whole["summary"]["resumed_from_step"] == 0
+    for k, v in whole["state_dict"].items():
+        assert torch.equal(v, resumed["state_dict"][k]), k
+
+
+def test_huge_learning_rate_without_clipping_is_a_diverged_result(tmp_path):
+    data = write_sequence_data(tmp_path / "data", n=64)
+    ctx = Context(tmp_path / "run")
+    out = get("train.model")(ctx, data=str(data), model=MODEL, steps=50, batch_size=16,
+                             optimizer="sgd", lr=1e38, clip="none", log_every=1)
+    s = out["summary"]
+    assert s["diverged"] is True and 1 <= s["diverged_step"] < 50 and s["steps"] == s["diverged_step"] - 1
+    assert len(ctx.metrics["train/loss"]) == s["diverged_step"]  # metrics so far are kept
+    assert Path(out["checkpoint"]).exists()
+    clipped = get("train.model")(Context(tmp_path / "clipped"), data=str(data), model=MODEL, steps=50,
+                                 batch_size=16, optimizer="sgd", lr=1.0, clip="norm", clip_value=1.0)
+    assert clipped["summary"]["diverged"] is False
+
+
+def test_max_loss_counts_a_blow_up_as_divergence(tmp_path):
+    data = write_sequence_data(tmp_path / "data", n=64)
+    out = get("train.model")(Context(tmp_path / "run"), data=str(data), model=MODEL, steps=50, batch_size=16,
+                             optimizer="sgd", lr=1e3, clip="none", max_loss=100.0)
+    assert out["summary"]["diverged"] is True and out["summary"]["diverged_step"] == 2
+
+
+def test_inverse_sqrt_schedule_peaks_at_warmup(tmp_path):
+    from components.train.optim import lr_factor
+
+    f = lr_factor("inverse_sqrt", 100)
+    assert f(0) == pytest.approx(0.01) and f(99) == pytest.approx(1.0) and f(399) == pytest.approx(0.5)
+    with pytest.raises(TrainError, match="warmup >= 1"):
+        lr_factor("inverse_sqrt", 0)
+
+
+def test_bad_inputs_say_what_to_fix(tmp_path):
+    with pytest.raises(ValueError, match="no meta.json"):
+        get("train.model")(Context(tmp_path / "r"), data=str(tmp_path), model=MODEL)
+    data = write_sequence_data(tmp_path / "data", n=32)
+    with pytest.raises(TrainError, match="cannot import module"):
+        get("train.model")(Context(tmp_path / "r"), data=str(data), model="no_such_module:f")
+    with pytest.raises(TrainError, match="not a bottlenecks checkpoint"):
+        torch.save({"x": 1}, tmp_path / "x.pt")
+        load_model(tmp_path / "x.pt")
