@@ -24,7 +24,7 @@ class StepView:
         self.progress = Progress(
             SpinnerColumn(), TextColumn("{task.description}", style="bold"), BarColumn(),
             TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TextColumn("{task.fields[note]}"),
-            console=self.console, transient=False, disable=not enabled,
+            console=self.console, transient=False, disable=not (enabled and self.console.is_terminal),
         )
         self.rows = {iid: self.progress.add_task(escape(iid), total=None, status="[dim]pending", note="", start=False)
                      for iid in instance_ids}

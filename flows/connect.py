@@ -1,0 +1,40 @@
+"""Fail fast, before any work, when a configured tracking or orchestration server is unreachable."""
+from __future__ import annotations
+
+import os
+import urllib.error
+import urllib.request
+
+
+class ServerUnreachable(Exception):
+    """A configured server did not answer its health check."""
+
+
+def _health(url: str, timeout: float) -> str | None:
+    """Return None when ``url`` answers 2xx, otherwise why not."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return None if 200 <= response.status < 300 else f"HTTP {response.status}"
+    except urllib.error.HTTPError as e:
+        return f"HTTP {e.code}"
+    except (urllib.error.URLError, OSError) as e:
+        return str(getattr(e, "reason", e))
+
+
+def check_servers(timeout: float = 5.0) -> None:
+    """Check MLFLOW_TRACKING_URI and PREFECT_API_URL when they name HTTP servers."""
+    problems = []
+    mlflow_uri = os.environ.get("MLFLOW_TRACKING_URI", "")
+    if mlflow_uri.startswith(("http://", "https://")):
+        why = _health(mlflow_uri.rstrip("/") + "/health", timeout)
+        if why:
+            problems.append(f"MLflow server at {mlflow_uri} is unreachable ({why}); check that `mlflow server` "
+                            "is running and MLFLOW_TRACKING_URI is right, or unset it to use the local store")
+    prefect_url = os.environ.get("PREFECT_API_URL", "")
+    if prefect_url.startswith(("http://", "https://")):
+        why = _health(prefect_url.rstrip("/") + "/health", timeout)
+        if why:
+            problems.append(f"Prefect API at {prefect_url} is unreachable ({why}); check that `prefect server "
+                            "start` is running and PREFECT_API_URL ends in /api, or unset it to run embedded")
+    if problems:
+        raise ServerUnreachable("\n".join(problems))
