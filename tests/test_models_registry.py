@@ -42,7 +42,7 @@ def _run(model):
     out = model(x, lengths)
     if getattr(cfg, "head", "many_to_one") == "many_to_one":
         return out, (3, cfg.num_classes)
-    return out, (*x.shape[:2], getattr(cfg, "num_classes", getattr(cfg, "vocab_size", 0)))
+    return out, (*x.shape[:2], getattr(cfg, "out_classes", cfg.num_classes))
 
 
 @pytest.mark.parametrize("name", sorted(set(names()) - PAPER_SIZES))

@@ -4,6 +4,8 @@ from __future__ import annotations
 from components.models.mlp import MLP, MLPConfig
 from components.models.recurrent_model import RecurrentConfig, build_recurrent
 from components.models.registry import variant
+from components.models.transformer import Transformer, TransformerConfig
+from components.models.transformer_models import EncoderConfig, TransformerEncoderModel
 
 # -- one-to-one baseline (B1) ------------------------------------------------------------------------
 
@@ -79,3 +81,70 @@ def lstm_2x256():
 def lstm_generator_small():
     """One-to-many LSTM: generate out_len steps from one input vector."""
     return _rnn("lstm", head="one_to_many")
+
+
+# -- Transformer (B1-B4) -----------------------------------------------------------------------------
+
+
+@variant("transformer-tiny", Transformer)
+def transformer_tiny():
+    """Encoder-decoder Transformer, d_model 32, 1+1 layers (tests)."""
+    return TransformerConfig(d_model=32, n_heads=2, d_ff=64, n_encoder_layers=1, n_decoder_layers=1)
+
+
+@variant("transformer-small", Transformer)
+def transformer_small():
+    """Encoder-decoder Transformer, d_model 64, 2+2 layers, pre-LN (quick-profile translation)."""
+    return TransformerConfig(norm_first=True)
+
+
+@variant("transformer-base", Transformer)
+def transformer_base():
+    """Paper size: Transformer base (Vaswani 2017), d_model 512, 8 heads, d_ff 2048, 6+6, 37k joint vocab."""
+    return TransformerConfig(src_vocab_size=37000, tgt_vocab_size=37000, d_model=512, n_heads=8, d_ff=2048,
+                             n_encoder_layers=6, n_decoder_layers=6, dropout=0.1, share_embeddings=True)
+
+
+@variant("transformer-big", Transformer)
+def transformer_big():
+    """Paper size: Transformer big (Vaswani 2017), d_model 1024, 16 heads, d_ff 4096, 6+6, dropout 0.3."""
+    return TransformerConfig(src_vocab_size=37000, tgt_vocab_size=37000, d_model=1024, n_heads=16, d_ff=4096,
+                             n_encoder_layers=6, n_decoder_layers=6, dropout=0.3, share_embeddings=True)
+
+
+@variant("transformer-encoder-tiny", TransformerEncoderModel)
+def transformer_encoder_tiny():
+    """Encoder-only classifier (masked mean pool), d_model 32, 1 layer (tests)."""
+    return EncoderConfig(d_model=32, n_heads=2, d_ff=64, num_layers=1)
+
+
+@variant("transformer-encoder-small", TransformerEncoderModel)
+def transformer_encoder_small():
+    """Encoder-only classifier, d_model 64, 2 pre-LN layers (the probes' Transformer)."""
+    return EncoderConfig()
+
+
+@variant("transformer-tagger-small", TransformerEncoderModel)
+def transformer_tagger_small():
+    """Encoder-only tagger (one label per position), d_model 64, 2 layers."""
+    return EncoderConfig(head="many_to_many")
+
+
+@variant("transformer-local-small", TransformerEncoderModel)
+def transformer_local_small():
+    """Encoder-only classifier with restricted self-attention (window r = 4)."""
+    return EncoderConfig(window=4)
+
+
+@variant("transformer-lm-tiny", TransformerEncoderModel)
+def transformer_lm_tiny():
+    """Decoder-only language model (causal, tied embeddings), d_model 32, 1 layer (tests)."""
+    return EncoderConfig(head="many_to_many", num_classes=0, causal=True, tie_embeddings=True, d_model=32,
+                         n_heads=2, d_ff=64, num_layers=1)
+
+
+@variant("transformer-lm-small", TransformerEncoderModel)
+def transformer_lm_small():
+    """Decoder-only language model (causal, tied embeddings), d_model 128, 4 layers."""
+    return EncoderConfig(head="many_to_many", num_classes=0, causal=True, tie_embeddings=True, d_model=128,
+                         n_heads=4, d_ff=512, num_layers=4)

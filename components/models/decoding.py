@@ -1,0 +1,126 @@
+"""Batched greedy and beam-search decoding for any encoder-decoder.
+
+A model decodes through three methods: ``encode(src, src_lengths) -> memory``,
+``init_state(memory) -> state`` and ``step(prev_tokens (B,), state, memory) -> (log-probs (B, V),
+state, attn (B, T_src) or None)``. Memory and state are tensors (or tuples/dicts of them) with the
+batch first, so beams are made and reordered by indexing dim 0.
+Outputs exclude BOS, include EOS, and hold ``pad_id`` after it.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import torch
+from torch import Tensor
+
+from components.models.registry import ModelError
+
+
+def index_batch(obj, idx: Tensor):
+    """Index dim 0 of every tensor in a nested tuple/list/dict."""
+    if obj is None:
+        return None
+    if isinstance(obj, Tensor):
+        return obj.index_select(0, idx.to(obj.device))
+    if isinstance(obj, (tuple, list)):
+        return type(obj)(index_batch(o, idx) for o in obj)
+    if isinstance(obj, dict):
+        return {k: index_batch(v, idx) for k, v in obj.items()}
+    return obj
+
+
+@contextmanager
+def _inference(model):
+    """Run without dropout or autograd; restore the model's mode after."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        model.train(was_training)
+
+
+def _check(max_len: int, beam: int = 1) -> None:
+    if max_len < 1:
+        raise ModelError(f"max_len must be >= 1 (the longest output to generate), got {max_len}")
+    if beam < 1:
+        raise ModelError(f"beam must be >= 1, got {beam}")
+
+
+def greedy(model, src, src_lengths, max_len: int, bos: int, eos: int) -> tuple[Tensor, Tensor | None]:
+    """Pick the most likely token at every step; return tokens (B, T <= max_len) and attn (B, T, T_src)."""
+    _check(max_len)
+    pad = model.config.pad_id
+    with _inference(model):
+        memory = model.encode(src, src_lengths)
+        state = model.init_state(memory)
+        B = src.shape[0]
+        prev = torch.full((B,), bos, dtype=torch.long, device=src.device)
+        done = torch.zeros(B, dtype=torch.bool, device=src.device)
+        tokens, attns = [], []
+        for _ in range(max_len):
+            logp, state, attn = model.step(prev, state, memory)
+            tok = logp.argmax(-1).masked_fill(done, pad)
+            tokens.append(tok)
+            attns.append(attn)
+            done |= tok == eos
+            prev = tok
+            if done.all():
+                break
+    attn = torch.stack(attns, 1) if attns[0] is not None else None
+    return torch.stack(tokens, 1), attn
+
+
+def length_penalty(lengths: Tensor, alpha: float) -> Tensor:
+    """GNMT length penalty lp(Y) = ((5 + |Y|) / 6)^alpha (Wu 2016; alpha 0.6 in Vaswani 2017)."""
+    return ((5.0 + lengths.float()) / 6.0) ** alpha
+
+
+def beam_search(model, src, src_lengths, beam: int, max_len: int, bos: int, eos: int,
+                alpha: float = 0.6) -> Tensor:
+    """Keep the ``beam`` best prefixes per sentence; return the best hypothesis by log P / lp (B, T)."""
+    _check(max_len, beam)
+    pad, B, K = model.config.pad_id, src.shape[0], beam
+    dev = src.device
+    with _inference(model):
+        memory = model.encode(src, src_lengths)
+        memory = index_batch(memory, torch.arange(B, device=dev).repeat_interleave(K))  # (B*K, ...)
+        state = model.init_state(memory)
+        scores = torch.full((B, K), float("-inf"), device=dev)
+        scores[:, 0] = 0.0                                   # all beams start as one hypothesis
+        prev = torch.full((B * K,), bos, dtype=torch.long, device=dev)
+        done = torch.zeros(B * K, dtype=torch.bool, device=dev)
+        lengths = torch.zeros(B * K, dtype=torch.long, device=dev)
+        tokens = torch.zeros(B * K, 0, dtype=torch.long, device=dev)
+        for _ in range(max_len):
+            logp, state, _ = model.step(prev, state, memory)                    # (B*K, V)
+            V = logp.shape[-1]
+            frozen = torch.full_like(logp, float("-inf"))
+            frozen[:, pad] = 0.0                             # finished beams extend with pad at no cost
+            logp = torch.where(done[:, None], frozen, logp)
+            top, idx = (scores.view(-1, 1) + logp).view(B, K * V).topk(K, -1)  # (B, K)
+            origin = (torch.arange(B, device=dev)[:, None] * K + idx // V).view(-1)
+            tok = (idx % V).view(-1)
+            tokens = torch.cat([tokens[origin], tok[:, None]], 1)
+            done, lengths = done[origin], lengths[origin] + (~done[origin]).long()
+            done = done | (tok == eos)
+            state, scores, prev = index_batch(state, origin), top, tok
+            if done.all():
+                break
+        norm = (scores.view(-1) / length_penalty(lengths, alpha)).view(B, K)
+        best = torch.arange(B, device=dev) * K + norm.argmax(-1)
+    return tokens[best]
+
+
+class Generates:
+    """Mixin giving an encoder-decoder the contract's ``greedy`` and ``beam_search`` methods."""
+
+    def greedy(self, src, src_lengths, max_len: int, bos: int, eos: int):
+        """Return greedy tokens (B, T) and attention (B, T, T_src) or None."""
+        return greedy(self, src, src_lengths, max_len, bos, eos)
+
+    def beam_search(self, src, src_lengths, beam: int, max_len: int, bos: int, eos: int,
+                    length_penalty: float = 0.6):
+        """Return the best beam per sentence (B, T), ranked by log P / ((5+|Y|)/6)^length_penalty."""
+        return beam_search(self, src, src_lengths, beam, max_len, bos, eos, length_penalty)
