@@ -12,7 +12,8 @@ MEAS = {
     "grad": {"rnn": {"rho": 0.5}, "lstm": {"rho": 0.62}},
     "timing": {"speedup": 3.0, "steps_rnn": 512, "note": "text"},
     "bleu": {"seed=0": {"long": 12.0}, "seed=1": {"long": math.nan}},
-    "train": {"acc/seed_0": 0.9, "acc/seed_1": 0.8},
+    "train": {"acc/seed_0": 0.9, "acc/seed_1": 0.8, "loss": None},
+    "recall": {"0": {"acc": 0.9}, "1": {"acc": 0.8}},
     "wrapped": {"summary": {"x": 1.0}, "run_id": "abc"},
 }
 RUNS = {"lag": {k: f"run-{k}" for k in LAG}, "timing": "run-timing"}
@@ -55,6 +56,16 @@ def test_star_selector_takes_every_instance_as_a_seed_and_keeps_nan(r):
 
 def test_wildcard_key_makes_one_seed_per_match(r):
     assert r.resolve("train.acc/seed_*").values == {"0": 0.9, "1": 0.8}
+
+
+def test_null_is_a_diverged_value_not_a_missing_one(r):
+    s = r.resolve("train.loss")
+    assert s.ok and math.isnan(s.values[""])
+
+
+def test_a_seed_only_matrix_needs_a_star_and_says_so(r):
+    assert "write recall[*].acc to take every instance as a seed" in r.resolve("recall.acc").missing
+    assert r.resolve("recall[*].acc").values == {"0": 0.9, "1": 0.8}
 
 
 def test_whole_step_output_is_unwrapped_with_its_run_id(r):

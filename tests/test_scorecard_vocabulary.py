@@ -30,7 +30,7 @@ def test_inline_check_and_checks_list_normalise_to_a_list():
      r"checks\[0\]: 'rel' must be a non-negative number"),
     ({"id": 1, "claim": "c", "check": "between", "value": "a.b"}, r"'between' needs 'low', 'high' or both"),
     ({"id": 1, "claim": "c", "check": "between", "value": "a.b", "low": 2, "high": 1}, r"low 2 is above high 1"),
-    ({"id": 1, "claim": "c", "check": "beats", "a": "x", "b": "y", "better": "more"}, r"'better' is 'higher' or 'lower'"),
+    ({"id": 1, "claim": "c", "check": "beats", "a": "x.a", "b": "x.b", "better": "more"}, r"'better' is 'higher' or 'lower'"),
     ({"id": 1, "claim": "c", "check": "increasing", "values": ["a.b"]}, r"at least 2 values"),
     ({"id": 1, "claim": "c", "check": "increasing", "values": ["a.b", "a.c"], "minus": ["a.d"]}, r"pair up"),
     ({"id": 1, "claim": "c", "check": "exponent_between", "low": 1}, r"either 'value'.*or 'x' and 'y'"),
@@ -39,11 +39,24 @@ def test_inline_check_and_checks_list_normalise_to_a_list():
     ({"id": 1, "claim": "c", "check": "exponent_between", "x": [0, 2], "y": ["a.b", "a.c"], "low": 1},
      r"'x' must be a list of at least 2 positive numbers"),
     ({"id": 1, "claim": "c", "check": "below", "value": ["a"], "than": 1}, r"'value' must be a reference"),
+    ({"id": 1, "claim": "c", "check": "below", "value": "lag[arch=rnn.acc", "than": 1},
+     r"'value' must be a reference like 'step.key'"),
+    ({"id": 1, "claim": "c", "check": "below", "value": "acc", "than": 1}, r"'value' must be a reference"),
+    ({**OK, "plots": "curve"}, r"plots must be a list of plot names"),
     ("below", r"an expectation is a mapping"),
 ])
 def test_bad_entries_name_the_entry_and_the_fix(entry, message):
     with pytest.raises(ScorecardError, match=message):
         validate_expectations([entry])
+
+
+def test_yaml_exponent_strings_read_as_numbers_and_settings_mappings_as_text():
+    # YAML 1.1 (yaml.safe_load) reads 1e-4 as the string "1e-4".
+    [c] = validate_expectations([{"id": 13, "claim": "c", "check": "below", "value": "perm.diff", "than": "1e-4",
+                                  "settings": {"dtype": "float32", "T": 16}}])
+    assert c["checks"][0]["than"] == 1e-4 and c["settings"] == "dtype=float32, T=16"
+    [c] = validate_expectations([{"id": 1, "claim": "c", "check": "close", "a": "x.a", "b": "x.b", "tolerance": "1e-3"}])
+    assert c["checks"][0]["tolerance"] == 1e-3
 
 
 def test_duplicate_ids_and_a_non_list_are_errors():

@@ -57,6 +57,8 @@ def judge(claim: dict[str, Any], resolver: Resolver, *, device: str, min_seeds: 
         "reason": reason,
         "settings": str(claim.get("settings") or "").strip(),
         "device": wanted,
+        "note": str(claim.get("note") or "").strip(),
+        "plots": list(claim.get("plots") or []),
         "checks": [{"check": c["check"], "expected": r.expected, "verdict": r.verdict, "reason": r.reason}
                    for c, r in zip(claim["checks"], results)],
     }

@@ -49,7 +49,7 @@ def to_html(card: dict[str, Any], plots: dict[str, str]) -> str:
         h.append(f"<tr id='claim-{escape(c['id'])}'><td>{escape(c['id'])}</td>"
                  f"<td>{escape(c.get('bottleneck') or '')}</td><td>{escape(c['claim'])} {links}</td>"
                  f"<td>{escape(c['expected'])}</td><td>{measured or '—'}</td><td>{_verdict(c['verdict'])}</td>"
-                 f"<td>{escape(c['reason'])}</td><td>{escape(c['settings'])}</td>"
+                 f"<td>{escape(c['reason'])}{'<br><i>' + escape(c['note']) + '</i>' if c.get('note') else ''}</td><td>{escape(c['settings'])}</td>"
                  f"<td><small>{'<br>'.join(escape(r) for r in c['run_id'])}</small></td></tr>")
     h.append("</table>")
     if card["architectures"]:

@@ -40,6 +40,10 @@ def to_markdown(card: dict[str, Any]) -> str:
     if settings:
         out += ["", "## Settings the verdicts depend on", ""]
         out += [f"- **{c['id']}**: {c['settings']}" for c in settings]
+    notes = [c for c in card["claims"] if c.get("note")]
+    if notes:
+        out += ["", "## Notes", ""]
+        out += [f"- **{c['id']}**: {c['note']}" for c in notes]
     out += ["", "## Runs", ""]
     out += [f"- **{c['id']}**: {', '.join(c['run_id']) or '—'}" for c in card["claims"]]
     if card.get("plots"):

@@ -121,7 +121,7 @@ class Resolver:
 
     def resolve(self, ref: Any, over: str = "seed") -> Sample:
         """Resolve a reference or a numeric constant to a Sample (never raises on absent data)."""
-        number = to_number(ref) if not isinstance(ref, str) else None
+        number = to_number(ref)  # also "1e-4": YAML 1.1 reads it as a string
         if number is not None:
             return Sample(ref=str(ref), values={"": number}, constant=True)
         if not isinstance(ref, str) or not ref.strip():
@@ -169,8 +169,10 @@ class Resolver:
         if len(chosen) > 1 and sel.strip() != "*":
             varying = _varying_axes(chosen, over)
             if varying:
+                hint = (f" (or write {name}[*].{key} to take every instance as a seed)"
+                        if varying == ["(label)"] else "")
                 return Sample(ref=ref, missing=f"{name}[{sel}] matches instances that differ in "
-                                               f"{', '.join(varying)}: name it in the selector")
+                                               f"{', '.join(varying)}: name it in the selector{hint}")
         values: dict[str, float] = {}
         run_ids: list[str] = []
         for lab, (summary, inline) in sorted(chosen.items()):
@@ -203,7 +205,8 @@ def _lookup(summary: dict, key: str) -> dict[str, float] | str:
         return f"no measurement {key!r}{suggest(key, summary)}"
     out = {}
     for k, v in found.items():
-        number = to_number(v)
+        # null is how a strict-JSON summary writes NaN/Inf (train.model does): a diverged value.
+        number = math.nan if v is None else to_number(v)
         if number is None:
             return f"{key!r} is {v!r}, not a number"
         out[k] = number

@@ -53,7 +53,9 @@ KINDS: dict[str, Kind] = {
 }
 CHECK_KEYS = {"check", "over", "expected"}  # allowed on every check
 CLAIM_KEYS = {"id", "claim", "bottleneck", "settings", "device", "expected", "checks", "min_seeds",
-              "over", "plots"}
+              "over", "plots", "note"}
+NUMERIC_KEYS = ("low", "high", "tolerance", "rel", "margin", "ratio", "spread_factor", "base_at_least")
+REF_RE = re.compile(r"^[^.\[\]\s]+(\[[^\[\]]*\])?\..+$")  # source[selector].key or source.key
 DEVICES = ("cpu", "gpu", "cuda", "mps")
 ID_RE = re.compile(r"^[A-Za-z0-9_.-]+$")  # claim ids become metric names claim/<id>
 
@@ -63,7 +65,17 @@ def _is_number(v: Any) -> bool:
 
 
 def _is_operand(v: Any) -> bool:
-    return _is_number(v) or (isinstance(v, str) and bool(v.strip()))
+    return _is_number(v) or (isinstance(v, str) and bool(REF_RE.match(v.strip())))
+
+
+def as_number(v: Any) -> Any:
+    """Read YAML's ``1e-4`` (a string under YAML 1.1 rules) as the number it means."""
+    if isinstance(v, str):
+        try:
+            return float(v)
+        except ValueError:
+            return v
+    return v
 
 
 def validate_check(check: Any, where: str) -> dict[str, Any]:
@@ -86,14 +98,23 @@ def validate_check(check: Any, where: str) -> dict[str, Any]:
         if key not in check:
             raise ScorecardError(f"{where}: check {kind_name!r} needs {key!r} ({kind.help})")
     out = {**kind.optional, **check}
+    for key in NUMERIC_KEYS:
+        if key in out:
+            out[key] = as_number(out[key])
     for key in kind.refs:
+        out[key] = as_number(out.get(key))
         if out.get(key) is not None and not _is_operand(out[key]):
-            raise ScorecardError(f"{where}: {key!r} must be a reference like 'step.key' or a number, "
-                                 f"got {out[key]!r}")
+            raise ScorecardError(f"{where}: {key!r} must be a reference like 'step.key' or "
+                                 f"'step[axis=value].key', or a number; got {out[key]!r}")
+    if isinstance(out.get("x"), list):
+        out["x"] = [as_number(v) for v in out["x"]]
     for key in kind.ref_lists:
+        if isinstance(out.get(key), list):
+            out[key] = [as_number(v) for v in out[key]]
         v = out.get(key)
         if v is not None and not (isinstance(v, list) and v and all(_is_operand(x) for x in v)):
-            raise ScorecardError(f"{where}: {key!r} must be a non-empty list of references or numbers")
+            raise ScorecardError(f"{where}: {key!r} must be a non-empty list of references "
+                                 "('step.key', 'step[axis=value].key') or numbers")
     _validate_kind(kind_name, out, where)
     return out
 
@@ -157,6 +178,12 @@ def validate_claim(entry: Any, index: int) -> dict[str, Any]:
     min_seeds = entry.get("min_seeds")
     if min_seeds is not None and (not isinstance(min_seeds, int) or isinstance(min_seeds, bool) or min_seeds < 1):
         raise ScorecardError(f"{where}: min_seeds must be a positive integer, got {min_seeds!r}")
+    plots = entry.get("plots")
+    if plots is not None and not (isinstance(plots, list) and all(isinstance(p, str) for p in plots)):
+        raise ScorecardError(f"{where}: plots must be a list of plot names, got {plots!r}")
+    settings = entry.get("settings")
+    if isinstance(settings, dict):  # a mapping of settings reads as 'key=value, ...'
+        entry = {**entry, "settings": ", ".join(f"{k}={v}" for k, v in settings.items())}
     check_keys = {k for kind in KINDS.values() for k in (*kind.required, *kind.optional)} | {"check"}
     inline = {k: v for k, v in entry.items() if k in check_keys and k not in CLAIM_KEYS}
     unknown = [k for k in entry if k not in CLAIM_KEYS and k not in check_keys]
