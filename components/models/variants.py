@@ -4,6 +4,8 @@ from __future__ import annotations
 from components.models.mlp import MLP, MLPConfig
 from components.models.recurrent_model import RecurrentConfig, build_recurrent
 from components.models.registry import variant
+from components.models.rnn_encoder import Seq2SeqConfig
+from components.models.seq2seq import build_seq2seq
 from components.models.transformer import Transformer, TransformerConfig
 from components.models.transformer_models import EncoderConfig, TransformerEncoderModel
 
@@ -148,3 +150,74 @@ def transformer_lm_small():
     """Decoder-only language model (causal, tied embeddings), d_model 128, 4 layers."""
     return EncoderConfig(head="many_to_many", num_classes=0, causal=True, tie_embeddings=True, d_model=128,
                          n_heads=4, d_ff=512, num_layers=4)
+
+
+# -- recurrent encoder-decoders (B3 without / with attention) -----------------------------------------
+
+
+@variant("seq2seq-tiny", build_seq2seq)
+def seq2seq_tiny():
+    """GRU encoder-decoder passing only the final state, hidden 16 (tests)."""
+    return Seq2SeqConfig(embed_dim=8, hidden_size=16)
+
+
+@variant("seq2seq-small", build_seq2seq)
+def seq2seq_small():
+    """GRU encoder-decoder passing only the final state (Cho 2014), hidden 128 (quick profile)."""
+    return Seq2SeqConfig(embed_dim=64, hidden_size=128)
+
+
+@variant("seq2seq-reverse-small", build_seq2seq)
+def seq2seq_reverse_small():
+    """As seq2seq-small with the source fed backwards (Sutskever 2014)."""
+    return Seq2SeqConfig(embed_dim=64, hidden_size=128, reverse_source=True)
+
+
+@variant("luong-tiny", build_seq2seq)
+def luong_tiny():
+    """Luong dot attention over a GRU encoder, hidden 16 (tests)."""
+    return Seq2SeqConfig(attention="dot", embed_dim=8, hidden_size=16)
+
+
+@variant("luong-dot-small", build_seq2seq)
+def luong_dot_small():
+    """Luong dot attention (score h_t^T h_s), GRU, hidden 128."""
+    return Seq2SeqConfig(attention="dot", embed_dim=64, hidden_size=128)
+
+
+@variant("luong-general-small", build_seq2seq)
+def luong_general_small():
+    """Luong general attention (score h_t^T W_a h_s), GRU, hidden 128."""
+    return Seq2SeqConfig(attention="general", embed_dim=64, hidden_size=128)
+
+
+@variant("luong-concat-small", build_seq2seq)
+def luong_concat_small():
+    """Luong concat attention (score v_a^T tanh(W_a [h_t; h_s])), GRU, hidden 128."""
+    return Seq2SeqConfig(attention="concat", embed_dim=64, hidden_size=128)
+
+
+@variant("bahdanau-tiny", build_seq2seq)
+def bahdanau_tiny():
+    """RNNSearch: bidirectional GRU encoder, additive attention, hidden 16 (tests)."""
+    return Seq2SeqConfig(attention="bahdanau", bidirectional_encoder=True, embed_dim=8, hidden_size=16)
+
+
+@variant("bahdanau-small", build_seq2seq)
+def bahdanau_small():
+    """RNNSearch: bidirectional GRU encoder, additive attention, hidden 128."""
+    return Seq2SeqConfig(attention="bahdanau", bidirectional_encoder=True, embed_dim=64, hidden_size=128)
+
+
+@variant("sutskever-4x1000", build_seq2seq)
+def sutskever_4x1000():
+    """Paper size: Sutskever 2014, 4-layer 1000-unit LSTMs, 1000-dim embeddings, 160k/80k vocab, reversed source."""
+    return Seq2SeqConfig(cell="lstm", src_vocab_size=160000, tgt_vocab_size=80000, embed_dim=1000,
+                         hidden_size=1000, num_layers=4, reverse_source=True)
+
+
+@variant("rnnsearch-1000", build_seq2seq)
+def rnnsearch_1000():
+    """Paper size: Bahdanau 2015 RNNsearch, 1000-unit GRUs, 620-dim embeddings, 30k vocab, 500 maxout units."""
+    return Seq2SeqConfig(attention="bahdanau", cell="gru", bidirectional_encoder=True, src_vocab_size=30000,
+                         tgt_vocab_size=30000, embed_dim=620, hidden_size=1000, attention_dim=1000, maxout_dim=500)
