@@ -1,0 +1,136 @@
+"""probe.timing (B4): wall-clock, peak memory, sequential steps and FLOPs against sequence length."""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+
+from components import Context, component
+from components.probes import common as P
+from components.train.build import accepted_fields, build_model
+
+
+def structure(model) -> dict[str, Any]:
+    """Return family, layers and width of a built model (what the analytic counts need)."""
+    family = getattr(model, "family", "unknown")
+    layers = P.config_value(model, "num_layers", "n_encoder_layers", "n_layers", default=1)
+    width = P.config_value(model, "d_model", "hidden_size", default=0)
+    kernel = P.config_value(model, "kernel_size", default=3)
+    return {"family": family, "layers": int(layers), "width": int(width), "kernel": int(kernel)}
+
+
+def sequential_steps(family: str, T: int, layers: int) -> tuple[int, int]:
+    """Return (dependent steps per layer, critical path through the stack).
+
+    A recurrent layer waits for step t-1 at every t (T per layer; stacked layers pipeline into
+    T + L - 1); self-attention and convolution compute all positions at once (1 per layer).
+    """
+    if family in ("rnn", "seq2seq"):
+        return T, T + layers - 1
+    return 1, layers
+
+
+def flops_per_layer(family: str, T: int, d: int, k: int) -> int:
+    """Per-layer complexity from Vaswani et al. (2017) Table 1: n^2 d, n d^2 or k n d^2."""
+    if family in ("rnn", "seq2seq"):
+        return T * d * d
+    if family in ("conv1d", "cnn"):
+        return k * T * d * d
+    return T * T * d
+
+
+def _run_worker(spec: dict) -> dict:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    res = subprocess.run([sys.executable, "-m", "components.probes.timing_worker", json.dumps(spec)],
+                         capture_output=True, text=True, env=env, cwd=str(Path.cwd()))
+    if res.returncode != 0:
+        raise P.ProbeError(f"timing {spec['model']} failed:\n{res.stderr[-2000:]}")
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+@component("probe.timing", outputs=["summary", "plot", "table"], bottleneck="B4")
+def timing(
+    ctx: Context,
+    *,
+    models: dict[str, str],
+    overrides: dict[str, dict[str, Any]] | None = None,
+    lengths: list[int] = [32, 64, 128, 256, 512],  # noqa: B006
+    batch: int = 8,
+    warmup: int = 2,
+    repeats: int = 5,
+    threads: int = 1,  # torch threads in the measuring process (recorded)
+    dtype: Literal["float32", "bfloat16", "float64"] = "float32",
+    fit_min: int = 0,  # fit exponents on T >= fit_min (0: all lengths)
+    seed: int = 0,
+) -> dict:
+    """Time fwd+bwd and measure peak memory per model over sequence lengths; fit log-log exponents.
+
+    Args:
+        models: label -> variant name, e.g. ``{"rnn": "rnn-small", "attn_naive":
+            "transformer-encoder-small"}``; ``overrides`` per label (``{"attn_naive": {"naive": true}}``).
+        lengths: sequence lengths T; each model runs in its own process, T ascending.
+
+    Returns:
+        ``summary`` with ``time_s/<label>/T_<T>``, ``memory_mb/...``, ``seq_steps/...``,
+        ``seq_steps_per_layer/...``, ``flops_per_layer/...``, ``time_exp/<label>``,
+        ``memory_exp/<label>``, ``threads``; ``plot`` (log-log) and ``table`` (CSV).
+    """
+    overrides = overrides or {}
+    unknown = set(overrides) - set(models)
+    if unknown:
+        raise P.ProbeError(f"overrides for {sorted(unknown)} name no model; models are {sorted(models)}")
+    if not lengths or min(lengths) < 1:
+        raise P.ProbeError(f"lengths must be positive sequence lengths, got {lengths}")
+    summary: dict[str, Any] = {"threads": threads, "batch": batch, "repeats": repeats}
+    ctx.log_params({"device": ctx.device, "dtype": dtype, "threads": threads, "torch": torch.__version__,
+                    "cpu": platform.processor() or platform.machine()})
+    rows, curves = [], {}
+    for label, name in models.items():
+        ov = dict(overrides.get(label, {}))
+        fields = accepted_fields(name)
+        if fields and "max_len" in fields:  # learned / sinusoidal tables must cover the longest T
+            ov.setdefault("max_len", max(lengths))
+        shape = structure(build_model(name, ov))
+        spec = {"model": name, "overrides": ov, "lengths": lengths, "batch": batch, "warmup": warmup,
+                "repeats": repeats, "threads": threads, "dtype": dtype, "device": ctx.device, "seed": seed}
+        result = _run_worker(spec)
+        summary["memory_method"] = result["memory_method"]
+        for r in result["rows"]:
+            T = r["T"]
+            per_layer, path = sequential_steps(shape["family"], T, shape["layers"])
+            row = {"model": label, "variant": name, "T": T, "seconds": r["seconds"],
+                   "memory_mb": r["peak_bytes"] / 2**20, "seq_steps": path, "seq_steps_per_layer": per_layer,
+                   "flops_per_layer": flops_per_layer(shape["family"], T, shape["width"], shape["kernel"])}
+            rows.append(row)
+            for k in ("seconds", "memory_mb", "seq_steps", "seq_steps_per_layer", "flops_per_layer"):
+                summary[P.key("time_s" if k == "seconds" else k, label, f"T_{T}")] = row[k]
+            ctx.log_metrics({P.key("time_s", label): row["seconds"], P.key("memory_mb", label): row["memory_mb"]}, T)
+        fit = [r for r in rows if r["model"] == label and r["T"] >= fit_min]
+        for what, col in (("time_exp", "seconds"), ("memory_exp", "memory_mb")):
+            summary[P.key(what, label)] = P.loglog_exponent([r["T"] for r in fit], [r[col] for r in fit])
+        curves[label] = [r for r in rows if r["model"] == label]
+    summary = P.flat(summary)
+    P.log_summary(ctx, summary)
+    import pandas as pd
+
+    table = ctx.path("timing.csv")
+    pd.DataFrame(rows).to_csv(table, index=False)
+    ctx.log_artifact(table)
+    plt = P.pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for label, rs in curves.items():
+        Ts = [r["T"] for r in rs]
+        axes[0].loglog(Ts, [r["seconds"] for r in rs], "o-", label=f"{label} (k={summary[P.key('time_exp', label)]})")
+        mem = [max(r["memory_mb"], 1e-3) for r in rs]
+        axes[1].loglog(Ts, mem, "o-", label=f"{label} (k={summary[P.key('memory_exp', label)]})")
+    axes[0].set(xlabel="sequence length T", ylabel="fwd+bwd seconds (median)", title=f"time ({ctx.device}, {threads} thr)")
+    axes[1].set(xlabel="sequence length T", ylabel="peak memory MiB", title=summary["memory_method"])
+    for ax in axes:
+        ax.legend(fontsize=8)
+    return {"summary": summary, "plot": P.save_figure(ctx, fig, "timing.png"), "table": str(table)}
