@@ -152,6 +152,11 @@ def load_builtin() -> None:
         return
     _loaded = True
     importlib.import_module("components.library")
+    load_plugins()
+
+
+def load_plugins() -> None:
+    """Import the modules that users' packages declare in the ``bottlenecks.components`` group."""
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
         try:
             ep.load()

@@ -7,6 +7,7 @@ import hashlib
 import itertools
 import json
 import os
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -449,7 +450,9 @@ def _contains_ref(value: Any) -> bool:
 def _type_name(ann) -> str:
     if ann is None:
         return "a value"
-    return getattr(ann, "__name__", None) or str(ann).replace("typing.", "")
+    if typing.get_args(ann) or not hasattr(ann, "__name__"):
+        return str(ann).replace("typing.", "")
+    return ann.__name__
 
 
 def _canonical(value: Any, instances: dict[str, Instance]) -> Any:

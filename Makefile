@@ -1,0 +1,29 @@
+# Two commands on a fresh machine: `make demo` runs the main pipeline, `make test` runs the tests.
+# Each creates .venv on first use; torch is installed first as the CPU build, pinned to 2.13.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIPELINE ?= pipelines/four_bottlenecks.yaml
+PYTEST_ARGS ?=
+
+.PHONY: setup demo test check clean
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+setup: $(VENV)/.installed
+
+demo: setup
+	$(VENV)/bin/bottlenecks run $(PIPELINE)
+
+test: setup
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+check: setup
+	$(VENV)/bin/bottlenecks check pipelines/*.yaml
+
+clean:
+	rm -rf .bottlenecks
