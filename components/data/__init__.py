@@ -1,2 +1,4 @@
 """Components: data prep (translation corpora, images, synthetic probe tasks) and their loaders."""
-from components.data import adding, agreement, lookup, recall, variable_length  # noqa: F401
+from components.data import (  # noqa: F401
+    adding, agreement, lookup, recall, synthetic_translation, variable_length, wmt,
+)

@@ -1,0 +1,104 @@
+"""Parallel text (WMT, Multi30k, any line-aligned corpus) to a tokenised translation dataset."""
+from __future__ import annotations
+
+from typing import Literal
+
+from components.data.bpe import train_bpe
+from components.data.clean import clean_pairs, split_pairs
+from components.data.errors import DataError
+from components.data.hub import default_config, load_hub_pairs
+from components.data.io import SPLITS
+from components.data.text import read_parallel, resolve
+from components.data.translation import write_translation
+from components.registry import component
+
+HUB_SPLITS = {"train": "train", "valid": "validation", "test": "test"}
+
+
+def _read_files(files: dict[str, list[list[str]]], data_dir: str, encoding: str) -> dict[str, list]:
+    """Read each split's list of ``[src_file, tgt_file]`` pairs."""
+    unknown = set(files) - set(SPLITS)
+    if unknown:
+        raise DataError(f"files has unknown splits {sorted(unknown)}: use train, valid and test")
+    out = {}
+    for split, pairs_of_files in files.items():
+        out[split] = []
+        for entry in pairs_of_files:
+            if len(entry) != 2:
+                raise DataError(f"files.{split} entry {entry} must be [src_file, tgt_file]")
+            out[split] += read_parallel(resolve(entry[0], data_dir), resolve(entry[1], data_dir), encoding)
+    return out
+
+
+@component("data.wmt", outputs=["dataset"], bottleneck="B3")
+def wmt(ctx, *, source: Literal["hf", "files"] = "hf", src_lang: str = "en", tgt_lang: str = "de",
+        dataset: str = "wmt14", config: str | None = None, hf_splits: dict[str, str] = HUB_SPLITS,
+        streaming: bool = False, max_pairs: int | None = None, cache_dir: str | None = None,
+        data_dir: str = "", files: dict[str, list[list[str]]] = {}, encoding: str = "utf-8",
+        max_len: int | None = 100, max_ratio: float | None = 3.0, dedup: bool = True,
+        valid_fraction: float = 0.05, test_fraction: float = 0.05,
+        vocab_size: int = 8000, joint: bool = True, min_frequency: int = 2, lowercase: bool = False,
+        seed: int = 0) -> dict:
+    """Prepare parallel text as a BPE-tokenised translation dataset.
+
+    Args:
+        source: ``hf`` loads with ``datasets.load_dataset(dataset, config)``; ``files`` reads local
+            line-aligned plain/gzipped text or WMT ``.sgm`` files.
+        src_lang, tgt_lang: language codes, also the keys of the Hub's ``translation`` column.
+        dataset, config: Hub dataset and config (default config: ``de-en`` style for the pair).
+        hf_splits: our split -> Hub split spec, slicing allowed (``train[:5%]``).
+        streaming: stream the Hub split instead of downloading it whole.
+        max_pairs: keep at most this many training pairs (a seeded sample; the first when streaming).
+        cache_dir: where ``datasets`` caches downloads (default: its own cache).
+        data_dir: folder that relative paths in ``files`` start from.
+        files: split -> list of ``[src_file, tgt_file]``; missing valid/test are carved from train.
+        encoding: text encoding of the files.
+        max_len: drop training pairs with a side longer than this many words (None: keep).
+        max_ratio: drop training pairs whose word-length ratio exceeds this (None: keep).
+        dedup: drop repeated training pairs.
+        valid_fraction, test_fraction: shares of train carved off when a split is not given.
+        vocab_size: BPE vocabulary size (per side unless ``joint``), including 4 special tokens.
+        joint: one vocabulary for both sides (``tokenizer.json``) or two.
+        min_frequency: BPE merges need at least this many occurrences.
+        lowercase: lowercase before tokenising.
+        seed: seed for sampling and splitting.
+
+    Returns:
+        ``dataset``: folder with ``data/`` (splits train/valid/test), tokenizer(s) and ``meta.json``.
+    """
+    if source == "hf":
+        config = config or default_config(src_lang, tgt_lang)
+        unknown = set(hf_splits) - set(SPLITS)
+        if unknown:
+            raise DataError(f"hf_splits has unknown splits {sorted(unknown)}: use train, valid and test")
+        raw = {ours: load_hub_pairs(dataset, config, spec, src_lang, tgt_lang, streaming=streaming,
+                                    max_pairs=max_pairs if ours == "train" else None, seed=seed,
+                                    cache_dir=cache_dir)
+               for ours, spec in hf_splits.items()}
+        origin = {"source": "hf", "dataset": dataset, "config": config, "hf_splits": dict(hf_splits)}
+    else:
+        if "train" not in files:
+            raise DataError("source: files needs files.train (a list of [src_file, tgt_file]) to train the tokenizer")
+        raw = _read_files(files, data_dir, encoding)
+        if max_pairs is not None and max_pairs < len(raw["train"]):
+            raw["train"] = split_pairs(raw["train"], {"sample": max_pairs / len(raw["train"])}, seed)["sample"]
+        origin = {"source": "files", "files": {k: [list(e) for e in v] for k, v in files.items()}}
+
+    train, dropped = clean_pairs(raw.pop("train"), max_len, max_ratio, dedup)
+    if not train:
+        raise DataError(f"no training pairs left after cleaning (removed: {dropped}): check the files "
+                        f"or loosen max_len={max_len} / max_ratio={max_ratio}")
+    carve = {name: frac for name, frac in (("valid", valid_fraction), ("test", test_fraction)) if name not in raw}
+    splits = {**split_pairs(train, carve, seed), **raw}
+
+    texts = splits["train"]
+    if joint:
+        src_tok = tgt_tok = train_bpe([t for pair in texts for t in pair], vocab_size, min_frequency, lowercase)
+    else:
+        src_tok = train_bpe([s for s, _ in texts], vocab_size, min_frequency, lowercase)
+        tgt_tok = train_bpe([t for _, t in texts], vocab_size, min_frequency, lowercase)
+    ctx.log_metrics({f"dropped/{k}": v for k, v in dropped.items()})
+    folder = write_translation(ctx, splits, src_tok, tgt_tok, src_lang=src_lang, tgt_lang=tgt_lang,
+                               meta={**origin, "dropped": dropped, "seed": seed, "tokenizer": "bpe",
+                                     "requested_vocab_size": vocab_size})
+    return {"dataset": str(folder)}

@@ -1,0 +1,157 @@
+"""Translation datasets: data.wmt (files and the Hub path) and data.synthetic_translation."""
+import os
+from pathlib import Path
+
+import datasets
+import huggingface_hub.constants
+import pytest
+
+from components import Context, get
+from components.data.errors import DataError
+from components.data.io import detokenize, load_translation
+from components.data.text import read_lines
+
+DATA = Path(os.environ.get("BOTTLENECKS_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"shared data not found at {DATA} (set BOTTLENECKS_DATA)")
+M30K = {"train": [["train.en.gz", "train.de.gz"]], "valid": [["val.en.gz", "val.de.gz"]],
+        "test": [["test_2016_flickr.en.gz", "test_2016_flickr.de.gz"]]}
+NOCLEAN = {"max_len": None, "max_ratio": None, "dedup": False}
+
+
+def wmt(tmp_path, sub="a", **params):
+    out = get("data.wmt")(Context(work_dir=tmp_path / sub), **{"vocab_size": 300, **params})
+    return load_translation(out["dataset"]) + (out["dataset"],)
+
+
+@needs_data
+def test_newstest2014_gives_3003_pairs_equal_to_the_plain_extraction(tmp_path):
+    nt = DATA / "wmt14-newstest"
+    ds, meta, folder = wmt(tmp_path, source="files", data_dir=str(nt), files={
+        "train": [["newstest2014.en-de.en.gz", "newstest2014.en-de.de.gz"]],
+        "test": [["sgm/newstest2014-deen-src.en.sgm.gz", "sgm/newstest2014-deen-ref.de.sgm.gz"]]})
+    assert meta["counts"]["test"] == 3003 and len(ds["test"]) == 3003
+    assert list(ds["test"]["src"]) == read_lines(nt / "newstest2014.en-de.en.gz")
+    assert list(ds["test"]["tgt"]) == read_lines(nt / "newstest2014.en-de.de.gz")
+    # The English length buckets PROVENANCE.md reports for newstest2014 en-de.
+    assert meta["length_histogram"]["test"] == {"0-9": 405, "10-19": 1260, "20-29": 833, "30-39": 379,
+                                                "40-49": 101, "50-59": 20, "60-69": 5}
+    assert meta["counts"]["train"] + meta["counts"]["valid"] + sum(meta["dropped"].values()) == 3003
+
+
+@needs_data
+def test_multi30k_train_has_29000_pairs_and_ids_follow_the_contract(tmp_path):
+    ds, meta, folder = wmt(tmp_path, source="files", data_dir=str(DATA / "multi30k"), files=M30K, **NOCLEAN)
+    assert meta["counts"] == {"train": 29000, "valid": 1014, "test": 1000}
+    assert (meta["pad_id"], meta["unk_id"], meta["bos_id"], meta["eos_id"]) == (0, 1, 2, 3)
+    assert meta["joint"] and meta["src_vocab_size"] == meta["tgt_vocab_size"] == 300
+    assert (Path(folder) / "tokenizer.json").is_file()
+    row = ds["valid"][0]
+    assert row["src"].startswith("A group of men") or row["src"] == read_lines(DATA / "multi30k" / "val.en.gz")[0]
+    assert row["src_ids"][-1] == 3 and 2 not in row["src_ids"]
+    assert row["tgt_ids"][0] == 2 and row["tgt_ids"][-1] == 3
+    # Detokenising (with padding and junk after EOS, as a decoder produces) gives the raw text back.
+    batch = [ids + [0, 0, 7] for ids in ds["valid"]["tgt_ids"][:200]]
+    assert detokenize(folder, batch) == ds["valid"]["tgt"][:200]
+    assert detokenize(folder, ds["valid"]["src_ids"][:50], side="src") == ds["valid"]["src"][:50]
+
+
+@needs_data
+def test_cleaning_drops_duplicates_and_bad_ratios(tmp_path):
+    en, de = (read_lines(DATA / "multi30k" / f"train.{s}.gz") for s in ("en", "de"))
+    ds, meta, _ = wmt(tmp_path, source="files", data_dir=str(DATA / "multi30k"), files=M30K, max_ratio=3.0)
+    pairs = list(zip(en, de))
+    assert meta["dropped"]["duplicate"] == len(pairs) - len(set(pairs))
+    ratio = sum(max(len(a.split()), len(b.split())) / min(len(a.split()), len(b.split())) > 3 for a, b in set(pairs))
+    assert meta["dropped"]["ratio"] == ratio
+    assert meta["counts"]["train"] == 29000 - sum(meta["dropped"].values())
+
+
+@needs_data
+def test_separate_vocabularies_and_seeded_carving(tmp_path):
+    files = {"train": [["val.en.gz", "val.de.gz"]]}
+    a, meta, folder = wmt(tmp_path, "a", source="files", data_dir=str(DATA / "multi30k"), files=files,
+                          joint=False, valid_fraction=0.1, test_fraction=0.2, seed=1, **NOCLEAN)
+    b, _, _ = wmt(tmp_path, "b", source="files", data_dir=str(DATA / "multi30k"), files=files,
+                  joint=False, valid_fraction=0.1, test_fraction=0.2, seed=1, **NOCLEAN)
+    c, _, _ = wmt(tmp_path, "c", source="files", data_dir=str(DATA / "multi30k"), files=files,
+                  joint=False, valid_fraction=0.1, test_fraction=0.2, seed=2, **NOCLEAN)
+    assert meta["counts"] == {"train": 710, "valid": 101, "test": 203}
+    assert not meta["joint"] and (Path(folder) / "tokenizer.src.json").is_file()
+    assert list(a["test"]["src"]) == list(b["test"]["src"]) != list(c["test"]["src"])
+    assert sorted([*a["train"]["src"], *a["valid"]["src"], *a["test"]["src"]]) == sorted(
+        read_lines(DATA / "multi30k" / "val.en.gz"))
+    # Characters never seen in 710 training sentences become <unk> and cannot come back.
+    known = [(ids, t) for ids, t in zip(a["test"]["tgt_ids"], a["test"]["tgt"]) if 1 not in ids]
+    assert len(known) > 0.9 * len(a["test"])
+    assert detokenize(folder, [ids for ids, _ in known]) == [t for _, t in known]
+
+
+def test_empty_corpus_after_filtering_and_small_vocab_are_errors(tmp_path):
+    (tmp_path / "s.txt").write_text("a b c\nd e f g\n")
+    (tmp_path / "t.txt").write_text("x y z\nu v w q\n")
+    files = {"train": [["s.txt", "t.txt"]]}
+    with pytest.raises(DataError, match=r"no training pairs left after cleaning \(removed: .*'too_long': 2.*max_len=2"):
+        wmt(tmp_path, source="files", data_dir=str(tmp_path), files=files, max_len=2)
+    with pytest.raises(DataError, match=r"vocab_size 3 leaves no room .*<pad>"):
+        wmt(tmp_path, source="files", data_dir=str(tmp_path), files=files, vocab_size=3,
+            valid_fraction=0.0, test_fraction=0.0)
+    with pytest.raises(DataError, match="needs files.train"):
+        wmt(tmp_path, source="files", data_dir=str(tmp_path), files={"test": [["s.txt", "t.txt"]]})
+    with pytest.raises(DataError, match=r"entry \['s.txt'\] must be \[src_file, tgt_file\]"):
+        wmt(tmp_path, source="files", data_dir=str(tmp_path), files={"train": [["s.txt"]]})
+    with pytest.raises(DataError, match=r"split 'valid' is empty"):
+        wmt(tmp_path, source="files", data_dir=str(tmp_path), files=files, valid_fraction=0.0)
+
+
+def test_hub_offline_is_a_clear_error_suggesting_files(tmp_path, monkeypatch):
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)  # no network in tests, ever
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    with pytest.raises(DataError, match=r"could not reach the Hugging Face Hub to load wmt14/de-en .*offline.*source: files"):
+        wmt(tmp_path, source="hf", dataset="wmt14", cache_dir=str(tmp_path / "cache"))
+
+
+@needs_data
+def test_hub_rows_become_pairs(tmp_path, monkeypatch):
+    en, de = (read_lines(DATA / "multi30k" / f"val.{s}.gz") for s in ("en", "de"))
+    rows = datasets.Dataset.from_dict({"translation": [{"de": d, "en": e} for e, d in zip(en, de)]})
+    calls = []
+
+    def fake_load_dataset(name, config, split, streaming, cache_dir):
+        calls.append((name, config, split, streaming))
+        return rows.to_iterable_dataset() if streaming else rows
+
+    monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
+    ds, meta, _ = wmt(tmp_path, source="hf", dataset="wmt16", max_pairs=300, **NOCLEAN)
+    assert calls == [("wmt16", "de-en", "train", False), ("wmt16", "de-en", "validation", False),
+                     ("wmt16", "de-en", "test", False)]
+    assert meta["counts"] == {"train": 300, "valid": 1014, "test": 1014}
+    assert set(list(ds["train"]["src"])) <= set(en) and list(ds["test"]["tgt"]) == de
+    calls.clear()
+    ds, meta, _ = wmt(tmp_path, "b", source="hf", src_lang="de", tgt_lang="en", streaming=True, max_pairs=50,
+                      hf_splits={"train": "train[:10%]", "valid": "validation", "test": "test"}, **NOCLEAN)
+    assert calls[0] == ("wmt14", "de-en", "train[:10%]", True)
+    assert list(ds["train"]["src"]) == de[:50] and list(ds["train"]["tgt"]) == en[:50]
+    with pytest.raises(DataError, match=r"rows have languages \['de', 'en'\], not en and fr"):
+        wmt(tmp_path, "c", source="hf", tgt_lang="fr")
+
+
+def test_synthetic_translation_follows_the_lexicon_rule(tmp_path):
+    def run(sub, seed):
+        out = get("data.synthetic_translation")(Context(work_dir=tmp_path / sub), vocab=12, min_len=3,
+                                                max_len=9, n_train=200, n_valid=20, n_test=30, seed=seed)
+        return load_translation(out["dataset"]) + (out["dataset"],)
+
+    ds, meta, folder = run("a", 0)
+    lex = meta["lexicon"]
+    assert sorted(lex) == sorted(f"s{i}" for i in range(12)) and len(set(lex.values())) == 12
+    for split in ("train", "valid", "test"):
+        for src, tgt in zip(list(ds[split]["src"]), list(ds[split]["tgt"])):
+            words = src.split()
+            assert 3 <= len(words) <= 9
+            mapped = [lex[w] for w in words]
+            oracle = [mapped[i ^ 1] if (i ^ 1) < len(mapped) else mapped[i] for i in range(len(mapped))]
+            assert tgt.split() == oracle
+    assert detokenize(folder, list(ds["test"]["tgt_ids"])) == list(ds["test"]["tgt"])
+    again, _, _ = run("b", 0)
+    other, _, _ = run("c", 1)
+    assert list(again["test"]["tgt"]) == list(ds["test"]["tgt"]) != list(other["test"]["tgt"])
