@@ -3,7 +3,11 @@ from __future__ import annotations
 
 from components.models.mlp import MLP, MLPConfig
 from components.models.recurrent_model import RecurrentConfig, build_recurrent
+from components.models.captioner import Captioner, CaptionerConfig
+from components.models.cnn import CNN, CNNConfig
+from components.models.conv1d import Conv1DConfig, Conv1DModel
 from components.models.registry import variant
+from components.models.vit import ViT, ViTConfig
 from components.models.rnn_encoder import Seq2SeqConfig
 from components.models.seq2seq import build_seq2seq
 from components.models.transformer import Transformer, TransformerConfig
@@ -221,3 +225,70 @@ def rnnsearch_1000():
     """Paper size: Bahdanau 2015 RNNsearch, 1000-unit GRUs, 620-dim embeddings, 30k vocab, 500 maxout units."""
     return Seq2SeqConfig(attention="bahdanau", cell="gru", bidirectional_encoder=True, src_vocab_size=30000,
                          tgt_vocab_size=30000, embed_dim=620, hidden_size=1000, attention_dim=1000, maxout_dim=500)
+
+
+# -- convolution over sequences (B1, B4) --------------------------------------------------------------
+
+
+@variant("conv1d-tiny", Conv1DModel)
+def conv1d_tiny():
+    """Dilated residual 1D CNN, 16 channels, 2 layers (tests)."""
+    return Conv1DConfig(embed_dim=8, channels=16, num_layers=2)
+
+
+@variant("conv1d-small", Conv1DModel)
+def conv1d_small():
+    """Dilated residual 1D CNN, 64 channels, 4 layers (receptive field 31)."""
+    return Conv1DConfig()
+
+
+@variant("conv1d-tagger-small", Conv1DModel)
+def conv1d_tagger_small():
+    """Dilated residual 1D CNN tagger (one label per position)."""
+    return Conv1DConfig(head="many_to_many")
+
+
+# -- vision ------------------------------------------------------------------------------------------
+
+
+@variant("vit-tiny", ViT)
+def vit_tiny():
+    """ViT for 8x8 digits: patch 2 (16 patches), d_model 32, 2 layers."""
+    return ViTConfig(image_size=8, patch=2, d_model=32, n_heads=2, d_ff=64, num_layers=2)
+
+
+@variant("vit-small", ViT)
+def vit_small():
+    """ViT for 28x28 MNIST: patch 7 (16 patches), d_model 64, 4 layers."""
+    return ViTConfig()
+
+
+@variant("vit-b16", ViT)
+def vit_b16():
+    """Paper size: ViT-B/16 (Dosovitskiy 2021), 224x224, d_model 768, 12 heads, d_ff 3072, 12 layers."""
+    return ViTConfig(image_size=224, patch=16, channels=3, num_classes=1000, d_model=768, n_heads=12, d_ff=3072,
+                     num_layers=12, dropout=0.1)
+
+
+@variant("cnn-tiny", CNN)
+def cnn_tiny():
+    """Two conv blocks (16, 32 channels) for 8x8 digits."""
+    return CNNConfig(image_size=8, widths=(16, 32))
+
+
+@variant("cnn-small", CNN)
+def cnn_small():
+    """Two conv blocks (32, 64 channels) for 28x28 MNIST."""
+    return CNNConfig()
+
+
+@variant("captioner-tiny", Captioner)
+def captioner_tiny():
+    """Show-Attend-Tell captioner for 8x8 images (4 regions), GRU decoder, hidden 16 (tests)."""
+    return CaptionerConfig(image_size=8, widths=(8, 16), embed_dim=8, hidden_size=16, attention_dim=16, cell="gru")
+
+
+@variant("captioner-small", Captioner)
+def captioner_small():
+    """Show-Attend-Tell captioner for 28x28 digit strips (49 regions), LSTM decoder, hidden 64."""
+    return CaptionerConfig()
