@@ -147,6 +147,8 @@ def _pairwise(a, b, test, word) -> Outcome:
         ok = math.isfinite(x) and math.isfinite(y) and test(x, y)
         entry = f"{rules.seed_name(s) + ': ' if s else ''}{fmt(x)} vs {fmt(y)}"
         (shown if ok else bad).append(entry)
+    if seeds == [""]:
+        return Outcome(not bad, f"{'' if shown else 'not '}{word}: {(shown or bad)[0]}")
     if bad:
         return Outcome(False, f"not {word} in {'; '.join(bad)}{note}")
     return Outcome(True, f"{word} in every seed ({'; '.join(shown)}){note}")
@@ -190,6 +192,8 @@ def _trend(c, lists, measured) -> Outcome:
     measured["series"] = {s: [json_number(y) for y in ys] for s, ys in shown.items()}
     if not series:
         return Outcome(False, "no seed measured in every entry of the series")
+    if list(shown) == [""]:
+        return Outcome(not bad, f"{'' if not bad else 'not '}{c['check']}: {', '.join(map(fmt, shown['']))}")
     if bad:
         return Outcome(False, f"not {c['check']} in {'; '.join(bad)}")
     return Outcome(True, f"{c['check']} in every seed: "

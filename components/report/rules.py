@@ -93,8 +93,8 @@ def every(values: dict[str, float], test, what: str) -> Outcome:
     if bad:
         shown = ", ".join(f"{seed_name(s)}: {fmt(v)}" if s else fmt(v) for s, v in bad)
         return Outcome(False, f"not {what} ({shown})")
-    n = len(values)
-    return Outcome(True, f"{what} in {'every one of ' + str(n) + ' seeds' if n > 1 else 'the measurement'}")
+    shown = ", ".join(fmt(v) for v in values.values())
+    return Outcome(True, f"{what} in every seed ({shown})" if len(values) > 1 else f"{what} ({shown})")
 
 
 def loglog_slope(x: list[float], y: list[float]) -> float:
