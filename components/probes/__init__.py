@@ -1,2 +1,12 @@
 """Components: probes (measure the four bottlenecks) and evaluation."""
-from components.probes import attention_entropy, gradient_decay, param_count, permutation, timing  # noqa: F401
+from components.probes import (  # noqa: F401
+    attention_entropy,
+    bleu,
+    capacity,
+    classify,
+    gradient_decay,
+    long_lag,
+    param_count,
+    permutation,
+    timing,
+)

@@ -95,8 +95,8 @@ class Task:
             yield from D.chunks(self.split(split), batch_size)
 
     # -- scoring -----------------------------------------------------------------------------------
-    def step_loss(self, model: nn.Module, batch: dict, label_smoothing: float = 0.0):
-        """Return (loss, correct, counted) for one batch."""
+    def outputs(self, model: nn.Module, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
+        """Return (logits (..., C) or predictions (N,) for regress, aligned targets with -100 = ignore)."""
         b = {k: v.to(self.device, non_blocking=True) for k, v in batch.items()}
         if self.kind.startswith("seq_"):
             lengths = b.get("lengths")
@@ -108,26 +108,29 @@ class Task:
                     y = y[:, :t]
             out = _logits(model(x, lengths=lengths))
             if self.kind == "seq_regress":
-                out = out.float()
-                if out.dim() == 3:
-                    out = _last(out, lengths)
-                pred = out.reshape(out.size(0), -1)[:, -1]
-                loss = F.mse_loss(pred, y.float())
-                return loss, ((pred - y).abs() < REGRESS_TOLERANCE).sum(), y.numel()
+                out = _last(out, lengths) if out.dim() == 3 else out
+                return out.reshape(out.size(0), -1)[:, -1], y
             if self.kind == "seq_classify" and out.dim() == 3:
                 out = _last(out, lengths)
-            return _ce(out, y, label_smoothing)
+            return out, y
         if self.kind == "image_classify":
-            return _ce(_logits(model(b["x"])), b["y"], label_smoothing)
+            return _logits(model(b["x"])), b["y"]
         if self.kind == "image_seq":
             bos, eos = int(self.meta["bos_id"]), int(self.meta["eos_id"])
             y = b["y"]
             col = lambda v: torch.full((y.size(0), 1), v, dtype=y.dtype, device=y.device)  # noqa: E731
             tgt = torch.cat([col(bos), y, col(eos)], dim=1)  # (B, k + 2)
-            out = _logits(model(b["x"], tgt[:, :-1]))
-            return _ce(out, tgt[:, 1:], label_smoothing)
-        out = _logits(model(b["src"], b["src_lengths"], b["tgt_in"]))
-        return _ce(out, b["tgt_out"], label_smoothing)
+            return _logits(model(b["x"], tgt[:, :-1])), tgt[:, 1:]
+        return _logits(model(b["src"], b["src_lengths"], b["tgt_in"])), b["tgt_out"]
+
+    def step_loss(self, model: nn.Module, batch: dict, label_smoothing: float = 0.0):
+        """Return (loss, correct, counted) for one batch."""
+        out, y = self.outputs(model, batch)
+        if self.kind == "seq_regress":
+            pred = out.float()
+            loss = F.mse_loss(pred, y.float())
+            return loss, ((pred - y).abs() < REGRESS_TOLERANCE).sum(), y.numel()
+        return _ce(out, y, label_smoothing)
 
     def tokens(self, batch: dict) -> int:
         """Count the input tokens (or examples) in a batch, for throughput."""

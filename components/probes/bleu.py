@@ -1,0 +1,108 @@
+"""eval.bleu (B3): BLEU and chrF overall and per source-length bucket, with bootstrap CIs."""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+
+from components import Context, component
+from components.data.io import detokenize, load_translation
+from components.probes import common as P
+from components.probes.decode import bucket_names, bucket_of, translate
+from components.train.checkpoint import load_info, load_model
+
+
+def score(hyps: list[str], refs: list[str], tokenize: str, n_bootstrap: int) -> dict[str, float]:
+    """Return sacrebleu BLEU and chrF, with 95% bootstrap half-widths when n_bootstrap > 1."""
+    from sacrebleu.metrics import BLEU, CHRF
+
+    if not hyps:
+        return {"bleu": float("nan"), "chrf": float("nan")}
+    bleu = BLEU(tokenize=tokenize).corpus_score(hyps, [refs], n_bootstrap=n_bootstrap)
+    chrf = CHRF().corpus_score(hyps, [refs], n_bootstrap=n_bootstrap)
+    out = {"bleu": bleu.score, "chrf": chrf.score}
+    if n_bootstrap > 1:
+        out |= {"bleu_ci": bleu._ci, "chrf_ci": chrf._ci}  # sacrebleu's 95% half-width (its CLI's ± value)
+    return out
+
+
+@component("eval.bleu", outputs=["summary", "plot", "samples"], bottleneck="B3")
+def eval_bleu(
+    ctx: Context,
+    *,
+    checkpoints: dict[str, str],
+    data: str | None = None,  # default: each checkpoint's own training data folder
+    split: Literal["valid", "test"] = "test",
+    beam: int = 1,  # 1: greedy
+    length_penalty: float = 0.6,
+    max_len_a: float = 1.5,  # output budget a * source length + b
+    max_len_b: int = 10,
+    batch_size: int = 64,
+    buckets: list[int] = [1, 10, 20, 30, 40, 50],  # noqa: B006 - source words
+    tokenize: str = "13a",  # sacrebleu tokenizer; 'none' for pre-split synthetic tokens
+    n_bootstrap: int = 1000,  # 0 or 1: no confidence intervals
+    max_examples: int = 0,  # 0: the whole split
+    n_samples: int = 20,
+) -> dict:
+    """Translate a split with each model, detokenise, and score with sacrebleu by source length.
+
+    Args:
+        checkpoints: label -> checkpoint of an encoder-decoder (``{"seq2seq": ..., "luong": ...}``).
+
+    Returns:
+        ``summary``: ``bleu/<label>``, ``chrf/<label>``, ``bleu_ci/<label>`` and per bucket
+        ``bleu/<label>/len_<a-b>``, ``chrf/...``, ``count/len_<a-b>`` (source words); ``plot``:
+        BLEU against source length for every model; ``samples``: CSV of sample translations.
+        Hypotheses and references are written as ``hyps.<label>.txt`` and ``refs.<label>.txt``.
+    """
+    names = bucket_names(buckets)
+    summary: dict[str, Any] = {}
+    curves: dict[str, list[float]] = {}
+    samples: dict[str, list[str]] = {}
+    for label, ckpt in checkpoints.items():
+        folder = data or load_info(ckpt)["data"]
+        ds, meta = load_translation(folder)
+        part = ds[split]
+        n = len(part) if max_examples <= 0 else min(max_examples, len(part))
+        src_text, refs = list(part["src"][:n]), list(part["tgt"][:n])
+        model = load_model(ckpt, ctx.device)
+        ids = translate(model, list(part["src_ids"][:n]), meta, beam=beam, length_penalty=length_penalty,
+                        max_len_a=max_len_a, max_len_b=max_len_b, batch_size=batch_size, device=ctx.device)
+        hyps = detokenize(folder, ids)
+        for name, lines in (("hyps", hyps), ("refs", refs)):
+            path = ctx.path(f"{name}.{P.key(label)}.txt")
+            path.write_text("".join(line.replace("\n", " ") + "\n" for line in lines))
+            ctx.log_artifact(path)
+        overall = score(hyps, refs, tokenize, n_bootstrap)
+        for k, v in overall.items():
+            summary[P.key(k, label)] = v
+        which = [bucket_of(len(s.split()), buckets) for s in src_text]
+        curves[label] = []
+        for b in names:
+            idx = [i for i, w in enumerate(which) if w == b]
+            summary[P.key("count", f"len_{b}")] = len(idx)
+            s = score([hyps[i] for i in idx], [refs[i] for i in idx], tokenize, n_bootstrap if idx else 0)
+            for k, v in s.items():
+                summary[P.key(k, label, f"len_{b}")] = v
+            curves[label].append(s["bleu"])
+        samples.setdefault("source", src_text[:n_samples])
+        samples.setdefault("reference", refs[:n_samples])
+        samples[f"hyp_{label}"] = hyps[:n_samples]
+        summary["n"] = n
+    summary = P.flat(summary)
+    P.log_summary(ctx, summary)
+    import pandas as pd
+
+    table = ctx.path("samples.csv")
+    pd.DataFrame(samples).to_csv(table, index=False)
+    ctx.log_artifact(table)
+    plt = P.pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    x = np.arange(len(names))
+    for label, ys in curves.items():
+        ax.plot(x, ys, "o-", label=label)
+    counts = [summary[P.key("count", f"len_{b}")] for b in names]
+    ax.set_xticks(x, [f"{b}\n(n={c})" for b, c in zip(names, counts)], fontsize=8)
+    ax.set(xlabel="source length (words)", ylabel=f"BLEU ({tokenize})", title=f"BLEU by source length ({split})")
+    ax.legend()
+    return {"summary": summary, "plot": P.save_figure(ctx, fig, "bleu_by_length.png"), "samples": str(table)}

@@ -1,0 +1,72 @@
+"""probe.capacity (B1 / B3): recall from a fixed-size state against input length, with and without attention."""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from components import Context, component
+from components.data.io import load_translation
+from components.probes import common as P
+from components.probes.decode import bucket_names, bucket_of, translate
+from components.train.checkpoint import load_info, load_model
+
+
+def recall(hyp: list[int], ref: list[int]) -> float:
+    """Fraction of reference tokens reproduced at their position."""
+    return sum(h == r for h, r in zip(hyp, ref)) / max(len(ref), 1)
+
+
+@component("probe.capacity", outputs=["summary", "plot"], bottleneck="B1")
+def capacity(
+    ctx: Context,
+    *,
+    checkpoints: dict[str, str],
+    data: str | None = None,  # default: each checkpoint's own data folder
+    split: Literal["valid", "test"] = "test",
+    buckets: list[int] = [5, 11, 21, 31],  # noqa: B006 - source tokens
+    max_examples: int = 0,
+    batch_size: int = 128,
+) -> dict:
+    """Decode greedily and score token recall per source-length bucket, per model.
+
+    Args:
+        checkpoints: label -> encoder-decoder checkpoint, e.g. ``{"seq2seq": ..., "attention": ...}``.
+
+    Returns:
+        ``summary``: ``acc/<label>/len_<a-b>``, ``exact/<label>/len_<a-b>``, ``count/len_<a-b>``,
+        ``acc/<label>`` overall and ``ratio/<label>`` = longest-bucket / shortest-bucket recall.
+    """
+    names = bucket_names(buckets)
+    summary: dict[str, Any] = {}
+    curves = {}
+    for label, ckpt in checkpoints.items():
+        ds, meta = load_translation(data or load_info(ckpt)["data"])
+        part = ds[split]
+        n = len(part) if max_examples <= 0 else min(max_examples, len(part))
+        src, tgt = list(part["src_ids"][:n]), list(part["tgt_ids"][:n])
+        hyps = translate(load_model(ckpt, ctx.device), src, meta, batch_size=batch_size, device=ctx.device)
+        bos, eos = int(meta["bos_id"]), int(meta["eos_id"])
+        refs = [[t for t in ids if t not in (bos, eos)] for ids in tgt]
+        lengths = [len([t for t in ids if t != eos]) for ids in src]
+        accs = [recall(h, r) for h, r in zip(hyps, refs)]
+        exact = [float(h == r) for h, r in zip(hyps, refs)]
+        summary[P.key("acc", label)] = sum(accs) / max(len(accs), 1)
+        curves[label] = []
+        for b in names:
+            idx = [i for i, L in enumerate(lengths) if bucket_of(L, buckets) == b]
+            summary[P.key("count", f"len_{b}")] = len(idx)
+            a = sum(accs[i] for i in idx) / len(idx) if idx else float("nan")
+            summary[P.key("acc", label, f"len_{b}")] = a
+            summary[P.key("exact", label, f"len_{b}")] = sum(exact[i] for i in idx) / len(idx) if idx else float("nan")
+            curves[label].append(a)
+        filled = [a for a in curves[label] if a == a]
+        summary[P.key("ratio", label)] = filled[-1] / filled[0] if len(filled) > 1 and filled[0] > 0 else float("nan")
+    summary = P.flat(summary)
+    P.log_summary(ctx, summary)
+    plt = P.pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for label, ys in curves.items():
+        ax.plot(range(len(names)), ys, "o-", label=label)
+    ax.set_xticks(range(len(names)), names)
+    ax.set(xlabel="source length (tokens)", ylabel="token recall", ylim=(0, 1.02), title="recall against input length")
+    ax.legend()
+    return {"summary": summary, "plot": P.save_figure(ctx, fig, "capacity.png")}
