@@ -79,6 +79,16 @@ def test_check_kinds(spec, verdict):
     assert r.expected and r.reason
 
 
+def test_a_check_can_set_its_own_spread_factor():
+    # Overlapping seeds, A ahead in each: gap 0.1 against a seed range of 0.4.
+    r = Resolver({"m": {f"arch={a},seed={i}": {"x": v} for a, vals in {"a": (1.0, 1.4, 1.2), "b": (0.9, 1.3, 1.1)}.items()
+                        for i, v in enumerate(vals)}})
+    spec = {"check": "beats", "a": "m[arch=a].x", "b": "m[arch=b].x"}
+    assert evaluate(validate_check(spec, "t"), r).verdict == FAILS
+    assert evaluate(validate_check(spec, "t"), r, spread_factor=0.2).verdict == HOLDS
+    assert evaluate(validate_check({**spec, "spread_factor": 0}, "t"), r, spread_factor=3).verdict == HOLDS
+
+
 def test_flat_fails_when_the_base_is_below_its_floor_and_says_why():
     r = run({"check": "cliff", "value": "bleu[arch=weak].long", "base": "bleu[arch=weak].short", "base_at_least": 20})
     assert r.verdict == FAILS and "did not learn" in r.reason

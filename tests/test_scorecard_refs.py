@@ -44,6 +44,11 @@ def test_bare_label_of_a_single_axis_matrix(r):
     assert r.resolve("grad.rnn.rho").values == {"": 0.5}
 
 
+def test_a_single_instance_keeps_its_seed_so_it_pairs_by_seed():
+    r = Resolver({"s": {"arch=a,seed=1": {"x": 1.0}, "arch=b,seed=1": {"x": 2.0}}})
+    assert r.resolve("s[arch=a].x").values == {"1": 1.0}
+
+
 def test_numeric_label_values_compare_as_numbers(r):
     assert r.resolve("lag[arch=rnn,lag=50.0].acc").ok
 

@@ -117,7 +117,8 @@ def _apply(c, singles, lists, spread_factor, measured) -> Outcome:
         return _pairwise(singles["a"].values, singles["b"].values, tol, "close")
     if k == "beats":
         return rules.beats(singles["a"].values, singles["b"].values, higher=c["better"] == "higher",
-                           margin=c["margin"], spread_factor=c["spread_factor"] or spread_factor)
+                           margin=c["margin"],
+                           spread_factor=spread_factor if c["spread_factor"] is None else c["spread_factor"])
     if k in ("flat", "cliff"):
         return _ratio(c, v.values, singles["base"].values, measured)
     if k in ("increasing", "decreasing"):

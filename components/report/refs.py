@@ -179,7 +179,8 @@ class Resolver:
             found = _lookup(summary, key)
             if isinstance(found, str):
                 return Sample(ref=ref, missing=f"{name}[{lab}]: {found}")
-            seed = _seed_label(lab, over) if len(chosen) > 1 else ""
+            # One instance with a seed axis keeps its seed, so it pairs with the same seed elsewhere.
+            seed = _seed_label(lab, over) if len(chosen) > 1 or over in parse_label(lab) else ""
             for k, v in found.items():
                 values["/".join(p for p in (seed, k) if p)] = v
             rid = inline or _run_id_of(self.run_ids.get(name), lab)
