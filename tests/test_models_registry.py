@@ -32,9 +32,10 @@ def _run(model):
             src, src_len = torch.randn(2, cfg.channels, cfg.image_size, cfg.image_size), None
         else:
             src, src_len = torch.randint(3, cfg.src_vocab_size, (2, 5)), torch.tensor([5, 3])
-        tgt = torch.randint(3, cfg.tgt_vocab_size, (2, 4))
+        vocab = getattr(cfg, "out_vocab", None) or cfg.tgt_vocab_size
+        tgt = torch.randint(3, vocab, (2, 4))
         logits, attn = model(src, src_len, tgt)
-        return logits, (2, 4, cfg.tgt_vocab_size)
+        return logits, (2, 4, vocab)
     if getattr(cfg, "head", "") == "one_to_many":
         x = torch.randint(0, cfg.vocab_size, (3,)) if cfg.vocab_size > 0 else torch.randn(3, cfg.input_dim)
         return model(x), (3, cfg.out_len, cfg.num_classes)

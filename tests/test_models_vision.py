@@ -55,15 +55,28 @@ def test_conv1d_causal_receptive_field():
 def test_captioner_attends_over_regions_and_decodes():
     torch.manual_seed(0)
     model = build("captioner-small")
-    images, tgt = torch.randn(2, 1, 28, 28), torch.randint(3, 16, (2, 5))
-    logits, attn = model(images, None, tgt)
-    assert logits.shape == (2, 5, 16) and attn.shape == (2, 5, 49)
+    images, tgt = torch.randn(2, 1, 28, 28), torch.randint(0, 12, (2, 5))
+    logits, attn = model(images, tgt)
+    assert logits.shape == (2, 5, 12) and attn.shape == (2, 5, 49)
+    assert torch.equal(model(images, None, tgt)[0], logits)
     assert torch.allclose(attn.sum(-1), torch.ones(2, 5), atol=1e-6)
-    tokens, g_attn = model.greedy(images, None, max_len=6, bos=1, eos=2)
-    assert torch.equal(tokens, model.beam_search(images, None, beam=1, max_len=6, bos=1, eos=2))
+    tokens, g_attn = model.greedy(images, None, max_len=6, bos=10, eos=11)
+    assert torch.equal(tokens, model.beam_search(images, None, beam=1, max_len=6, bos=10, eos=11))
     assert g_attn.shape == (2, tokens.shape[1], 49)
 
 
 def test_cnn_rejects_wrong_channels():
     with pytest.raises(ModelError, match=r"CNN expects images \(B, 1, H, W\), got \(2, 3, 28, 28\)"):
         build("cnn-small")(torch.randn(2, 3, 28, 28))
+
+
+def test_non_square_images_from_digit_strips_meta():
+    torch.manual_seed(0)
+    strips = torch.randn(2, 1, 28, 84)  # three 28x28 digits side by side; meta image_size [28, 84]
+    vit = build("vit-small", image_size=[28, 84])
+    assert vit.grid == (4, 12) and vit(strips).shape == (2, 10)
+    assert build("cnn-small", image_size=[28, 84])(strips).shape == (2, 10)
+    cap = build("captioner-small", image_size=[28, 84], bos_id=10, eos_id=11)
+    assert cap(strips, torch.tensor([[10, 3, 4, 5]] * 2))[1].shape == (2, 4, 7 * 21)
+    with pytest.raises(ModelError, match="eos_id 12 is outside the output vocabulary of 12"):
+        build("captioner-small", eos_id=12)

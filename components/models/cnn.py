@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 from torch import Tensor, nn
 
+from components.models.image_size import hw
 from components.models.registry import ModelError
 
 
@@ -12,7 +13,7 @@ from components.models.registry import ModelError
 class CNNConfig:
     """Conv blocks of ``widths`` channels (3x3 conv, ReLU, 2x2 max-pool), global average pool, linear."""
 
-    image_size: int = 28
+    image_size: int | tuple[int, int] = 28
     channels: int = 1
     num_classes: int = 10
     widths: tuple[int, ...] = (32, 64)
@@ -22,7 +23,8 @@ class CNNConfig:
         self.widths = tuple(self.widths)  # YAML gives lists
         if not self.widths or min(self.widths) < 1:
             raise ModelError(f"widths must be a non-empty list of positive channel counts, got {list(self.widths)}")
-        if self.image_size < 2 ** len(self.widths):
+        self.image_size = self.image_size if isinstance(self.image_size, int) else hw(self.image_size)
+        if min(hw(self.image_size)) < 2 ** len(self.widths):
             raise ModelError(f"{len(self.widths)} pooling blocks need image_size >= {2 ** len(self.widths)}, "
                              f"got {self.image_size}")
 

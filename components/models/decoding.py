@@ -4,7 +4,7 @@ A model decodes through three methods: ``encode(src, src_lengths) -> memory``,
 ``init_state(memory) -> state`` and ``step(prev_tokens (B,), state, memory) -> (log-probs (B, V),
 state, attn (B, T_src) or None)``. Memory and state are tensors (or tuples/dicts of them) with the
 batch first, so beams are made and reordered by indexing dim 0.
-Outputs exclude BOS, include EOS, and hold ``pad_id`` after it.
+Outputs exclude BOS, include EOS, and hold ``config.pad_id`` after it (EOS if the model has none).
 """
 from __future__ import annotations
 
@@ -41,6 +41,11 @@ def _inference(model):
         model.train(was_training)
 
 
+def _fill(model, eos: int) -> int:
+    pad = getattr(model.config, "pad_id", None)
+    return eos if pad is None else pad
+
+
 def _check(max_len: int, beam: int = 1) -> None:
     if max_len < 1:
         raise ModelError(f"max_len must be >= 1 (the longest output to generate), got {max_len}")
@@ -51,7 +56,7 @@ def _check(max_len: int, beam: int = 1) -> None:
 def greedy(model, src, src_lengths, max_len: int, bos: int, eos: int) -> tuple[Tensor, Tensor | None]:
     """Pick the most likely token at every step; return tokens (B, T <= max_len) and attn (B, T, T_src)."""
     _check(max_len)
-    pad = model.config.pad_id
+    pad = _fill(model, eos)
     with _inference(model):
         memory = model.encode(src, src_lengths)
         state = model.init_state(memory)
@@ -81,7 +86,7 @@ def beam_search(model, src, src_lengths, beam: int, max_len: int, bos: int, eos:
                 alpha: float = 0.6) -> Tensor:
     """Keep the ``beam`` best prefixes per sentence; return the best hypothesis by log P / lp (B, T)."""
     _check(max_len, beam)
-    pad, B, K = model.config.pad_id, src.shape[0], beam
+    pad, B, K = _fill(model, eos), src.shape[0], beam
     dev = src.device
     with _inference(model):
         memory = model.encode(src, src_lengths)
