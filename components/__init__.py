@@ -3,6 +3,6 @@
 Nothing in this package imports prefect or mlflow.
 """
 from components.context import Context, Progress
-from components.registry import Component, ComponentError, component, get, registry
+from components.registry import Component, ComponentError, component, get
 
-__all__ = ["Component", "ComponentError", "Context", "Progress", "component", "get", "registry"]
+__all__ = ["Component", "ComponentError", "Context", "Progress", "component", "get"]
