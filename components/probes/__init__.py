@@ -1,6 +1,7 @@
 """Components: probes (measure the four bottlenecks) and evaluation."""
 from components.probes import (  # noqa: F401
     attention_entropy,
+    attention_maps,
     bleu,
     capacity,
     classify,
@@ -8,5 +9,6 @@ from components.probes import (  # noqa: F401
     long_lag,
     param_count,
     permutation,
+    position_similarity,
     timing,
 )

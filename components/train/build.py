@@ -26,24 +26,28 @@ def _factory(spec: str):
     return fn
 
 
-def accepted_fields(name: str) -> set[str] | None:
-    """Return the override names model ``name`` accepts, or None when unknown."""
+def field_types(name: str) -> dict[str, str] | None:
+    """Return override name -> annotation text for model ``name``, or None when unknown."""
     if ":" in name:
         sig = inspect.signature(_factory(name))
         if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
             return None
-        return set(sig.parameters)
+        return {n: str(p.annotation) for n, p in sig.parameters.items()}
     from components import models
 
-    variant = getattr(models, "config_of", None) or getattr(models, "config", None)
-    if callable(variant):
-        try:
-            cfg = variant(name)
-        except Exception:  # an unknown name is reported by build() with its did-you-mean
-            return None
-        if dataclasses.is_dataclass(cfg):
-            return {f.name for f in dataclasses.fields(cfg)}
-    return None
+    try:
+        cfg = models.config(name)
+    except Exception:  # an unknown name is reported by build() with its did-you-mean
+        return None
+    if not dataclasses.is_dataclass(cfg):
+        return None
+    return {f.name: str(f.type) for f in dataclasses.fields(cfg)}
+
+
+def accepted_fields(name: str) -> set[str] | None:
+    """Return the override names model ``name`` accepts, or None when unknown."""
+    types = field_types(name)
+    return None if types is None else set(types)
 
 
 def build_model(name: str, overrides: dict[str, Any] | None = None) -> nn.Module:
@@ -64,16 +68,26 @@ def data_overrides(meta: dict[str, Any], name: str) -> dict[str, Any]:
     """Config values the data decides (vocab sizes, classes, pad id), limited to what ``name`` accepts."""
     kind = meta.get("kind")
     if kind == "translation":
-        keys = ["src_vocab_size", "tgt_vocab_size", "pad_id", "bos_id", "eos_id"]
+        keys = ["src_vocab_size", "tgt_vocab_size", "pad_id"]
     elif kind == "images":
-        keys = ["num_classes", "channels", "image_size", "bos_id", "eos_id", "digits_per_strip"]
+        keys = ["num_classes", "channels", "image_size"]
     else:
         keys = ["vocab_size", "input_dim", "num_classes", "pad_id"]
     # 0 means "not this kind of input" (vocab_size 0 for float inputs, input_dim 0 for tokens)
     found = {k: meta[k] for k in keys if meta.get(k) not in (None, 0)}
     if kind == "sequence" and meta.get("target") == "regress":
         found["num_classes"] = 1
-    accepted = accepted_fields(name)
-    if accepted is not None:
-        found = {k: v for k, v in found.items() if k in accepted}
-    return found
+    if kind == "images" and meta.get("digits_per_strip"):
+        found["tgt_vocab_size"] = meta["vocab_size"]  # digits + BOS + EOS for a caption decoder
+    types = field_types(name)
+    if types is None:
+        return found
+    size = found.get("image_size")
+    if isinstance(size, list):
+        if size[0] == size[1]:
+            found["image_size"] = size[0]
+        elif "tuple" not in types.get("image_size", ""):
+            del found["image_size"]  # this model takes square sizes only; its layers adapt to the input
+        else:
+            found["image_size"] = tuple(size)
+    return {k: v for k, v in found.items() if k in types}

@@ -120,7 +120,7 @@ class Task:
             y = b["y"]
             col = lambda v: torch.full((y.size(0), 1), v, dtype=y.dtype, device=y.device)  # noqa: E731
             tgt = torch.cat([col(bos), y, col(eos)], dim=1)  # (B, k + 2)
-            return _logits(model(b["x"], tgt[:, :-1])), tgt[:, 1:]
+            return _logits(model(b["x"], None, tgt[:, :-1])), tgt[:, 1:]
         return _logits(model(b["src"], b["src_lengths"], b["tgt_in"])), b["tgt_out"]
 
     def step_loss(self, model: nn.Module, batch: dict, label_smoothing: float = 0.0):
