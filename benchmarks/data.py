@@ -1,0 +1,107 @@
+"""Benchmark data prep on Multi30k train: tokenisation + bucketing throughput, padding saved.
+
+Run: python benchmarks/data.py --data-dir /path/to/data [--max-tokens 4096] [--vocab-size 8000]
+
+Prints sentences/s for BPE encoding (both sides, ids with BOS/EOS) and for length bucketing,
+and the padding fraction of bucketed batches against batches filled in random order under the
+same ``max_tokens`` budget (what you get without bucketing).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import tokenizers
+import torch
+
+from components.data.batching import bucket_batches, padding_fraction
+from components.data.bpe import encode, train_bpe
+from components.data.text import read_parallel
+
+
+def random_batches(lengths: np.ndarray, max_tokens: int, seed: int) -> list[list[int]]:
+    """Fill batches in random order under the same padded-token budget (no bucketing)."""
+    batches, batch, longest = [], [], 0
+    for i in np.random.default_rng(seed).permutation(len(lengths)).tolist():
+        n = int(lengths[i])
+        if batch and (len(batch) + 1) * max(longest, n) > max_tokens:
+            batches.append(batch)
+            batch, longest = [], 0
+        batch.append(i)
+        longest = max(longest, n)
+    return batches + ([batch] if batch else [])
+
+
+def median_time(fn, repeats: int) -> tuple[float, object]:
+    """Run ``fn`` once to warm up, then ``repeats`` times; return the median seconds and a result."""
+    result = fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def main() -> None:
+    default_data = os.environ.get("BOTTLENECKS_DATA", str(Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data-dir", default=default_data, help="folder holding multi30k/")
+    ap.add_argument("--max-tokens", type=int, default=4096)
+    ap.add_argument("--vocab-size", type=int, default=8000)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--out", help="also write the figures to this JSON file")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+
+    m30k = Path(args.data_dir) / "multi30k"
+    pairs = read_parallel(m30k / "train.en.gz", m30k / "train.de.gz")
+    src, tgt = [p[0] for p in pairs], [p[1] for p in pairs]
+    n = len(pairs)
+
+    start = time.perf_counter()
+    tok = train_bpe(src + tgt, args.vocab_size)
+    train_s = time.perf_counter() - start
+
+    def tokenise():
+        return encode(tok, src, bos=False), encode(tok, tgt, bos=True)
+
+    tok_s, (src_ids, tgt_ids) = median_time(tokenise, args.repeats)
+    src_len = np.array([len(s) for s in src_ids])
+    tgt_len = np.array([len(t) for t in tgt_ids])
+    lengths = np.maximum(src_len, tgt_len)  # a batch must fit both sides
+
+    bucket_s, bucketed = median_time(lambda: bucket_batches(lengths, args.max_tokens, seed=0), args.repeats)
+    unbucketed = random_batches(lengths, args.max_tokens, seed=0)
+    figures = {
+        "sentences": n,
+        "bpe_train_s": round(train_s, 2),
+        "tokenise_sentences_per_s": round(n / tok_s),
+        "bucket_sentences_per_s": round(n / bucket_s),
+        "tokenise_and_bucket_sentences_per_s": round(n / (tok_s + bucket_s)),
+        "batches_bucketed": len(bucketed),
+        "batches_unbucketed": len(unbucketed),
+        "padding_src_bucketed": round(padding_fraction(bucketed, src_len), 4),
+        "padding_src_unbucketed": round(padding_fraction(unbucketed, src_len), 4),
+        "padding_tgt_bucketed": round(padding_fraction(bucketed, tgt_len), 4),
+        "padding_tgt_unbucketed": round(padding_fraction(unbucketed, tgt_len), 4),
+        "settings": {"max_tokens": args.max_tokens, "vocab_size": tok.get_vocab_size(), "repeats": args.repeats,
+                     "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+                     "tokenizers": tokenizers.__version__, "python": platform.python_version(),
+                     "machine": platform.machine()},
+    }
+    width = max(map(len, figures))
+    for key, value in figures.items():
+        print(f"{key:<{width}}  {value}")
+    if args.out:
+        Path(args.out).write_text(json.dumps(figures, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
