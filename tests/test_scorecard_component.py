@@ -140,3 +140,24 @@ def test_a_malformed_expectation_stops_the_step_with_its_location(tmp_path):
 def test_nothing_measured_still_writes_a_scorecard(tmp_path):
     out = get("report.scorecard")(Context(work_dir=tmp_path), measurements={}, expect=EXPECT)
     assert out["summary"]["not_measured"] == 4 and out["summary"]["device_dependent"] == 1
+
+
+def test_a_template_row_gives_every_architecture_in_the_matrix_a_row(tmp_path):
+    measurements = {
+        "lag": {f"arch={a},lag=50,seed={s}": {"acc": v} for a, v in (("rnn", 0.1), ("lstm", 0.99), ("mine", 0.97))
+                for s in range(3)},
+        "grad": {"rnn": {"rho": 0.5}, "lstm": {"rho": 0.62}},
+        "timing": {"steps/rnn": 512, "steps/lstm": 512},
+    }
+    archs = {"rnn": {"B1": "grad[rnn].rho"},  # written by hand: wins over the template
+             "{arch}": {"B2": {"check": "at_least", "value": "lag[arch={arch},lag=50].acc", "than": 0.95},
+                        "B3": "grad[{arch}].rho",
+                        "B4": {"value": "timing.steps/{arch}", "label": "sequential steps"}}}
+    out = get("report.scorecard")(Context(work_dir=tmp_path), measurements=measurements, expect=[],
+                                  architectures=archs)
+    rows = json.loads(open(out["scorecard"]).read())["architectures"]
+    assert list(rows) == ["rnn", "lstm", "mine"]
+    assert set(rows["rnn"]) == {"B1"}
+    assert rows["lstm"]["B2"]["verdict"] == "holds" and rows["lstm"]["B3"]["mean"] == 0.62
+    assert rows["lstm"]["B4"]["mean"] == 512 and rows["lstm"]["B4"]["label"] == "sequential steps"
+    assert rows["mine"]["B2"]["verdict"] == "holds" and set(rows["mine"]) == {"B2"}  # no grad or timing for it

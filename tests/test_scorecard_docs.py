@@ -7,7 +7,7 @@ import yaml
 
 from components import Context, get
 from components.report import validate_expectations
-from components.report.claims import validate_architectures
+from components.report.rows import validate_architectures
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "scorecard.md"
 BLOCKS = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", DOC.read_text(), re.S)]

@@ -1,7 +1,7 @@
 """Malformed expect:/architectures: entries are authoring errors with a clear, specific message."""
 import pytest
 
-from components.report.claims import validate_architectures
+from components.report.rows import validate_architectures
 from components.report.vocabulary import ScorecardError, validate_expectations
 
 OK = {"id": 1, "claim": "c", "check": "below", "value": "a.b", "than": 1}

@@ -6,7 +6,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from components.report.claims import BOTTLENECKS
+from components.report.rows import BOTTLENECKS
 from components.report.text import MARKS, cell_text, headline, measured_lines
 
 _CSS = """

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.report.claims import BOTTLENECKS
+from components.report.rows import BOTTLENECKS
 from components.report.text import MARKS, cell_text, headline, measured_lines
 
 

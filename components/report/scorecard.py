@@ -9,10 +9,11 @@ from typing import Any
 from components.context import Context
 from components.registry import component
 from components.report.checks import HOLDS, VERDICTS
-from components.report.claims import fill, judge, validate_architectures
+from components.report.claims import judge
 from components.report.html import to_html
 from components.report.markdown import to_markdown
 from components.report.refs import Resolver
+from components.report.rows import expand, fill, validate_architectures
 from components.report.rules import SPREAD_FACTOR
 from components.report.text import COUNT_KEYS
 from components.report.vocabulary import validate_expectations
@@ -43,7 +44,8 @@ def scorecard(
             (the vocabulary is in docs/scorecard.md).
         run_ids: source name -> the step's ``run_id`` (or instance label -> run id), so each verdict
             names the MLflow runs that measured it.
-        architectures: architecture -> {B1..B4: reference or checked cell}: the scorecard's rows.
+        architectures: architecture -> {B1..B4: reference or checked cell}: the scorecard's rows;
+            a row named ``"{arch}"`` is a template repeated for every value of the ``arch`` axis.
         plots: plot name -> PNG path (or instance label -> path) embedded in the HTML.
         title: the report's heading.
         device: the device the measurements ran on; empty means this step's device. Claims with
@@ -60,7 +62,7 @@ def scorecard(
     claims = [judge(c, resolver, device=device, min_seeds=min_seeds, spread_factor=spread_factor)
               for c in claims_spec]
     rows = {arch: fill(cells, resolver, min_seeds=min_seeds, spread_factor=spread_factor)
-            for arch, cells in arch_spec.items()}
+            for arch, cells in expand(arch_spec, measurements).items()}
     pngs, skipped = _plots(plots or {})
     for name, why in skipped.items():
         ctx.log.warning("scorecard: plot %s left out: %s", name, why)

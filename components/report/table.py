@@ -8,7 +8,7 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from components.report.claims import BOTTLENECKS
+from components.report.rows import BOTTLENECKS
 from components.report.text import MARKS, cell_text, headline, measured_lines
 
 STYLES = {"holds": "green", "fails": "red", "device-dependent": "yellow", "not measured": "dim"}
