@@ -116,8 +116,8 @@ class Captioner(Generates, nn.Module):
         memory = self.encode(images)
         state, emb = self.init_state(memory), self.embed(tgt_in)
         logits, attns = [], []
-        for t in range(tgt_in.shape[1]):
-            out, state, a = self._step(emb[:, t], state, memory)
+        for e_t in emb.unbind(1):  # unbind: slicing emb[:, t] would cost O(T) per step in backward
+            out, state, a = self._step(e_t, state, memory)
             logits.append(out)
             attns.append(a)
         return torch.stack(logits, 1), torch.stack(attns, 1)

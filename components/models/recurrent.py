@@ -120,8 +120,9 @@ class Recurrent(nn.Module):
                 gi = nn.functional.linear(seq, w_ih, b_ih)                      # (B, T, G*H) in one matmul
                 k = layer * self.directions + d
                 h, c, steps = h0[k], c0[k], []
-                for t in range(T):
-                    h_new, c_new = step(gi[:, t], (h, c), w_hh, b_hh)
+                # unbind, not gi[:, t]: the backward of T slices would write T full-size gradients
+                for t, gi_t in enumerate(gi.unbind(1)):
+                    h_new, c_new = step(gi_t, (h, c), w_hh, b_hh)
                     if mask is not None:  # freeze the state past each sequence's end
                         m = mask[:, t]
                         h_new, c_new = torch.where(m, h_new, h), torch.where(m, c_new, c)

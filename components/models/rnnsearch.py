@@ -67,8 +67,8 @@ class RNNSearch(Generates, nn.Module):
         memory = self.encode(src, src_lengths)
         state, emb = self.init_state(memory), self.embed(tgt_in)                 # (B, T, E)
         logits, attns = [], []
-        for i in range(tgt_in.shape[1]):
-            out, state, a = self._step(emb[:, i], state, memory)
+        for e_i in emb.unbind(1):  # unbind: slicing emb[:, i] would cost O(T) per step in backward
+            out, state, a = self._step(e_i, state, memory)
             logits.append(out)
             attns.append(a)
         attn = self.encoder.unreverse(torch.stack(attns, 1), memory["lengths"])
