@@ -52,3 +52,51 @@ def write_sequence_data(path: Path, n: int = 256, seq_len: int = 6, vocab: int =
             **counts}
     (path / "meta.json").write_text(json.dumps(meta))
     return path
+
+
+class LinearRNN(nn.Module):
+    """h_t = decay * h_{t-1} + U e_t: the gradient to step t is exactly decay^(T-t) times U^T v."""
+
+    family = "rnn"
+
+    def __init__(self, vocab_size: int, hidden: int, decay: float):
+        super().__init__()
+        self.config = type("Config", (), {"vocab_size": vocab_size, "pad_id": 0})()
+        self.embedding = nn.Embedding(vocab_size, hidden)
+        self.U = nn.Linear(hidden, hidden, bias=False)
+        self.W = nn.Parameter(decay * torch.eye(hidden))
+
+    def hidden_states(self, x, lengths=None):
+        e = self.embedding(x)  # (B, T, H)
+        h, out = torch.zeros_like(e[:, 0]), []
+        for t in range(e.shape[1]):
+            h = h @ self.W.T + self.U(e[:, t])
+            out.append(h)
+        return torch.stack(out, 1)
+
+    def forward(self, x, lengths=None):
+        return self.hidden_states(x)[:, -1]
+
+
+def linear_rnn(vocab_size: int = 10, hidden: int = 8, decay: float = 0.9) -> LinearRNN:
+    """Factory used as ``model: test_train_standins:linear_rnn``."""
+    return LinearRNN(vocab_size, hidden, decay)
+
+
+class GridPositions(nn.Module):
+    """A ViT stand-in whose position embeddings encode (row, col) smoothly, or scrambled."""
+
+    def __init__(self, side: int, scrambled: bool):
+        super().__init__()
+        self.grid = (side, side)
+        rows, cols = torch.meshgrid(torch.arange(side), torch.arange(side), indexing="ij")
+        angle = torch.stack([rows.flatten(), cols.flatten()], -1).float() * (3.14159 / side)  # (N, 2)
+        emb = torch.cat([angle.cos(), angle.sin()], -1)  # nearby patches -> similar vectors
+        if scrambled:
+            emb = emb[torch.randperm(len(emb), generator=torch.Generator().manual_seed(0))]
+        self.pos_embedding = nn.Parameter(torch.cat([torch.zeros(1, 4), emb])[None])  # (1, 1 + N, 4)
+
+
+def grid_positions(side: int = 6, scrambled: bool = False) -> GridPositions:
+    """Factory used as ``model: test_train_standins:grid_positions``."""
+    return GridPositions(side, scrambled)

@@ -1,0 +1,78 @@
+"""B3 probes: BLEU by source length (against sacrebleu's CLI), recall by length, attention maps."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from components import Context, get
+from components.probes.attention_maps import diagonal_mass
+from components.probes.decode import bucket_names, bucket_of
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A copy-like synthetic translation task and two briefly trained encoder-decoders."""
+    torch.set_num_threads(1)
+    root = tmp_path_factory.mktemp("b3")
+    data = get("data.synthetic_translation")(Context(root / "data"), vocab=6, min_len=2, max_len=12,
+                                             reorder="none", n_train=800, n_valid=40, n_test=120)["dataset"]
+    ckpts = {m: get("train.model")(Context(root / m), data=data, model=m, steps=150, max_tokens=600,
+                                   lr=1e-2)["checkpoint"] for m in ("seq2seq-tiny", "luong-tiny")}
+    return data, ckpts
+
+
+def cli(metric: str, refs: Path, hyps: Path) -> float:
+    out = subprocess.run([sys.executable, "-m", "sacrebleu", str(refs), "-i", str(hyps), "-m", metric, "-b", "-w", "4",
+                          "-tok", "none"], capture_output=True, text=True, check=True)
+    return float(out.stdout.strip())
+
+
+def test_bleu_matches_sacrebleu_cli_and_buckets_sum_to_total(trained, tmp_path):
+    data, ckpts = trained
+    ctx = Context(tmp_path)
+    out = get("eval.bleu")(ctx, checkpoints=ckpts, tokenize="none", buckets=[1, 5, 9], n_bootstrap=50)
+    s = out["summary"]
+    for label in ckpts:
+        hyps, refs = tmp_path / f"hyps.{label}.txt", tmp_path / f"refs.{label}.txt"
+        assert s[f"bleu/{label}"] == pytest.approx(cli("bleu", refs, hyps), abs=0.01)
+        assert s[f"chrf/{label}"] == pytest.approx(cli("chrf", refs, hyps), abs=0.01)
+        assert s[f"bleu_ci/{label}"] >= 0
+    assert s["bleu/luong-tiny"] > 5  # a real score, so the CLI comparison means something
+    assert sum(s[f"count/len_{b}"] for b in bucket_names([1, 5, 9])) == s["n"] == 120
+    assert Path(out["plot"]).stat().st_size > 0
+    assert {"source", "reference", "hyp_luong-tiny"} <= set(Path(out["samples"]).read_text().splitlines()[0].split(","))
+
+
+def test_capacity_reports_recall_per_length_bucket(trained, tmp_path):
+    _, ckpts = trained
+    s = get("probe.capacity")(Context(tmp_path), checkpoints=ckpts, buckets=[2, 6, 10])["summary"]
+    assert sum(s[f"count/len_{b}"] for b in ("2-5", "6-9", "10-inf")) == 120
+    for label in ckpts:
+        assert 0 <= s[f"acc/{label}/len_2-5"] <= 1 and f"ratio/{label}" in s
+
+
+def test_attention_maps_measure_the_diagonal(trained, tmp_path):
+    _, ckpts = trained
+    ctx = Context(tmp_path)
+    s = get("probe.attention_maps")(ctx, checkpoint=ckpts["luong-tiny"], n_stat=50, show=[0, 1])["summary"]
+    assert 0 <= s["diag_mass"] <= 1 and s["diag_mass_uniform"] < 1 and s["n"] == 50
+    assert ctx.artifacts[-1].suffix == ".png"
+
+
+def test_diagonal_mass_is_one_on_the_diagonal_and_chance_when_uniform():
+    assert diagonal_mass(np.eye(6), window=0) == (1.0, pytest.approx(1 / 6))
+    uniform = np.full((4, 8), 1 / 8)
+    mass, chance = diagonal_mass(uniform, window=1)
+    assert mass == pytest.approx(chance)
+
+
+def test_length_buckets_are_closed_then_open():
+    assert bucket_names([1, 10, 20]) == ["1-9", "10-19", "20-inf"]
+    assert [bucket_of(n, [1, 10, 20]) for n in (0, 1, 9, 10, 25)] == [None, "1-9", "1-9", "10-19", "20-inf"]
+    with pytest.raises(ValueError, match="increasing"):
+        bucket_names([10, 5])
