@@ -2,11 +2,12 @@
 import json
 import math
 import re
+import textwrap
 
 import pytest
 
-from components import Context, get
-from components.report import ScorecardError, render_architectures, render_table
+from components import ComponentError, Context, get
+from components.report import ScorecardError, render_architectures, render_table, scorecard
 
 PNG = (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f"
        b"\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N\x00\x00\x00\x00IEND\xaeB`\x82")
@@ -132,9 +133,37 @@ def test_on_a_gpu_the_device_claim_is_judged(tmp_path):
 
 
 def test_a_malformed_expectation_stops_the_step_with_its_location(tmp_path):
-    with pytest.raises(ScorecardError, match=r"expect\[0\] \(claim 1\): unknown check 'abov'.*'above'"):
+    with pytest.raises(ComponentError, match=r"expect\[0\] \(claim 1\): unknown check 'abov'.*'above'"):
         get("report.scorecard")(Context(work_dir=tmp_path), measurements={},
                                 expect=[{"id": 1, "claim": "x", "check": "abov", "value": "a.b", "than": 1}])
+    with pytest.raises(ScorecardError, match="unknown check 'abov'"):  # the bare function checks too
+        scorecard(Context(work_dir=tmp_path), measurements={},
+                  expect=[{"id": 1, "claim": "x", "check": "abov", "value": "a.b", "than": 1}])
+
+
+def test_pipeline_validation_reports_bad_claims_and_cells_at_their_line(tmp_path):
+    from flows.errors import PipelineInvalid
+    from flows.plan import build
+
+    path = tmp_path / "bad.yaml"
+    path.write_text(textwrap.dedent("""\
+        name: bad-card
+        steps:
+          card:
+            uses: report.scorecard
+            with:
+              measurements: {}
+              expect:
+                - {id: 1, claim: x, check: beats, a: "s.a", b: "s.b", better: more}
+              architectures:
+                lstm: {B5: "a.b"}
+        """))
+    with pytest.raises(PipelineInvalid) as e:
+        build(path)
+    lines = {(err.line, err.message.split(": ", 1)[0]) for err in e.value.errors}
+    assert lines == {(8, "step 'card'"), (10, "step 'card'")}
+    text = str(e.value)
+    assert "'better' is 'higher' or 'lower'" in text and "unknown column 'B5'" in text
 
 
 def test_nothing_measured_still_writes_a_scorecard(tmp_path):

@@ -4,7 +4,9 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import AfterValidator
 
 from components.context import Context
 from components.registry import component
@@ -21,14 +23,27 @@ from components.report.vocabulary import validate_expectations
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
+def _checked(validate):
+    """Run ``validate`` when parameters are validated, so `bottlenecks check` reports bad claims."""
+    def run(value):
+        if value is not None:
+            validate(value)
+        return value
+    return AfterValidator(run)
+
+
+Expectations = Annotated[list[dict[str, Any]], _checked(validate_expectations)]
+Architectures = Annotated[dict[str, dict[str, Any]] | None, _checked(validate_architectures)]
+
+
 @component("report.scorecard", outputs=["scorecard", "summary", "markdown", "html"])
 def scorecard(
     ctx: Context,
     *,
     measurements: dict[str, Any],
-    expect: list[dict[str, Any]],
+    expect: Expectations,
     run_ids: dict[str, Any] | None = None,
-    architectures: dict[str, dict[str, Any]] | None = None,
+    architectures: Architectures = None,
     plots: dict[str, Any] | None = None,
     title: str = "The four-bottleneck comparison",
     device: str = "",
