@@ -195,6 +195,9 @@ def ui(port: Annotated[int, typer.Option(help="port on 127.0.0.1")] = 5000) -> N
     raise typer.Exit(subprocess.call(cmd, env=env))
 
 
+from flows.ops_cli import register as _register_ops; _register_ops(app)  # noqa: E402,E702
+
+
 def main() -> None:
     app()
 

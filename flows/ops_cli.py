@@ -1,0 +1,291 @@
+"""Commands for nightly runs: ``schedule``, ``serve``, ``deploy`` and ``history``."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Iterator, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from flows import settings
+
+out = Console()
+err = Console(stderr=True)
+
+ProfileOpt = Annotated[Optional[str], typer.Option("--profile", "-p", help="named profile to run")]
+SetOpt = Annotated[Optional[list[str]], typer.Option(
+    "--set", "-s", help="override a param (KEY=VALUE) for the scheduled runs; repeatable")]
+
+
+def _fail(message: str, code: int = 1) -> None:
+    err.print(f"[red]{escape(message)}[/]", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def _check_prefect() -> None:
+    from flows import connect
+
+    try:
+        connect.check_servers()
+    except connect.ServerUnreachable as e:
+        _fail(str(e))
+
+
+def _spec(path: Path, **kwargs):
+    from flows.errors import PipelineInvalid
+    from flows.schedule import ScheduleError, spec_from_file
+
+    try:
+        return spec_from_file(path, **kwargs)
+    except PipelineInvalid as e:
+        for error in e.errors:
+            err.print(escape(str(error)), highlight=False, soft_wrap=True)
+        _fail(f"{len(e.errors)} error(s); nothing was scheduled.", 2)
+    except ScheduleError as e:
+        _fail(str(e), 2)
+
+
+def schedule(
+    pipeline: Annotated[Optional[str], typer.Argument(
+        help="pipeline YAML file (with --remove: the file or the pipeline's name)", show_default=False)] = None,
+    cron: Annotated[Optional[str], typer.Option(help="cron expression, e.g. \"0 2 * * *\" (default: the "
+                                                     "file's schedule: key)")] = None,
+    timezone: Annotated[Optional[str], typer.Option(help="IANA timezone of the cron (default UTC)")] = None,
+    profile: ProfileOpt = None,
+    set_: SetOpt = None,
+    list_: Annotated[bool, typer.Option("--list", help="list the schedules")] = False,
+    remove: Annotated[bool, typer.Option("--remove", help="remove the schedule of PIPELINE (and --profile)")] = False,
+) -> None:
+    """Create or update the nightly schedule of PIPELINE as a Prefect deployment.
+
+    One deployment per pipeline and profile; a run that would overlap the previous run of the
+    same deployment is cancelled. Run them with `bottlenecks serve` or `bottlenecks deploy`.
+    """
+    settings.configure()
+    _check_prefect()
+    from flows import schedule as sched
+
+    if list_:
+        _list()
+        return
+    if pipeline is None:
+        _fail("give a PIPELINE file (or --list)", 2)
+    if remove:
+        try:
+            name = sched.remove(pipeline, profile)
+        except sched.ScheduleError as e:
+            _fail(str(e))
+        out.print(f"removed schedule {escape(name)}")
+        return
+    spec = _spec(Path(pipeline), cron=cron, timezone=timezone, profile=profile, sets=set_)
+    dep_id = sched.apply(spec)
+    out.print(f"scheduled [bold]{escape(spec.deployment)}[/] ({escape(spec.file)}) at '{escape(spec.cron)}' "
+              f"{escape(spec.timezone)}; deployment {dep_id}")
+    if not os.environ.get("PREFECT_API_URL"):
+        err.print("runs start only while `bottlenecks serve` is running (it starts a local Prefect server)")
+
+
+def _list() -> None:
+    from flows import schedule as sched
+
+    deps = sched.deployments()
+    if not deps:
+        out.print(f"no schedules in {escape(sched.api_url())}")
+        return
+    table = Table(title=f"schedules ({sched.api_url()})")
+    for col in ("schedule", "pipeline file", "profile", "cron", "timezone", "runs on", "next run"):
+        table.add_column(col)
+    for dep in deps:
+        spec = sched.spec_from_deployment(dep)
+        upcoming = sched.next_runs(dep.id)
+        when = f"{upcoming[0].expected_start_time:%Y-%m-%d %H:%M %Z}" if upcoming else "-"
+        table.add_row(escape(dep.name), escape(str((dep.parameters or {}).get("pipeline", "?"))),
+                      escape(str((dep.parameters or {}).get("profile") or "-")),
+                      escape(spec.cron if spec else "-"), escape(spec.timezone if spec else "-"),
+                      escape(f"work pool {dep.work_pool_name}" if dep.work_pool_name else "bottlenecks serve"),
+                      "paused" if dep.paused else when)
+    out.print(table)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def local_prefect_server(timeout: float = 120.0) -> Iterator[str]:
+    """Start ``prefect server start`` on loopback over the project's Prefect store; yield its API URL."""
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/api"
+    log = tempfile.NamedTemporaryFile(prefix="prefect-server-", suffix=".log", delete=False)
+    proc = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
+                             "--port", str(port)], stdout=log, stderr=subprocess.STDOUT,
+                            env={**os.environ, "PREFECT_UI_ENABLED": "false"})
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"the local Prefect server exited ({proc.returncode}); see {log.name}")
+            try:
+                with urllib.request.urlopen(url + "/health", timeout=2):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the local Prefect server did not answer in {timeout:.0f}s; see {log.name}")
+                time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def serve(
+    pipelines: Annotated[Optional[list[Path]], typer.Argument(
+        help="pipeline files with a schedule: key (default: every schedule made with `bottlenecks schedule`)",
+        show_default=False)] = None,
+    limit: Annotated[Optional[int], typer.Option(help="pipeline runs at once across schedules")] = None,
+) -> None:
+    """Run the scheduled pipelines on this machine until Ctrl-C.
+
+    Uses the Prefect server of PREFECT_API_URL, or starts a local one on 127.0.0.1 over the
+    project's store when it is unset.
+    """
+    settings.configure()
+    _check_prefect()
+    from flows import schedule as sched
+
+    if os.environ.get("PREFECT_API_URL"):
+        _serve(pipelines or [], limit)
+        return
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    err.print("starting a local Prefect server for the scheduler ...")
+    try:
+        with local_prefect_server() as url:
+            os.environ["PREFECT_API_URL"] = url   # flow-run subprocesses inherit it
+            with temporary_settings({PREFECT_API_URL: url}):
+                err.print(f"Prefect API at {url}")
+                _serve(pipelines or [], limit)
+    except (RuntimeError, sched.ScheduleError) as e:
+        _fail(str(e))
+
+
+def _serve(files: list[Path], limit: int | None) -> None:
+    from flows import schedule as sched
+
+    if files:
+        specs = [_spec(f) for f in files]
+    else:
+        try:
+            specs = sched.served_specs([])
+        except sched.ScheduleError as e:
+            _fail(str(e))
+    for spec in specs:
+        err.print(f"serving {escape(spec.deployment)} at '{escape(spec.cron)}' {escape(spec.timezone)}")
+    err.print("Ctrl-C to stop")
+    sched.serve(specs, limit=limit)
+
+
+def deploy(
+    pipelines: Annotated[Optional[list[Path]], typer.Argument(
+        help="pipeline files with a schedule: key (default: every existing schedule)", show_default=False)] = None,
+    work_pool: Annotated[str, typer.Option("--work-pool", help="Prefect work pool whose workers run the pipelines")] = ...,
+    working_dir: Annotated[Optional[str], typer.Option(
+        help="project folder on the worker hosts (process pools; pipeline paths are relative to it)")] = None,
+    profile: ProfileOpt = None,
+    cron: Annotated[Optional[str], typer.Option(help="cron for the given files (default: their schedule: key)")] = None,
+    timezone: Annotated[Optional[str], typer.Option(help="IANA timezone of the cron")] = None,
+) -> None:
+    """Point schedules at a work pool so Prefect workers on other hosts (e.g. GPU boxes) run them."""
+    settings.configure()
+    _check_prefect()
+    if not os.environ.get("PREFECT_API_URL"):
+        _fail("deploying to a work pool needs a shared Prefect server: set PREFECT_API_URL "
+              "(e.g. http://127.0.0.1:4200/api for the docker compose deployment)")
+    from prefect.exceptions import ObjectNotFound
+
+    from flows import schedule as sched
+
+    with sched._client() as client:
+        try:
+            client.read_work_pool(work_pool)
+        except ObjectNotFound:
+            _fail(f"work pool {work_pool!r} does not exist at {os.environ['PREFECT_API_URL']}; create it with "
+                  f"`prefect work-pool create {work_pool} --type process` or start a worker with "
+                  f"`prefect worker start --pool {work_pool} --type process`")
+    if pipelines:
+        specs = [_spec(p, cron=cron, timezone=timezone, profile=profile) for p in pipelines]
+    else:
+        specs = [s for s in map(sched.spec_from_deployment, sched.deployments()) if s is not None]
+        if not specs:
+            _fail("no schedules to deploy: pass pipeline files or create schedules with `bottlenecks schedule`")
+    variables = {"working_dir": working_dir} if working_dir else None
+    for spec in specs:
+        dep_id = sched.apply(spec, work_pool=work_pool, job_variables=variables)
+        out.print(f"deployed {escape(spec.deployment)} to work pool {escape(work_pool)} at '{escape(spec.cron)}' "
+                  f"{escape(spec.timezone)}; deployment {dep_id}")
+
+
+def history(
+    pipeline: Annotated[str, typer.Argument(help="pipeline name (its MLflow experiment) or YAML file",
+                                            show_default=False)],
+    last: Annotated[int, typer.Option("--last", "-n", min=2, help="runs shown; the ones before the "
+                                                                  "newest are its baseline")] = 10,
+    threshold: Annotated[Optional[list[str]], typer.Option(
+        help="relative change vs the median that is a regression: 0.25, or METRIC_GLOB=0.5; repeatable")] = None,
+    metric: Annotated[Optional[list[str]], typer.Option(
+        "--metric", "-m", help="only metrics matching this glob, e.g. 'report/claim*'; repeatable")] = None,
+    plot: Annotated[bool, typer.Option(help="log a trend plot to the newest run")] = True,
+) -> None:
+    """Show PIPELINE's results over its last runs; exit 1 when the newest run regressed.
+
+    A regression is a metric further than the threshold from the median of the runs before the
+    newest, a claim whose verdict flipped, or a failed newest run.
+    """
+    settings.configure()
+    from flows import connect, history as hist
+    from flows.schedule import _pipeline_name
+
+    try:
+        connect.check_servers()
+    except connect.ServerUnreachable as e:
+        _fail(str(e), 2)
+    try:
+        thresholds = hist.parse_thresholds(threshold)
+        frame = hist.table(_pipeline_name(pipeline), last, metric)
+    except hist.HistoryError as e:
+        _fail(str(e), 2)
+    flags = hist.regressions(frame, thresholds)
+    print(hist.render(frame, flags))
+    if plot and len(frame) > 0:
+        with tempfile.TemporaryDirectory() as tmp:
+            png = hist.trend_plot(frame, flags, Path(tmp) / "trend.png")
+            hist.log_trend(frame.index[-1], png, frame)
+        err.print(f"trend plot logged to run {frame.index[-1]} as history/trend.png")
+    if flags:
+        for flag in flags:
+            err.print(f"[red]REGRESSION[/] {escape(flag.message)}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1)
+    err.print(f"[green]no regression[/] in the newest of {len(frame)} run(s)")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the nightly-run commands to the ``bottlenecks`` app."""
+    app.command()(schedule)
+    app.command()(serve)
+    app.command()(deploy)
+    app.command()(history)
