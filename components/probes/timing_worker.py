@@ -1,14 +1,17 @@
 """Time forward+backward and record peak memory over growing T, in a fresh process.
 
 Run as ``python -m components.probes.timing_worker '<json spec>'``; prints one JSON line.
-Peak memory on CPU is the process's resident high-water mark (``ru_maxrss``) minus the mark
-taken after building the model: PyTorch's CPU allocator keeps no statistics and tracemalloc
-does not see its allocations, so a fresh process per model with T in ascending order is the
-one measurement that counts every byte (activations kept for backward included). On CUDA the
-allocator's own peak (``max_memory_allocated``) is used.
+Peak memory on CPU is the rise of the process's resident high-water mark over its resident size
+just before the runs at one T: PyTorch's CPU allocator keeps no statistics and tracemalloc does
+not see its allocations, while the kernel counts every touched page (activations kept for
+backward included). glibc's cached free memory is trimmed first (``malloc_trim``), so the base
+is live memory; on Linux the mark is then reset per T (``/proc/self/clear_refs``) and read back
+as ``VmHWM``; elsewhere ``ru_maxrss`` of this fresh process with T ascending stands in. On CUDA
+the allocator's own peak (``max_memory_allocated``) is used.
 """
 from __future__ import annotations
 
+import ctypes
 import json
 import resource
 import statistics
@@ -23,6 +26,49 @@ def _maxrss_bytes() -> int:
     return rss if sys.platform == "darwin" else rss * 1024  # Linux reports KiB
 
 
+def _status_kib(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise OSError(f"/proc/self/status has no {field}")
+
+
+def _trim() -> None:
+    """Return glibc's cached free memory to the OS, so resident size is live memory again."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing cached to drop, or no way to drop it
+        pass
+
+
+class PeakRSS:
+    """Peak resident memory above the level at ``reset()``."""
+
+    def __init__(self):
+        try:
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")  # reset the high-water mark (Linux >= 4.0)
+            self.method = "VmHWM after malloc_trim + clear_refs (Linux)"
+        except OSError:
+            self.method = "ru_maxrss (fresh process, T ascending)"
+        self.base = 0
+
+    def reset(self) -> None:
+        _trim()
+        if self.method.startswith("VmHWM"):
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")
+            self.base = _status_kib("VmRSS") * 1024
+        elif not self.base:
+            self.base = _maxrss_bytes()
+
+    def peak(self) -> int:
+        if self.method.startswith("VmHWM"):
+            return _status_kib("VmHWM") * 1024 - self.base
+        return _maxrss_bytes() - self.base
+
+
 def measure(spec: dict) -> dict:
     """Return per-T median seconds and peak bytes for fwd+bwd of one model."""
     torch.set_num_threads(spec["threads"])
@@ -34,7 +80,7 @@ def measure(spec: dict) -> dict:
     model = build_model(spec["model"], spec["overrides"]).to(device=device, dtype=dtype).train()
     cuda = device.startswith("cuda")
     sync = torch.cuda.synchronize if cuda else (lambda: None)
-    base = _maxrss_bytes()
+    rss = None if cuda else PeakRSS()
     rows = []
     for T in sorted(spec["lengths"]):
         x = random_inputs(model, spec["batch"], T, spec["seed"]).to(device)
@@ -50,6 +96,8 @@ def measure(spec: dict) -> dict:
             torch.cuda.empty_cache()
             torch.cuda.reset_peak_memory_stats()
             before = torch.cuda.memory_allocated()
+        else:
+            rss.reset()
         for _ in range(spec["warmup"]):
             step()
         sync()
@@ -59,9 +107,9 @@ def measure(spec: dict) -> dict:
             step()
             sync()
             times.append(time.perf_counter() - t0)
-        peak = torch.cuda.max_memory_allocated() - before if cuda else _maxrss_bytes() - base
+        peak = torch.cuda.max_memory_allocated() - before if cuda else rss.peak()
         rows.append({"T": T, "seconds": statistics.median(times), "peak_bytes": peak})
-    return {"rows": rows, "memory_method": "cuda.max_memory_allocated" if cuda else "ru_maxrss (fresh process)"}
+    return {"rows": rows, "memory_method": "cuda.max_memory_allocated" if cuda else rss.method}
 
 
 if __name__ == "__main__":
