@@ -49,6 +49,11 @@ def test_a_single_instance_keeps_its_seed_so_it_pairs_by_seed():
     assert r.resolve("s[arch=a].x").values == {"1": 1.0}
 
 
+def test_seeds_come_in_numeric_order():
+    r = Resolver({"s": {f"seed={i}": {"x": float(i)} for i in (10, 2, 1)}})
+    assert list(r.resolve("s[*].x").values) == ["1", "2", "10"]
+
+
 def test_numeric_label_values_compare_as_numbers(r):
     assert r.resolve("lag[arch=rnn,lag=50.0].acc").ok
 

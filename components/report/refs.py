@@ -175,7 +175,7 @@ class Resolver:
                                                f"{', '.join(varying)}: name it in the selector{hint}")
         values: dict[str, float] = {}
         run_ids: list[str] = []
-        for lab, (summary, inline) in sorted(chosen.items()):
+        for lab, (summary, inline) in sorted(chosen.items(), key=lambda kv: _natural(kv[0])):
             found = _lookup(summary, key)
             if isinstance(found, str):
                 return Sample(ref=ref, missing=f"{name}[{lab}]: {found}")
@@ -212,6 +212,11 @@ def _lookup(summary: dict, key: str) -> dict[str, float] | str:
             return f"{key!r} is {v!r}, not a number"
         out[k] = number
     return out
+
+
+def _natural(label: str) -> list:
+    """Sort key that puts seed=2 before seed=10."""
+    return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", label)]
 
 
 def _varying_axes(chosen: dict, over: str) -> list[str]:
