@@ -29,6 +29,8 @@ def test_plain_and_gzip_read_the_same(tmp_path):
     (tmp_path / "a.txt").write_text(text)
     (tmp_path / "a.txt.gz").write_bytes(gzip.compress(text.encode()))
     lines = ["Hello world", "second line", "", "last"]
+    (tmp_path / "bom.txt").write_bytes(b"\xef\xbb\xbf" + text.encode() + "\u2028x\n".encode())
+    assert read_lines(tmp_path / "bom.txt") == lines[:3] + ["last x"]
     assert read_lines(tmp_path / "a.txt") == lines == read_lines(tmp_path / "a.txt.gz")
 
 

@@ -30,8 +30,9 @@ def resolve(path: str, data_dir: str = "") -> Path:
 
 
 def _decode(file: Path, raw: bytes, encoding: str) -> str:
+    utf8 = encoding.lower().replace("_", "-") in ("utf-8", "utf8")
     try:
-        return raw.decode(encoding)
+        return raw.decode("utf-8-sig" if utf8 else encoding)  # a BOM must not stick to the first word
     except UnicodeDecodeError as e:
         line = raw.count(b"\n", 0, e.start) + 1
         raise DataError(
@@ -59,7 +60,7 @@ def normalise(line: str) -> str:
 def read_lines(file: Path, encoding: str = "utf-8") -> list[str]:
     """Read a plain (or gzipped) text file as whitespace-normalised lines."""
     text = _decode(file, read_bytes(file), encoding)
-    lines = text.split("\n")
+    lines = text.split("\n")  # not splitlines(): a U+2028 inside a line must not shift the alignment
     if lines and lines[-1] == "":
         lines.pop()  # the final newline ends the last line; it does not start a new one
     return [normalise(line) for line in lines]

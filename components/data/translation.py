@@ -32,7 +32,7 @@ def write_translation(ctx, splits: dict[str, list[tuple[str, str]]], src_tok, tg
         parts[name] = Dataset.from_dict({"src": src, "tgt": tgt, "src_ids": src_ids, "tgt_ids": tgt_ids})
         counts[name] = len(pairs)
         hist[name] = length_histogram(src)
-        longest[name] = [max(map(len, src_ids)), max(map(len, tgt_ids))]
+        longest[name] = [max(map(len, src_ids)), max(map(len, tgt_ids))]  # [src, tgt] ids per example
     DatasetDict(parts).save_to_disk(str(folder / "data"))
     if joint:
         src_tok.save(str(folder / "tokenizer.json"))
@@ -42,7 +42,7 @@ def write_translation(ctx, splits: dict[str, list[tuple[str, str]]], src_tok, tg
     meta = {"kind": "translation", "src_lang": src_lang, "tgt_lang": tgt_lang, "joint": joint,
             "src_vocab_size": src_tok.get_vocab_size(), "tgt_vocab_size": tgt_tok.get_vocab_size(),
             "pad_id": PAD_ID, "unk_id": UNK_ID, "bos_id": BOS_ID, "eos_id": EOS_ID, "counts": counts,
-            "length_histogram": hist, "max_tokens": longest, **meta}
+            "length_histogram": hist, "longest_ids": longest, **meta}
     write_meta(folder, meta)
     ctx.log_metrics({f"n_{k}": v for k, v in counts.items()})
     ctx.log_metrics({"src_vocab_size": meta["src_vocab_size"], "tgt_vocab_size": meta["tgt_vocab_size"]})
