@@ -131,5 +131,8 @@ def test_patches_round_trip_and_bad_patch(digits_folder, tmp_path):
         data, source = load_split(folder, split), load_split(digits_folder, split)
         assert torch.equal(unpatchify(data["x"], 4, (8, 8)), source["x"])
         assert torch.equal(data["y"], source["y"]) and (data["lengths"] == 4).all()
+    strips = run(tmp_path, "data.digit_strips", "s", images=digits_folder, n_train=4, n_valid=2, n_test=2)
+    with pytest.raises(DataError, match="holds digit strips"):
+        run(tmp_path, "data.patches", "c", images=strips, patch=4)
     with pytest.raises(DataError, match=r"patch 3 does not divide the 8x8 images of .*: use one of \[1, 2, 4, 8\]"):
         run(tmp_path, "data.patches", "b", images=digits_folder, patch=3)
