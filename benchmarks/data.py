@@ -2,9 +2,14 @@
 
 Run: python benchmarks/data.py --data-dir /path/to/data [--max-tokens 4096] [--vocab-size 8000]
 
-Prints sentences/s for BPE encoding (both sides, ids with BOS/EOS) and for length bucketing,
-and the padding fraction of bucketed batches against batches filled in random order under the
-same ``max_tokens`` budget (what you get without bucketing).
+Prints sentence pairs/s for BPE encoding (both sides, ids with BOS/EOS) and for length
+bucketing, and the padding fraction of bucketed batches against batches filled in random order
+under the same ``max_tokens`` budget (what you get without bucketing).
+
+Recorded (29,000 pairs, joint BPE 8,000, max_tokens 4096, tokenizers 0.23.3, 2 shared x86-64 cores
+under a load average of ~6, medians of 5): BPE training 1.9 s; tokenisation 5,400 pairs/s;
+bucketing 716,000 pairs/s; tokenisation + bucketing 5,370 pairs/s. Padding: source 12.0% bucketed
+vs 54.1% unbucketed, target 3.0% vs 54.9%; 119 bucketed batches vs 260 unbucketed for one epoch.
 """
 from __future__ import annotations
 
@@ -80,11 +85,11 @@ def main() -> None:
     bucket_s, bucketed = median_time(lambda: bucket_batches(lengths, args.max_tokens, seed=0), args.repeats)
     unbucketed = random_batches(lengths, args.max_tokens, seed=0)
     figures = {
-        "sentences": n,
+        "pairs": n,
         "bpe_train_s": round(train_s, 2),
-        "tokenise_sentences_per_s": round(n / tok_s),
-        "bucket_sentences_per_s": round(n / bucket_s),
-        "tokenise_and_bucket_sentences_per_s": round(n / (tok_s + bucket_s)),
+        "tokenise_pairs_per_s": round(n / tok_s),
+        "bucket_pairs_per_s": round(n / bucket_s),
+        "tokenise_and_bucket_pairs_per_s": round(n / (tok_s + bucket_s)),
         "batches_bucketed": len(bucketed),
         "batches_unbucketed": len(unbucketed),
         "padding_src_bucketed": round(padding_fraction(bucketed, src_len), 4),
