@@ -24,6 +24,14 @@ def test_sgm_reader_equals_the_plain_text_extraction():
     assert pairs[1][1].startswith("Sie stehen keine 100 Meter voneinander entfernt")
 
 
+
+@needs_data
+def test_sgm_files_of_different_test_sets_do_not_pair():
+    with pytest.raises(DataError, match=r"different \(docid, segid\) sequences \(3003 vs 3003 segments\), "
+                                        r"first difference at segment 1: .* pair the matching src/ref files"):
+        read_parallel(NT / "sgm" / "newstest2014-deen-src.en.sgm.gz", NT / "sgm" / "newstest2014-fren-ref.fr.sgm.gz")
+
+
 def test_plain_and_gzip_read_the_same(tmp_path):
     text = "Hello  world \r\nsecond\tline\n\nlast"
     (tmp_path / "a.txt").write_text(text)

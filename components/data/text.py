@@ -124,9 +124,11 @@ def read_parallel(src_path: Path, tgt_path: Path, encoding: str = "utf-8") -> li
     tgt, tgt_ids = read_text(tgt_path, encoding)
     if src_ids is not None and tgt_ids is not None and src_ids != tgt_ids:
         i = next((k for k, (a, b) in enumerate(zip(src_ids, tgt_ids)) if a != b), min(len(src_ids), len(tgt_ids)))
-        where = f"segment {i + 1}: {src_ids[i] if i < len(src_ids) else 'end'} vs {tgt_ids[i] if i < len(tgt_ids) else 'end'}"
+        a = src_ids[i] if i < len(src_ids) else "end of file"
+        b = tgt_ids[i] if i < len(tgt_ids) else "end of file"
         raise DataError(f"{src_path} and {tgt_path} have different (docid, segid) sequences "
-                        f"({len(src)} vs {len(tgt)} segments), first difference at {where}: pair the matching src/ref files")
+                        f"({len(src)} vs {len(tgt)} segments), first difference at segment {i + 1}: "
+                        f"{a} vs {b}: pair the matching src/ref files")
     if len(src) != len(tgt):
         i = first_divergence(src, tgt)
         show = lambda lines: repr(lines[i][:60]) if i < len(lines) else "(end of file)"  # noqa: E731
