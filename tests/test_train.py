@@ -128,3 +128,36 @@ def test_bad_inputs_say_what_to_fix(tmp_path):
     with pytest.raises(TrainError, match="not a bottlenecks checkpoint"):
         torch.save({"x": 1}, tmp_path / "x.pt")
         load_model(tmp_path / "x.pt")
+
+
+@pytest.mark.parametrize("kind", ["adding", "translation", "digits", "strips", "tagging"])
+def test_every_task_kind_trains_a_zoo_model(tmp_path, kind):
+    ctx = Context(tmp_path / "d")
+    if kind == "adding":
+        data, model = get("data.adding")(ctx, seq_len=20, n_train=64, n_valid=16, n_test=16)["dataset"], "lstm-tiny"
+    elif kind == "translation":
+        data = get("data.synthetic_translation")(ctx, vocab=6, min_len=2, max_len=6, n_train=64, n_valid=8,
+                                                 n_test=8)["dataset"]
+        model = "transformer-tiny"
+    elif kind == "tagging":
+        data = get("data.delayed_recall")(ctx, lag=3, target="tag", n_train=64, n_valid=16, n_test=16)["dataset"]
+        model = "transformer-tagger-small"
+    else:
+        data = get("data.digits")(ctx)["dataset"]
+        model = "cnn-tiny"
+        if kind == "strips":
+            data = get("data.digit_strips")(Context(tmp_path / "s"), images=data, digits=2, n_train=64, n_valid=16,
+                                            n_test=16)["dataset"]
+            model = "captioner-tiny"
+    first = None
+    for run in ("a", "b"):
+        out = get("train.model")(Context(tmp_path / run), data=data, model=model, steps=6, batch_size=16,
+                                 max_tokens=200 if kind == "translation" else None, eval_every=3)
+        s = out["summary"]
+        assert s["steps"] == 6 and not s["diverged"] and 0 <= s["test_acc"] <= 1 and s["valid_loss"] > 0
+        weights = torch.load(out["checkpoint"])["state_dict"]
+        if first is None:
+            first = weights
+    assert all(torch.equal(first[k], weights[k]) for k in first)  # same seed, same result, every kind
+    model_back = load_model(out["checkpoint"])
+    assert sum(p.numel() for p in model_back.parameters()) == s["params"]

@@ -75,6 +75,8 @@ def data_overrides(meta: dict[str, Any], name: str) -> dict[str, Any]:
         keys = ["vocab_size", "input_dim", "num_classes", "pad_id"]
     # 0 means "not this kind of input" (vocab_size 0 for float inputs, input_dim 0 for tokens)
     found = {k: meta[k] for k in keys if meta.get(k) not in (None, 0)}
+    if kind == "sequence" and meta.get("input_dim"):
+        found["vocab_size"] = 0  # real-valued inputs (adding problem): no embedding table
     if kind == "sequence" and meta.get("target") == "regress":
         found["num_classes"] = 1
     if kind == "images" and meta.get("digits_per_strip"):

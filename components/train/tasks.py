@@ -16,7 +16,8 @@ from torch import nn
 from components.train import data as D
 from components.train.build import TrainError
 
-# Hochreiter & Schmidhuber (1997): an adding-problem answer counts as right within 0.04.
+# Hochreiter & Schmidhuber (1997): an adding-problem answer counts as right within 0.04
+# (meta.json's "tolerance" overrides it).
 REGRESS_TOLERANCE = 0.04
 
 
@@ -129,7 +130,8 @@ class Task:
         if self.kind == "seq_regress":
             pred = out.float()
             loss = F.mse_loss(pred, y.float())
-            return loss, ((pred - y).abs() < REGRESS_TOLERANCE).sum(), y.numel()
+            tolerance = float(self.meta.get("tolerance", REGRESS_TOLERANCE))
+            return loss, ((pred - y).abs() < tolerance).sum(), y.numel()
         return _ce(out, y, label_smoothing)
 
     def tokens(self, batch: dict) -> int:
