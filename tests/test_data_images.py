@@ -136,3 +136,32 @@ def test_patches_round_trip_and_bad_patch(digits_folder, tmp_path):
         run(tmp_path, "data.patches", "c", images=strips, patch=4)
     with pytest.raises(DataError, match=r"patch 3 does not divide the 8x8 images of .*: use one of \[1, 2, 4, 8\]"):
         run(tmp_path, "data.patches", "b", images=digits_folder, patch=3)
+
+
+def write_idx(path, array):
+    """Write a uint8 array as an IDX file (the oracle's own writer)."""
+    header = bytes([0, 0, 8, array.ndim]) + b"".join(struct.pack(">I", d) for d in array.shape)
+    path.write_bytes(gzip.compress(header + array.astype(np.uint8).tobytes()))
+
+
+def test_mnist_from_idx_files_with_shifted_copies_is_deterministic(tmp_path):
+    rng = np.random.default_rng(0)
+    images, labels = rng.integers(0, 256, size=(40, 12, 12)), rng.integers(0, 10, size=40)
+    write_idx(tmp_path / "tiny-images-idx3-ubyte.gz", images)
+    write_idx(tmp_path / "tiny-labels-idx1-ubyte.gz", labels)
+    params = dict(data_dir=str(tmp_path), files={"train": ["tiny-images-idx3-ubyte.gz"]}, valid_fraction=0.25,
+                  test_fraction=0.25, shift_copies=2, max_shift=1)
+    a = run(tmp_path, "data.mnist", "a", seed=5, **params)
+    b = run(tmp_path, "data.mnist", "b", seed=5, **params)
+    c = run(tmp_path, "data.mnist", "c", seed=6, **params)
+    meta = load_meta(a)
+    assert meta["counts"] == {"train": 60, "valid": 10, "test": 10} and meta["image_size"] == [12, 12]
+    for split in ("train", "valid", "test"):
+        assert torch.equal(load_split(a, split)["x"], load_split(b, split)["x"])
+    assert not torch.equal(load_split(a, "train")["x"], load_split(c, "train")["x"])
+    test = load_split(a, "test")
+    pixels = np.rint((test["x"][:, 0].numpy() * meta["std"] + meta["mean"]) * 255).astype(np.uint8)
+    known = {(img.astype(np.uint8).tobytes(), int(t)) for img, t in zip(images, labels)}
+    assert all((img.tobytes(), int(t)) in known for img, t in zip(pixels, test["y"]))  # unshifted, labels kept
+    train_y = load_split(a, "train")["y"]
+    assert torch.equal(train_y[20:40], train_y[:20]) and torch.equal(train_y[40:], train_y[:20])  # copies keep labels

@@ -9,7 +9,7 @@ from typing import Literal
 import numpy as np
 
 from components.data.errors import DataError
-from components.data.text import read_bytes, resolve
+from components.data.text import decode, read_bytes, resolve
 
 _IDX_TYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
 
@@ -54,7 +54,7 @@ def read_csv_images(file: Path, label_column: Literal["first", "last"] = "last")
     """Read CSV rows of square-image pixels plus a label column (a header row is skipped)."""
     import pandas as pd
 
-    text = read_bytes(file).decode("utf-8", errors="strict")
+    text = decode(file, read_bytes(file), "utf-8")
     first = text.split("\n", 1)[0].split(",")
     header = 0 if first and not first[0].strip().lstrip("-").replace(".", "", 1).isdigit() else None
     try:

@@ -29,7 +29,8 @@ def resolve(path: str, data_dir: str = "") -> Path:
     raise DataError(f"{file}: no such file{hint}")
 
 
-def _decode(file: Path, raw: bytes, encoding: str) -> str:
+def decode(file: Path, raw: bytes, encoding: str) -> str:
+    """Decode ``raw`` from ``file``; bad bytes are an error naming the line and the fix."""
     utf8 = encoding.lower().replace("_", "-") in ("utf-8", "utf8")
     try:
         return raw.decode("utf-8-sig" if utf8 else encoding)  # a BOM must not stick to the first word
@@ -59,7 +60,7 @@ def normalise(line: str) -> str:
 
 def read_lines(file: Path, encoding: str = "utf-8") -> list[str]:
     """Read a plain (or gzipped) text file as whitespace-normalised lines."""
-    text = _decode(file, read_bytes(file), encoding)
+    text = decode(file, read_bytes(file), encoding)
     lines = text.split("\n")  # not splitlines(): a U+2028 inside a line must not shift the alignment
     if lines and lines[-1] == "":
         lines.pop()  # the final newline ends the last line; it does not start a new one
@@ -68,7 +69,7 @@ def read_lines(file: Path, encoding: str = "utf-8") -> list[str]:
 
 def read_sgm(file: Path, encoding: str = "utf-8") -> tuple[list[str], list[tuple[str, str]]]:
     """Read a WMT ``.sgm`` file: segment texts and their ``(docid, segid)``."""
-    text = _decode(file, read_bytes(file), encoding)
+    text = decode(file, read_bytes(file), encoding)
     segments, ids = [], []
     doc = ""
     for line in text.split("\n"):

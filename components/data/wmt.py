@@ -97,6 +97,10 @@ def wmt(ctx, *, source: Literal["hf", "files"] = "hf", src_lang: str = "en", tgt
     else:
         src_tok = train_bpe([s for s, _ in texts], vocab_size, min_frequency, lowercase)
         tgt_tok = train_bpe([t for _, t in texts], vocab_size, min_frequency, lowercase)
+    for side, tok in (("src", src_tok), ("tgt", tgt_tok)):
+        if tok.get_vocab_size() > vocab_size:  # BPE keeps every character it saw, whatever the budget
+            ctx.log.warning("%s vocabulary has %d entries, more than vocab_size=%d: the training text has "
+                            "that many distinct characters", side, tok.get_vocab_size(), vocab_size)
     ctx.log_metrics({f"dropped/{k}": v for k, v in dropped.items()})
     folder = write_translation(ctx, splits, src_tok, tgt_tok, src_lang=src_lang, tgt_lang=tgt_lang,
                                meta={**origin, "dropped": dropped, "seed": seed, "tokenizer": "bpe",
