@@ -90,11 +90,11 @@ def _print_reports(result) -> None:
     for outputs in result.outputs.values():
         path = outputs.get("scorecard") if isinstance(outputs, dict) else None
         if isinstance(path, str) and path.endswith(".json") and Path(path).exists():
-            try:
-                from components.report import render_table
-            except ImportError:
-                return
-            out.print(render_table(json.loads(Path(path).read_text())))
+            from components.report import render_architectures, render_table
+
+            card = json.loads(Path(path).read_text())
+            out.print(render_table(card))
+            out.print(render_architectures(card))
 
 
 @app.command()

@@ -200,7 +200,6 @@ class _Planner:
 
     def _apply_overrides(self, params: dict) -> None:
         for i, item in enumerate(self.sets, start=1):
-            where = Collector("--set")
             key, sep, raw = item.partition("=")
             key = key.strip()
             if not sep or not key:
@@ -225,7 +224,6 @@ class _Planner:
                                                   f"{suggest(sid, list(params) + list(self.pipe.steps))}"))
                 continue
             step.with_ = overlay(step.with_, YMap({pname: value}))
-            del where
 
     def _check_params(self, params: dict) -> None:
         for k, v in params.items():
@@ -401,9 +399,10 @@ class _Planner:
                     loc = ".".join(str(p) for p in err["loc"])
                     ann = comp.params_model.model_fields[field_name].annotation if field_name in comp.params_model.model_fields else None
                     got = err.get("input")
+                    got = repr(got) if len(repr(got)) <= 80 else repr(got)[:77] + "..."
                     self.errors.add(step.with_.vpos(field_name),
                                     f"step {step.id!r}: parameter {loc!r} of {comp.name} expects "
-                                    f"{_type_name(ann)}: {err['msg']} (got {got!r})")
+                                    f"{_type_name(ann)}: {err['msg']} (got {got})")
 
 
 def _product(axes: dict[str, list]):

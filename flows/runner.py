@@ -223,11 +223,23 @@ def run(plan: Plan, *, use_cache: bool = True, view=None) -> RunResult:
     with view:
         try:
             pipeline_flow(return_state=True)
+            _promote_reports(plan, result, tracker)
         finally:
             result.seconds = time.monotonic() - started
             tracker.log(parent, tags={"status_counts": json.dumps(_counts(result))})
             tracker.finish(parent, ok=result.ok)
     return result
+
+
+def _promote_reports(plan: Plan, result: RunResult, tracker: Tracker) -> None:
+    """Copy the files and metrics of ``report.*`` steps onto the parent run, where users look first."""
+    for iid, outputs in result.outputs.items():
+        if not plan.instances[iid].component.name.startswith("report."):
+            continue
+        tracker.copy_results(outputs["run_id"], result.parent_run_id, params=False)
+        for value in outputs.values():
+            if isinstance(value, str) and os.path.isfile(value):
+                tracker.client.log_artifact(result.parent_run_id, value)
 
 
 def _counts(result: RunResult) -> dict[str, int]:

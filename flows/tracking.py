@@ -85,15 +85,15 @@ class Tracker:
     def finish(self, run_id: str, ok: bool) -> None:
         self.client.set_terminated(run_id, "FINISHED" if ok else "FAILED")
 
-    def copy_results(self, source_run: str, target_run: str) -> None:
-        """Copy the latest metrics and the params of a cached step's original run."""
+    def copy_results(self, source_run: str, target_run: str, params: bool = True) -> None:
+        """Copy the latest metrics (and the params) of one run onto another."""
         try:
             run = self.client.get_run(source_run)
         except mlflow.exceptions.MlflowException:
             return
         now = int(time.time() * 1000)
         metrics = [Metric(k, v, now, 0) for k, v in run.data.metrics.items()]
-        self.log(target_run, params=dict(run.data.params), metrics=metrics)
+        self.log(target_run, params=dict(run.data.params) if params else None, metrics=metrics)
 
 
 def _artifact_location(experiment: str) -> str | None:
