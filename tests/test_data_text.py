@@ -55,6 +55,8 @@ def test_undecodable_bytes_name_file_and_line(tmp_path):
     with pytest.raises(DataError, match=r"bad\.de: line 2 is not valid utf-8 \(byte 0xf6.*iconv"):
         read_lines(tmp_path / "bad.de")
     assert read_lines(tmp_path / "bad.de", encoding="latin-1") == ["gut", "schön"]
+    with pytest.raises(DataError, match="unknown encoding 'latin-99'"):
+        read_lines(tmp_path / "bad.de", encoding="latin-99")
 
 
 def test_unequal_line_counts_report_both_counts_and_where(tmp_path):

@@ -7,6 +7,7 @@ import huggingface_hub.constants
 import pytest
 
 from components import Context, get
+from components.data.clean import clean_pairs
 from components.data.errors import DataError
 from components.data.io import detokenize, load_translation
 from components.data.text import read_lines
@@ -56,14 +57,18 @@ def test_multi30k_train_has_29000_pairs_and_ids_follow_the_contract(tmp_path):
 
 
 @needs_data
-def test_cleaning_drops_duplicates_and_bad_ratios(tmp_path):
+def test_cleaning_drops_duplicates_and_bad_ratios():
     en, de = (read_lines(DATA / "multi30k" / f"train.{s}.gz") for s in ("en", "de"))
-    ds, meta, _ = wmt(tmp_path, source="files", data_dir=str(DATA / "multi30k"), files=M30K, max_ratio=3.0)
-    pairs = list(zip(en, de))
-    assert meta["dropped"]["duplicate"] == len(pairs) - len(set(pairs))
-    ratio = sum(max(len(a.split()), len(b.split())) / min(len(a.split()), len(b.split())) > 3 for a, b in set(pairs))
-    assert meta["dropped"]["ratio"] == ratio
-    assert meta["counts"]["train"] == 29000 - sum(meta["dropped"].values())
+    pairs = list(zip(en, de)) + [("", "leer"), (" ".join(["w"] * 120), " ".join(["w"] * 120))]
+    kept, dropped = clean_pairs(pairs, max_len=100, max_ratio=3.0, dedup=True)
+    unique = set(pairs[:29000])
+    ratio = sum(max(len(a.split()), len(b.split())) / min(len(a.split()), len(b.split())) > 3 for a, b in unique)
+    assert dropped == {"empty": 1, "too_long": 1, "ratio": ratio, "duplicate": 29000 - len(unique)}
+    assert ratio > 0 and len(kept) == len(pairs) - sum(dropped.values()) and len(set(kept)) == len(kept)
+    first = {}
+    for i, pair in enumerate(pairs):
+        first.setdefault(pair, i)
+    assert [first[p] for p in kept] == sorted(first[p] for p in kept)  # original order kept
 
 
 @needs_data

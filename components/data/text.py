@@ -40,6 +40,8 @@ def decode(file: Path, raw: bytes, encoding: str) -> str:
             f"{file}: line {line} is not valid {encoding} (byte 0x{raw[e.start]:02x} at offset {e.start}): "
             f"re-encode the file to UTF-8 (e.g. iconv -f latin1 -t utf-8) or set encoding: to the file's encoding"
         ) from None
+    except LookupError:
+        raise DataError(f"unknown encoding {encoding!r} for {file}: use a Python codec name such as utf-8 or latin-1") from None
 
 
 def read_bytes(file: Path) -> bytes:
