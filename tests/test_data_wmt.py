@@ -100,6 +100,10 @@ def test_empty_corpus_after_filtering_and_small_vocab_are_errors(tmp_path):
     with pytest.raises(DataError, match=r"vocab_size 3 leaves no room .*<pad>"):
         wmt(tmp_path, source="files", data_dir=str(tmp_path), files=files, vocab_size=3,
             valid_fraction=0.0, test_fraction=0.0)
+    with pytest.raises(DataError, match="max_pairs must be >= 1"):
+        wmt(tmp_path, source="files", data_dir=str(tmp_path), files=files, max_pairs=0)
+    with pytest.raises(DataError, match="hf_splits needs a 'train' entry"):
+        wmt(tmp_path, source="hf", hf_splits={"test": "test"})
     with pytest.raises(DataError, match="needs files.train"):
         wmt(tmp_path, source="files", data_dir=str(tmp_path), files={"test": [["s.txt", "t.txt"]]})
     with pytest.raises(DataError, match=r"entry \['s.txt'\] must be \[src_file, tgt_file\]"):

@@ -11,7 +11,8 @@ SPECIALS = ["<pad>", "<unk>", "<s>", "</s>"]  # ids 0, 1, 2, 3 in every vocabula
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = range(4)
 
 
-def _check_vocab(vocab_size: int) -> None:
+def check_vocab(vocab_size: int) -> None:
+    """Reject a vocabulary with no room beyond the special tokens."""
     if vocab_size <= len(SPECIALS):
         raise DataError(
             f"vocab_size {vocab_size} leaves no room for tokens beyond the {len(SPECIALS)} specials "
@@ -25,7 +26,7 @@ def train_bpe(texts: Iterable[str], vocab_size: int, min_frequency: int = 2, low
     Words are split on whitespace with a ``▁`` marker for word starts (SentencePiece style), so
     ``decode`` restores spaces exactly; characters never seen in training become ``<unk>``.
     """
-    _check_vocab(vocab_size)
+    check_vocab(vocab_size)
     tok = Tokenizer(models.BPE(unk_token="<unk>"))
     norms = [normalizers.NFC()] + ([normalizers.Lowercase()] if lowercase else [])
     tok.normalizer = normalizers.Sequence(norms)

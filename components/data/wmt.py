@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from components.data.bpe import train_bpe
+from components.data.bpe import check_vocab, train_bpe
 from components.data.clean import clean_pairs, split_pairs
 from components.data.errors import DataError
 from components.data.hub import default_config, load_hub_pairs
@@ -66,11 +66,14 @@ def wmt(ctx, *, source: Literal["hf", "files"] = "hf", src_lang: str = "en", tgt
     Returns:
         ``dataset``: folder with ``data/`` (splits train/valid/test), tokenizer(s) and ``meta.json``.
     """
+    check_vocab(vocab_size)  # before any download or reading
+    if max_pairs is not None and max_pairs < 1:
+        raise DataError(f"max_pairs must be >= 1 (or null for all pairs), got {max_pairs}")
     if source == "hf":
         config = config or default_config(src_lang, tgt_lang)
         unknown = set(hf_splits) - set(SPLITS)
-        if unknown:
-            raise DataError(f"hf_splits has unknown splits {sorted(unknown)}: use train, valid and test")
+        if unknown or "train" not in hf_splits:
+            raise DataError(f"hf_splits needs a 'train' entry and only train/valid/test, got {sorted(hf_splits)}")
         raw = {ours: load_hub_pairs(dataset, config, spec, src_lang, tgt_lang, streaming=streaming,
                                     max_pairs=max_pairs if ours == "train" else None, seed=seed,
                                     cache_dir=cache_dir)
