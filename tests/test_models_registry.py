@@ -15,7 +15,7 @@ FAMILIES = {"rnn", "mlp", "seq2seq", "transformer", "vit", "cnn", "conv1d", "cap
 def _sequence_batch(cfg):
     B, T = 3, min(6, getattr(cfg, "seq_len", 6))
     lengths = torch.tensor([T, T - 2, 1])
-    if cfg.vocab_size > 0:
+    if cfg.input_dim <= 0:
         return torch.randint(1, cfg.vocab_size, (B, T)), lengths
     return torch.randn(B, T, cfg.input_dim), lengths
 
@@ -37,7 +37,7 @@ def _run(model):
         logits, attn = model(src, src_len, tgt)
         return logits, (2, 4, vocab)
     if getattr(cfg, "head", "") == "one_to_many":
-        x = torch.randint(0, cfg.vocab_size, (3,)) if cfg.vocab_size > 0 else torch.randn(3, cfg.input_dim)
+        x = torch.randint(0, cfg.vocab_size, (3,)) if cfg.input_dim <= 0 else torch.randn(3, cfg.input_dim)
         return model(x), (3, cfg.out_len, cfg.num_classes)
     x, lengths = _sequence_batch(cfg)
     out = model(x, lengths)
@@ -83,3 +83,12 @@ def test_describe_lists_family_and_config_without_building():
     d = describe("gru-small")
     assert d["family"] == "rnn" and d["config"]["cell"] == "gru" and d["doc"]
     assert "gru-small" in names("rnn") and "gru-small" not in names("mlp")
+
+
+@pytest.mark.parametrize("name", ["lstm-small", "mlp-small", "conv1d-small", "transformer-encoder-small"])
+def test_overriding_input_dim_switches_to_real_valued_inputs(name):
+    model = build(name, input_dim=2, num_classes=1)  # the adding problem: (value, marker) per step
+    x = torch.randn(3, 7, 2)
+    assert model(x, torch.tensor([7, 5, 2])).shape == (3, 1)
+    with pytest.raises(ModelError, match=r"expected real-valued input \(B, T, 2\), got \(3, 7\)"):
+        model(torch.randint(0, 5, (3, 7)))

@@ -22,7 +22,7 @@ class Conv1DConfig:
 
     head: str = "many_to_one"        # many_to_one (masked mean pool) | many_to_many
     vocab_size: int = 16
-    input_dim: int = 0
+    input_dim: int = 0               # > 0: real-valued inputs (B, T, input_dim) instead of tokens
     embed_dim: int = 32
     channels: int = 64
     kernel_size: int = 3

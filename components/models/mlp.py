@@ -18,7 +18,7 @@ class MLPConfig:
 
     head: str = "many_to_one"   # many_to_one | many_to_many
     vocab_size: int = 16
-    input_dim: int = 0
+    input_dim: int = 0               # > 0: real-valued inputs (B, T, input_dim) instead of tokens
     embed_dim: int = 16
     seq_len: int = 32
     hidden_size: int = 128

@@ -23,8 +23,8 @@ class RecurrentConfig:
 
     cell: str = "lstm"              # rnn | lstm | lstm1997 | gru
     head: str = "many_to_one"       # many_to_one | many_to_many | one_to_many
-    vocab_size: int = 16            # token inputs; 0 for real-valued inputs of input_dim
-    input_dim: int = 0
+    vocab_size: int = 16            # token inputs (used when input_dim == 0)
+    input_dim: int = 0              # > 0: real-valued inputs (B, T, input_dim) instead of tokens
     embed_dim: int = 32
     hidden_size: int = 64
     num_layers: int = 1
@@ -96,7 +96,7 @@ class OneToMany(nn.Module):
     def __init__(self, cfg: RecurrentConfig):
         super().__init__()
         self.config, self.removes = cfg, set(REMOVES[cfg.cell])
-        if cfg.vocab_size > 0:
+        if cfg.input_dim <= 0:
             self.embed, dim = nn.Embedding(cfg.vocab_size, cfg.embed_dim), cfg.embed_dim
         else:
             self.embed, dim = nn.Identity(), cfg.input_dim
@@ -106,11 +106,11 @@ class OneToMany(nn.Module):
 
     def _states(self, x, lengths, impl=None):
         cfg = self.config
-        if cfg.vocab_size > 0 and (x.dim() != 1 or x.dtype.is_floating_point):
+        if cfg.input_dim <= 0 and (x.dim() != 1 or x.dtype.is_floating_point):
             raise ModelError(f"one_to_many with vocab_size expects ids of shape (B,), got {tuple(x.shape)} {x.dtype}")
-        if cfg.vocab_size <= 0 and (x.dim() != 2 or x.shape[1] != cfg.input_dim):
+        if cfg.input_dim > 0 and (x.dim() != 2 or x.shape[1] != cfg.input_dim):
             raise ModelError(f"one_to_many expects vectors (B, {cfg.input_dim}), got {tuple(x.shape)}")
-        v = self.embed(x if cfg.vocab_size > 0 else x.float())                      # (B, E)
+        v = self.embed(x if cfg.input_dim <= 0 else x.float())                      # (B, E)
         T = cfg.out_len if lengths is None else int(torch.as_tensor(lengths).max())
         lengths = check_lengths(lengths, v.shape[0], T, "OneToMany")
         h0 = torch.tanh(self.init(v)).view(v.shape[0], cfg.num_layers, -1).transpose(0, 1).contiguous()

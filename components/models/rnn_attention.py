@@ -55,7 +55,11 @@ class LuongAttention(nn.Module):
 
     def prepare(self, values: Tensor) -> Tensor:
         """Return the per-source part of the score: h_s, W_a h_s or W_k h_s (B, T_src, .)."""
-        return {"dot": lambda v: v, "general": lambda v: self.w_a(v), "concat": lambda v: self.w_k(v)}[self.kind](values)
+        if self.kind == "general":
+            return self.w_a(values)
+        if self.kind == "concat":
+            return self.w_k(values)
+        return values
 
     def forward(self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None = None):
         if self.kind == "concat":

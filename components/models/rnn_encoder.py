@@ -86,12 +86,15 @@ class RNNEncoder(nn.Module):
         values, final = self.rnn(self.embed(src), lengths)
         h, c = final if self.cfg.cell in HAS_CELL_STATE else (final, torch.zeros_like(final))
         if self.cfg.bidirectional_encoder:
-            L = self.cfg.num_layers
-            cat = lambda s: s.view(L, 2, B, -1).transpose(1, 2).reshape(L, B, -1)[-self.decoder_layers:]  # noqa: E731
-            h = torch.tanh(self.bridge_h(cat(h)))
-            c = self.bridge_c(cat(c)) if self.cfg.cell in HAS_CELL_STATE else torch.zeros_like(h)
+            h = torch.tanh(self.bridge_h(self._join_directions(h)))
+            c = self.bridge_c(self._join_directions(c)) if self.cfg.cell in HAS_CELL_STATE else torch.zeros_like(h)
         return {"values": values, "mask": length_mask(lengths, T, src.device), "lengths": lengths.to(src.device),
                 "h0": h.transpose(0, 1), "c0": c.transpose(0, 1)}                # states batch-first
+
+    def _join_directions(self, s: Tensor) -> Tensor:
+        """(L*2, B, H) final states -> (L_dec, B, 2H): [forward; backward] of the top L_dec layers."""
+        L, B = self.cfg.num_layers, s.shape[1]
+        return s.view(L, 2, B, -1).transpose(1, 2).reshape(L, B, -1)[-self.decoder_layers:]
 
     def unreverse(self, attn: Tensor | None, lengths: Tensor) -> Tensor | None:
         """Map attention over the reversed source (B, T_q, T_src) back to source order."""

@@ -22,7 +22,7 @@ class EncoderConfig:
 
     head: str = "many_to_one"       # many_to_one (masked mean pool) | many_to_many
     vocab_size: int = 16
-    input_dim: int = 0              # real-valued inputs when vocab_size == 0
+    input_dim: int = 0              # > 0: real-valued inputs (B, T, input_dim) instead of tokens
     num_classes: int = 8            # 0: one class per token (a language model's next-token head)
     d_model: int = 64
     n_heads: int = 4
@@ -47,8 +47,8 @@ class EncoderConfig:
         check_choice("activation", self.activation, ACTIVATIONS)
         if self.d_model % self.n_heads:
             raise ModelError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
-        if self.num_classes == 0 and self.vocab_size <= 0:
-            raise ModelError("num_classes=0 means one class per token and needs vocab_size > 0")
+        if self.num_classes == 0 and (self.vocab_size <= 0 or self.input_dim > 0):
+            raise ModelError("num_classes=0 means one class per token and needs token inputs (vocab_size > 0, input_dim 0)")
         if self.tie_embeddings and (self.head != "many_to_many" or self.out_classes != self.vocab_size):
             raise ModelError("tie_embeddings needs head='many_to_many' and one class per token (num_classes=0), "
                              f"got head={self.head!r}, num_classes={self.num_classes}, vocab_size={self.vocab_size}")
@@ -67,7 +67,7 @@ class TransformerEncoderModel(nn.Module):
         super().__init__()
         self.config, self.removes = cfg, {"B1", "B2", "B3", "B4"}
         self.input = SequenceInput(cfg.vocab_size, cfg.input_dim, cfg.d_model, cfg.pad_id, project=True)
-        if cfg.vocab_size > 0:  # N(0, 1/d) so that x sqrt(d) has unit scale (Vaswani 2017 sec. 3.4)
+        if self.input.tokens:  # N(0, 1/d) so that x sqrt(d) has unit scale (Vaswani 2017 sec. 3.4)
             nn.init.normal_(self.input.embed.weight, std=cfg.d_model ** -0.5)
             if self.input.embed.padding_idx is not None:
                 with torch.no_grad():
@@ -86,7 +86,7 @@ class TransformerEncoderModel(nn.Module):
         e = self.input(x)
         B, T, _ = e.shape
         lengths = check_lengths(lengths, B, T, "TransformerEncoderModel")
-        e = e * math.sqrt(self.config.d_model) if self.config.vocab_size > 0 else e
+        e = e * math.sqrt(self.config.d_model) if self.input.tokens else e
         if taps is not None:
             e = e + taps
         w = self.config.window
