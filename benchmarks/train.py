@@ -1,0 +1,117 @@
+"""Benchmark train.model against a bare PyTorch loop on the same model, batches and device.
+
+Usage: python benchmarks/train.py [--model lstm-small] [--steps 300] [--repeats 3] [--threads 1]
+
+Prints the trainer's training-loop throughput relative to the bare loop (target >= 0.95) and the
+cost of one checkpoint (model, optimiser, scheduler and RNG state, written atomically). Ratios
+use the best of the interleaved repeats (as ``timeit`` does: other processes only ever add
+time); medians are printed too.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from components import Context, get
+from components.train.build import build_model, data_overrides
+from components.train.data import TensorBatches, load_meta, load_split
+
+
+def bare_loop(data: str, model_name: str, steps: int, batch_size: int, lr: float) -> float:
+    """Train with the plainest loop that does the same work; return seconds."""
+    meta = load_meta(data)
+    torch.manual_seed(0)
+    model = build_model(model_name, data_overrides(meta, model_name))
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    batches = TensorBatches(load_split(data, "train"), batch_size, seed=0)
+    model.train()
+    t0 = time.perf_counter()
+    for step in range(steps):
+        b = batches(step)
+        loss = F.cross_entropy(model(b["x"], lengths=b["lengths"]), b["y"])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+    return time.perf_counter() - t0
+
+
+def trainer(data: str, model_name: str, steps: int, batch_size: int, lr: float, checkpoint_every: int) -> float:
+    """Train with train.model in a fresh work dir; return its training-loop seconds."""
+    with tempfile.TemporaryDirectory() as work:
+        out = get("train.model")(Context(Path(work)), data=data, model=model_name, steps=steps,
+                                 batch_size=batch_size, lr=lr, checkpoint_every=checkpoint_every)
+    return out["summary"]["seconds"]
+
+
+def checkpoint_cost(model_name: str, data: str, repeats: int = 20) -> tuple[float, int]:
+    """Time one resumable checkpoint write directly; return (median ms, bytes)."""
+    from components.train import checkpoint as C
+    from components.train.optim import make_optimizer, make_scheduler
+
+    meta = load_meta(data)
+    model = build_model(model_name, data_overrides(meta, model_name))
+    opt = make_optimizer(model, "adam", 1e-3, 0.0, (0.9, 0.999), 0.0)
+    sched = make_scheduler(opt, "constant", 0)
+    b = TensorBatches(load_split(data, "train"), 64, seed=0)(0)
+    F.cross_entropy(model(b["x"]), b["y"]).backward()
+    opt.step()  # optimiser state exists, as in a real checkpoint
+    times = []
+    with tempfile.TemporaryDirectory() as work:
+        path = Path(work) / "last.pt"
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            C.atomic_save({**C.model_record(model, model_name, {}), "optimizer": opt.state_dict(),
+                           "scheduler": sched.state_dict(), "rng": C.rng_state(), "step": 0}, path)
+            times.append(time.perf_counter() - t0)
+        size = path.stat().st_size
+    return 1000 * statistics.median(times), size
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="lstm-small")
+    ap.add_argument("--lag", type=int, default=30)
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--checkpoint-every", type=int, default=50)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    with tempfile.TemporaryDirectory() as root:
+        data = get("data.delayed_recall")(Context(Path(root) / "data"), lag=args.lag, n_train=4096)["dataset"]
+        bare, ours, ckpt = [], [], []
+        run = (data, args.model, args.steps, args.batch_size, 3e-3)
+        trainer(*run, checkpoint_every=0)  # warm-up: imports, allocator, thread pool
+        for _ in range(args.repeats):  # interleaved, so drift in machine load hits all three alike
+            bare.append(bare_loop(*run))
+            ours.append(trainer(*run, checkpoint_every=0))
+            ckpt.append(trainer(*run, checkpoint_every=args.checkpoint_every))
+        save_ms, size = checkpoint_cost(args.model, data)
+    n_ckpt = (args.steps - 1) // args.checkpoint_every + 1  # periodic ones plus the final state
+    result = {
+        "model": args.model, "steps": args.steps, "batch_size": args.batch_size, "threads": args.threads,
+        "torch": torch.__version__, "device": "cpu",
+        "bare_s": min(bare), "trainer_s": min(ours), "trainer_with_checkpoints_s": min(ckpt),
+        "checkpoints": n_ckpt, "bare_median_s": statistics.median(bare),
+        "trainer_median_s": statistics.median(ours), "trainer_with_checkpoints_median_s": statistics.median(ckpt),
+    }
+    result["throughput_ratio"] = result["bare_s"] / result["trainer_s"]
+    result["throughput_ratio_median"] = result["bare_median_s"] / result["trainer_median_s"]
+    result["checkpoint_ms"] = 1000 * (result["trainer_with_checkpoints_s"] - result["trainer_s"]) / n_ckpt
+    result["checkpoint_overhead"] = result["trainer_with_checkpoints_s"] / result["trainer_s"] - 1
+    result["checkpoint_save_ms"] = save_ms  # one write timed directly (the difference above is noisier)
+    result["checkpoint_bytes"] = size
+    print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in result.items()}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
