@@ -18,17 +18,22 @@ def _chance(tol: float = TOLERANCE) -> float:
     return 0.9 * triangular + 0.1 * a  # 1 in 10 sequences marks pair 0, leaving X2 ~ U[-1, 1]
 
 
-def _sequence(rng: np.random.Generator, length: int, min_len: int) -> tuple[np.ndarray, float]:
-    """One sequence of (value, marker) pairs and its target, as the paper specifies."""
-    pairs = np.zeros((length, 2), dtype=np.float32)
-    pairs[:, 0] = rng.uniform(-1.0, 1.0, size=length)
-    pairs[0, 1] = pairs[-1, 1] = -1.0  # first and last pairs carry -1 unless marked
-    i1 = int(rng.integers(0, 10))  # one of the first ten pairs
-    i2 = int(rng.choice([p for p in range(min_len // 2) if p != i1]))  # one of the first T/2 - 1 unmarked
-    if i1 == 0:
-        pairs[0, 0] = 0.0  # "in the rare case where the first pair gets marked, we set X1 to zero"
-    pairs[[i1, i2], 1] = 1.0
-    return pairs, 0.5 + (pairs[i1, 0] + pairs[i2, 0]) / 4.0
+def _batch(rng: np.random.Generator, n: int, min_len: int, max_len: int):
+    """``n`` sequences of (value, marker) pairs, zero-padded to ``max_len``, as the paper specifies."""
+    lengths = rng.integers(min_len, max_len + 1, size=n)  # random lengths in [T, T + T/10]
+    x = np.zeros((n, max_len, 2), dtype=np.float32)
+    x[:, :, 0] = rng.uniform(-1.0, 1.0, size=(n, max_len))
+    rows = np.arange(n)
+    x[:, 0, 1] = -1.0  # first and last pairs carry -1 unless marked
+    x[rows, lengths - 1, 1] = -1.0
+    i1 = rng.integers(0, 10, size=n)  # one of the first ten pairs
+    i2 = rng.integers(0, min_len // 2 - 1, size=n)  # one of the first T/2 - 1 still unmarked pairs
+    i2 += i2 >= i1
+    x[rows[i1 == 0], 0, 0] = 0.0  # "in the rare case where the first pair gets marked, we set X1 to zero"
+    x[rows, i1, 1] = x[rows, i2, 1] = 1.0
+    x[np.arange(max_len)[None, :] >= lengths[:, None]] = 0.0  # padding
+    y = 0.5 + (x[rows, i1, 0] + x[rows, i2, 0]) / 4.0
+    return x, y.astype(np.float32), lengths
 
 
 @component("data.adding", outputs=["dataset"], bottleneck="B2")
@@ -51,11 +56,7 @@ def adding(ctx, *, seq_len: int = 100, n_train: int = 5000, n_valid: int = 500, 
     max_len = seq_len + seq_len // 10
 
     def make(rng: np.random.Generator, n: int, split: str) -> dict[str, torch.Tensor]:
-        x = np.zeros((n, max_len, 2), dtype=np.float32)
-        y = np.zeros(n, dtype=np.float32)
-        lengths = rng.integers(seq_len, max_len + 1, size=n)
-        for i, length in enumerate(lengths):
-            x[i, :length], y[i] = _sequence(rng, int(length), seq_len)
+        x, y, lengths = _batch(rng, n, seq_len, max_len)
         return {"x": torch.from_numpy(x), "y": torch.from_numpy(y), "lengths": torch.from_numpy(lengths)}
 
     meta = {"task": "adding", "target": "regress", "vocab_size": 0, "input_dim": 2, "num_classes": 0,
