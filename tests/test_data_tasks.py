@@ -138,3 +138,19 @@ def test_variable_length_rule(tmp_path):
 def test_bad_parameters(tmp_path, name, params, match):
     with pytest.raises(DataError, match=match):
         get(name)(Context(work_dir=tmp_path), **{**SMALL, **params})
+
+
+EXPECTED = {"data.wmt", "data.synthetic_translation", "data.delayed_recall", "data.adding", "data.agreement",
+            "data.multi_lookup", "data.variable_length", "data.digits", "data.mnist", "data.digit_strips",
+            "data.patches"}
+
+
+def test_every_data_component_is_registered_and_documented():
+    from components import registry
+
+    data = {name: comp for name, comp in registry().items() if name.startswith("data.")}
+    assert EXPECTED <= set(data)
+    for name, comp in data.items():
+        assert comp.outputs == ("dataset",), name
+        assert comp.summary and comp.summary.endswith("."), f"{name} needs a one-line docstring"
+        assert comp.bottleneck in {"B1", "B2", "B3", "B4"}, name
