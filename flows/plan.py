@@ -188,7 +188,12 @@ class _Planner:
                     if k not in PROFILE_STEP_KEYS:
                         errors.add(node.kpos(k), f"a profile may override only {', '.join(PROFILE_STEP_KEYS)} "
                                                  f"of a step, not {k!r}")
-                if isinstance(node.get("with"), YMap):
+                if isinstance(node.get("uses"), str):
+                    # another component: its parameters replace the step's instead of merging
+                    step.uses = node["uses"]
+                    step.node.val_pos["uses"] = node.vpos("uses")
+                    step.with_ = node["with"] if isinstance(node.get("with"), YMap) else YMap(pos=node.pos)
+                elif isinstance(node.get("with"), YMap):
                     step.with_ = overlay(step.with_, node["with"])
                 if isinstance(node.get("matrix"), YMap):
                     step.matrix = overlay(step.matrix, node["matrix"])

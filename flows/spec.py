@@ -30,7 +30,7 @@ from flows.yamlload import YList, YMap
 TOP_KEYS = ("name", "description", "params", "settings", "default_profile", "profiles", "schedule", "steps")
 STEP_KEYS = ("uses", "with", "matrix", "needs", "retries", "retry_delay", "cache", "description")
 PROFILE_KEYS = ("description", "params", "settings", "steps")
-PROFILE_STEP_KEYS = ("with", "matrix", "retries", "cache")
+PROFILE_STEP_KEYS = ("uses", "with", "matrix", "retries", "cache")
 SETTINGS_KEYS = {"workers": int, "seed": int, "device": str, "torch_threads": int}
 SCHEDULE_KEYS = ("cron", "timezone", "profile", "parameters")
 

@@ -12,6 +12,7 @@ PIPE = textwrap.dedent(f"""\
     profiles:
       quick: {{params: {{n: 2}}}}
       big: {{params: {{n: 10}}, steps: {{sum: {{with: {{scale: 3.0}}}}}}}}
+      swap: {{steps: {{table: {{uses: {C}:total, with: {{values: [1, 2]}}}}}}}}
     steps:
       nums:
         uses: {C}:numbers
@@ -79,3 +80,9 @@ def test_instances_differing_only_in_matrix_value_do_not_share_a_key(tmp_path):
     plan = plan_of(tmp_path)
     keys = {plan.instances[i].key for i in ("sum[offset=0,seed=0]", "sum[offset=0,seed=1]")}
     assert len(keys) == 2
+
+
+def test_a_profile_can_swap_a_steps_component(tmp_path):
+    plan = plan_of(tmp_path, profile="swap")
+    inst = plan.instances["table"]
+    assert inst.component.name == "enginetest.total" and inst.params == {"values": [1, 2]}
