@@ -77,6 +77,8 @@ def data_overrides(meta: dict[str, Any], name: str) -> dict[str, Any]:
     found = {k: meta[k] for k in keys if meta.get(k) not in (None, 0)}
     if kind == "sequence" and meta.get("input_dim"):
         found["vocab_size"] = 0  # real-valued inputs (adding problem): no embedding table
+    if kind == "sequence" and meta.get("num_outputs", 1) > 1 and "num_classes" in found:
+        found["num_classes"] *= meta["num_outputs"]  # one C-way softmax per output: (B, T, J * C)
     if kind == "sequence" and meta.get("target") == "regress":
         found["num_classes"] = 1
     if kind == "images" and meta.get("digits_per_strip"):

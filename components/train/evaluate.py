@@ -9,16 +9,29 @@ from components.train.tasks import Task
 
 @torch.no_grad()
 def evaluate(model: nn.Module, task: Task, split: str, batch_size: int = 256) -> dict[str, float]:
-    """Return {"loss", "acc"} averaged over the split (token-weighted for sequence outputs)."""
+    """Return {"loss", "acc"} averaged over the split (token-weighted for sequence outputs).
+
+    Tasks with several outputs per step (targets (B, T, J)) also get ``acc_all``: the fraction of
+    steps where every scored output is right.
+    """
     was_training = model.training
     model.eval()
-    total_loss, correct, counted = 0.0, 0, 0
+    total_loss, correct, counted, all_right, steps = 0.0, 0, 0, 0, 0
     for batch in task.eval_batches(split, batch_size):
-        loss, c, n = task.step_loss(model, batch)
+        out, y = task.outputs(model, batch)
+        loss, c, n = task.score(out, y)
         total_loss += float(loss) * n
         correct += int(c)
         counted += n
+        if y.dim() == 3 and task.kind == "seq_tag":
+            right = (out.argmax(-1) == y) | (y == -100)  # (B, T, J)
+            scored = (y != -100).any(-1)  # (B, T)
+            all_right += int((right.all(-1) & scored).sum())
+            steps += int(scored.sum())
     model.train(was_training)
     if counted == 0:
         return {"loss": float("nan"), "acc": float("nan")}
-    return {"loss": total_loss / counted, "acc": correct / counted}
+    result = {"loss": total_loss / counted, "acc": correct / counted}
+    if steps:
+        result["acc_all"] = all_right / steps
+    return result

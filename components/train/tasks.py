@@ -113,6 +113,8 @@ class Task:
                 return out.reshape(out.size(0), -1)[:, -1], y
             if self.kind == "seq_classify" and out.dim() == 3:
                 out = _last(out, lengths)
+            if self.kind == "seq_tag" and y.dim() == 3:  # several outputs per step (multi-lookup)
+                out = out.reshape(*out.shape[:2], y.shape[2], -1)  # (B, T, J, C)
             return out, y
         if self.kind == "image_classify":
             return _logits(model(b["x"])), b["y"]
@@ -126,7 +128,10 @@ class Task:
 
     def step_loss(self, model: nn.Module, batch: dict, label_smoothing: float = 0.0):
         """Return (loss, correct, counted) for one batch."""
-        out, y = self.outputs(model, batch)
+        return self.score(*self.outputs(model, batch), label_smoothing)
+
+    def score(self, out: torch.Tensor, y: torch.Tensor, label_smoothing: float = 0.0):
+        """Return (loss, correct, counted) for outputs and targets from ``outputs``."""
         if self.kind == "seq_regress":
             pred = out.float()
             loss = F.mse_loss(pred, y.float())
