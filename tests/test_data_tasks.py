@@ -146,7 +146,7 @@ EXPECTED = {"data.wmt", "data.synthetic_translation", "data.delayed_recall", "da
 
 
 def test_every_data_component_is_registered_and_documented():
-    from components import registry
+    from components.registry import registry
 
     data = {name: comp for name, comp in registry().items() if name.startswith("data.")}
     assert EXPECTED <= set(data)
