@@ -161,3 +161,18 @@ def test_every_task_kind_trains_a_zoo_model(tmp_path, kind):
     assert all(torch.equal(first[k], weights[k]) for k in first)  # same seed, same result, every kind
     model_back = load_model(out["checkpoint"])
     assert sum(p.numel() for p in model_back.parameters()) == s["params"]
+
+
+def test_several_outputs_per_step_score_each_and_all_together(tmp_path):
+    data = get("data.multi_lookup")(Context(tmp_path / "d"), seq_len=8, vocab=4, offsets=[1, 3], n_train=64,
+                                    n_valid=16, n_test=16)["dataset"]
+    s = get("train.model")(Context(tmp_path / "r"), data=data, model="transformer-tagger-small", steps=5,
+                           batch_size=16)["summary"]
+    assert 0 <= s["test_acc_all"] <= s["test_acc"] <= 1
+
+
+def test_bf16_autocast_trains_on_cpu(tmp_path):
+    data = write_sequence_data(tmp_path / "data", n=64)
+    s = get("train.model")(Context(tmp_path / "r"), data=str(data), model="transformer-encoder-tiny",
+                           overrides={"vocab_size": 8, "num_classes": 8}, steps=5, batch_size=16, bf16=True)["summary"]
+    assert s["steps"] == 5 and not s["diverged"]
