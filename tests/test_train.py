@@ -176,3 +176,15 @@ def test_bf16_autocast_trains_on_cpu(tmp_path):
     s = get("train.model")(Context(tmp_path / "r"), data=str(data), model="transformer-encoder-tiny",
                            overrides={"vocab_size": 8, "num_classes": 8}, steps=5, batch_size=16, bf16=True)["summary"]
     assert s["steps"] == 5 and not s["diverged"]
+
+
+def test_translation_run_extended_in_place_resumes_to_the_same_weights(tmp_path):
+    data = get("data.synthetic_translation")(Context(tmp_path / "d"), vocab=6, min_len=2, max_len=6, n_train=64,
+                                             n_valid=8, n_test=8)["dataset"]
+    kw = dict(data=data, model="transformer-tiny", max_tokens=60, lr=1e-3, seed=4)  # dropout 0.1: RNG matters
+    get("train.model")(Context(tmp_path / "split"), steps=9, **kw)
+    resumed = get("train.model")(Context(tmp_path / "split"), steps=25, **kw)
+    whole = get("train.model")(Context(tmp_path / "whole"), steps=25, **kw)
+    assert resumed["summary"]["resumed_from_step"] == 9
+    a, b = torch.load(resumed["checkpoint"])["state_dict"], torch.load(whole["checkpoint"])["state_dict"]
+    assert all(torch.equal(a[k], b[k]) for k in a)

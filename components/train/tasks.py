@@ -179,25 +179,27 @@ class TranslationBatches:
         self.src, self.tgt, self.pad_id = src, tgt, pad_id
         self.seed, self.batch_size, self.max_tokens = seed, batch_size, max_tokens
         self.lengths = [max(len(s), len(t)) for s, t in zip(src, tgt)]
-        self.epochs: list[list[list[int]]] = []
-        self.starts: list[int] = []  # global step at which each epoch starts
+        self.epoch, self.start, self.batches = -1, 0, []  # current epoch, its first step, its batches
 
     def _epoch(self, e: int) -> list[list[int]]:
-        seed = self.seed * 1_000_003 + e
         if self.max_tokens:
             from components.data.batching import bucket_batches
 
-            return [list(b) for b in bucket_batches(self.lengths, self.max_tokens, seed, True)]
-        order = D.epoch_order(len(self.src), self.seed, e).tolist()
-        n = max(1, len(order) // self.batch_size)
-        return [order[i * self.batch_size:(i + 1) * self.batch_size] for i in range(n)]
+            batches = [list(b) for b in bucket_batches(self.lengths, self.max_tokens, self.seed * 1_000_003 + e, True)]
+        else:
+            order = D.epoch_order(len(self.src), self.seed, e).tolist()
+            n = max(1, len(order) // self.batch_size)
+            batches = [order[i * self.batch_size:(i + 1) * self.batch_size] for i in range(n)]
+        if not batches:
+            raise TrainError("the translation training split produced no batches")
+        return batches
 
     def __call__(self, step: int) -> dict:
-        while not self.starts or step >= self.starts[-1] + len(self.epochs[-1]):
-            self.starts.append(self.starts[-1] + len(self.epochs[-1]) if self.starts else 0)
-            self.epochs.append(self._epoch(len(self.epochs)))
-            if not self.epochs[-1]:
-                raise TrainError("the translation training split produced no batches")
-        e = max(i for i, s in enumerate(self.starts) if s <= step)
-        idx = self.epochs[e][step - self.starts[e]]
+        if step < self.start or self.epoch < 0:  # (re)start from epoch 0: batch counts vary by epoch
+            self.epoch, self.start, self.batches = 0, 0, self._epoch(0)
+        while step >= self.start + len(self.batches):
+            self.start += len(self.batches)
+            self.epoch += 1
+            self.batches = self._epoch(self.epoch)
+        idx = self.batches[step - self.start]
         return collate_translation([self.src[i] for i in idx], [self.tgt[i] for i in idx], self.pad_id)
