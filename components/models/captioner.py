@@ -111,8 +111,9 @@ class Captioner(Generates, nn.Module):
         if len(rest) not in (1, 2):
             raise ModelError("call the captioner as model(images, tgt_in) or model(images, None, tgt_in)")
         tgt_in = rest[-1]
-        if tgt_in.dim() != 2 or tgt_in.dtype.is_floating_point or (tgt_in.numel() and int(tgt_in.max()) >= self.config.out_vocab):
-            raise ModelError(f"tgt_in must be ids (B, T) below {self.config.out_vocab}, got {tuple(tgt_in.shape)} {tgt_in.dtype}")
+        V = self.config.out_vocab
+        if tgt_in.dim() != 2 or tgt_in.dtype.is_floating_point or (tgt_in.numel() and int(tgt_in.max()) >= V):
+            raise ModelError(f"tgt_in must be ids (B, T) below {V}, got {tuple(tgt_in.shape)} {tgt_in.dtype}")
         memory = self.encode(images)
         state, emb = self.init_state(memory), self.embed(tgt_in)
         logits, attns = [], []

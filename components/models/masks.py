@@ -24,7 +24,8 @@ def length_mask(lengths: Tensor | None, max_len: int, device=None) -> Tensor | N
     """Return a (B, T) bool mask, True at real (non-padding) positions, or None."""
     if lengths is None:
         return None
-    return torch.arange(max_len, device=device or lengths.device)[None, :] < lengths.to(device or lengths.device)[:, None]
+    device = device or lengths.device
+    return torch.arange(max_len, device=device)[None, :] < lengths.to(device)[:, None]
 
 
 def reverse_padded(x: Tensor, lengths: Tensor | None) -> Tensor:

@@ -47,7 +47,8 @@ def variant(name: str, builder: Callable[[Any], nn.Module]) -> Callable:
             prev = _VARIANTS[name].make
             raise ModelError(f"model variant {name!r} registered twice: {prev.__module__}.{prev.__qualname__} "
                              f"and {make.__module__}.{make.__qualname__}")
-        _VARIANTS[name] = Variant(name, make, builder, (inspect.getdoc(make) or "").splitlines()[0] if make.__doc__ else "")
+        doc = inspect.getdoc(make) or ""
+        _VARIANTS[name] = Variant(name, make, builder, doc.splitlines()[0] if doc else "")
         return make
 
     return register

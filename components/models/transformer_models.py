@@ -48,7 +48,8 @@ class EncoderConfig:
         if self.d_model % self.n_heads:
             raise ModelError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         if self.num_classes == 0 and (self.vocab_size <= 0 or self.input_dim > 0):
-            raise ModelError("num_classes=0 means one class per token and needs token inputs (vocab_size > 0, input_dim 0)")
+            raise ModelError("num_classes=0 means one class per token and needs token inputs "
+                             "(vocab_size > 0, input_dim 0)")
         if self.tie_embeddings and (self.head != "many_to_many" or self.out_classes != self.vocab_size):
             raise ModelError("tie_embeddings needs head='many_to_many' and one class per token (num_classes=0), "
                              f"got head={self.head!r}, num_classes={self.num_classes}, vocab_size={self.vocab_size}")

@@ -56,7 +56,8 @@ class ViT(nn.Module):
         self.encoder = Encoder(cfg.num_layers, d, cfg.n_heads, cfg.d_ff, cfg.dropout, norm_first=True,
                                naive=cfg.naive, activation="gelu")
         if cfg.head_hidden:
-            self.head = nn.Sequential(nn.Linear(d, cfg.head_hidden), nn.Tanh(), nn.Linear(cfg.head_hidden, cfg.num_classes))
+            self.head = nn.Sequential(nn.Linear(d, cfg.head_hidden), nn.Tanh(),
+                                      nn.Linear(cfg.head_hidden, cfg.num_classes))
         else:
             self.head = nn.Linear(d, cfg.num_classes)
 
