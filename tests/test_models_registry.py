@@ -92,3 +92,18 @@ def test_overriding_input_dim_switches_to_real_valued_inputs(name):
     assert model(x, torch.tensor([7, 5, 2])).shape == (3, 1)
     with pytest.raises(ModelError, match=r"expected real-valued input \(B, T, 2\), got \(3, 7\)"):
         model(torch.randint(0, 5, (3, 7)))
+
+
+SEQUENCE_MODELS = [n for n in sorted(set(names()) - PAPER_SIZES) if hasattr(build(n), "input")]
+
+
+@pytest.mark.parametrize("name", SEQUENCE_MODELS)
+def test_sequence_models_give_per_step_states_and_input_gradients(name):
+    torch.manual_seed(0)
+    model = build(name)
+    x, lengths = _sequence_batch(model.config)
+    states = model.hidden_states(x, lengths)
+    assert states.shape[:2] == x.shape[:2] and torch.isfinite(states).all()
+    taps = torch.zeros(*x.shape[:2], model.input.dim, requires_grad=True)
+    model.hidden_states(x, None, taps=taps)[:, -1].sum().backward()
+    assert taps.grad[:, -1].abs().sum() > 0  # the last state depends on the last input
