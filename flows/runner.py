@@ -226,8 +226,11 @@ def run(plan: Plan, *, use_cache: bool = True, view=None) -> RunResult:
             _promote_reports(plan, result, tracker)
         finally:
             result.seconds = time.monotonic() - started
-            tracker.log(parent, tags={"status_counts": json.dumps(_counts(result))})
-            tracker.finish(parent, ok=result.ok)
+            try:
+                tracker.log(parent, tags={"status_counts": json.dumps(_counts(result))})
+                tracker.finish(parent, ok=result.ok)
+            except Exception as e:  # the tracking server went away mid-run: report it, don't crash
+                result.errors["(tracking)"] = f"could not close parent run {parent}: {type(e).__name__}: {e}"
     return result
 
 
