@@ -59,14 +59,15 @@ def test_same_seed_same_weights_other_seed_differs(tmp_path):
 
 def test_resume_after_sigkill_reaches_identical_weights(tmp_path):
     data = write_sequence_data(tmp_path / "data", n=128)
+    params = dict(data=str(data), model=MODEL, steps=400, batch_size=16, lr=3e-3, seed=3, checkpoint_every=20,
+                  eval_every=100, overrides={"dropout": 0.3})  # dropout: the RNG state must resume too
     script = textwrap.dedent(f"""
         import sys, torch
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         torch.set_num_threads(1)
-        from components import Context, get
-        get("train.model")(Context(sys.argv[1]), data={str(data)!r}, model={MODEL!r}, steps=400,
-                           batch_size=16, lr=3e-3, seed=3, checkpoint_every=20, eval_every=100,
-                           overrides={{"dropout": 0.3}})
+        from components import Context
+        from components.train.trainer import train_model
+        train_model.component(Context(sys.argv[1]), **{params!r})
     """)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     killed = tmp_path / "killed"
@@ -80,12 +81,12 @@ def test_resume_after_sigkill_reaches_identical_weights(tmp_path):
     proc.wait()
     assert not (killed / "model.pt").exists()
     subprocess.run([sys.executable, "-c", script, str(killed)], env=env, check=True)
-    subprocess.run([sys.executable, "-c", script, str(tmp_path / "whole")], env=env, check=True)
+    whole = get("train.model")(Context(tmp_path / "whole"), **params)  # uninterrupted, in this process
     resumed = torch.load(killed / "model.pt")
-    whole = torch.load(tmp_path / "whole" / "model.pt")
     assert resumed["summary"]["resumed_from_step"] > 0
     assert whole["summary"]["resumed_from_step"] == 0
-    for k, v in whole["state_dict"].items():
+    weights = torch.load(whole["checkpoint"])["state_dict"]
+    for k, v in weights.items():
         assert torch.equal(v, resumed["state_dict"][k]), k
 
 
