@@ -189,3 +189,11 @@ def test_translation_run_extended_in_place_resumes_to_the_same_weights(tmp_path)
     assert resumed["summary"]["resumed_from_step"] == 9
     a, b = torch.load(resumed["checkpoint"])["state_dict"], torch.load(whole["checkpoint"])["state_dict"]
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_deterministic_mode_is_scoped_to_the_run(tmp_path):
+    data = write_sequence_data(tmp_path / "data", n=64)
+    assert not torch.are_deterministic_algorithms_enabled()
+    s = get("train.model")(Context(tmp_path / "r"), data=str(data), model=MODEL, steps=5, batch_size=16,
+                           deterministic=True)["summary"]
+    assert s["steps"] == 5 and not torch.are_deterministic_algorithms_enabled()
