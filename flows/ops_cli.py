@@ -158,6 +158,8 @@ def serve(
         help="pipeline files with a schedule: key (default: every schedule made with `bottlenecks schedule`)",
         show_default=False)] = None,
     limit: Annotated[Optional[int], typer.Option(help="pipeline runs at once across schedules")] = None,
+    wait: Annotated[bool, typer.Option("--wait", help="wait for a schedule to appear instead of exiting "
+                                                      "(for a service started before any schedule)")] = False,
 ) -> None:
     """Run the scheduled pipelines on this machine until Ctrl-C.
 
@@ -169,7 +171,7 @@ def serve(
     from flows import schedule as sched
 
     if os.environ.get("PREFECT_API_URL"):
-        _serve(pipelines or [], limit)
+        _serve(pipelines or [], limit, wait)
         return
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
@@ -179,21 +181,29 @@ def serve(
             os.environ["PREFECT_API_URL"] = url   # flow-run subprocesses inherit it
             with temporary_settings({PREFECT_API_URL: url}):
                 err.print(f"Prefect API at {url}")
-                _serve(pipelines or [], limit)
+                _serve(pipelines or [], limit, wait)
     except (RuntimeError, sched.ScheduleError) as e:
         _fail(str(e))
 
 
-def _serve(files: list[Path], limit: int | None) -> None:
+def _serve(files: list[Path], limit: int | None, wait: bool = False, poll: float = 30.0) -> None:
     from flows import schedule as sched
 
     if files:
         specs = [_spec(f) for f in files]
     else:
-        try:
-            specs = sched.served_specs([])
-        except sched.ScheduleError as e:
-            _fail(str(e))
+        told = False
+        while True:
+            try:
+                specs = sched.served_specs([])
+                break
+            except sched.ScheduleError as e:
+                if not wait:
+                    _fail(str(e))
+                if not told:
+                    err.print(f"{escape(str(e))}\nwaiting for a schedule (checking every {poll:.0f}s) ...")
+                    told = True
+                time.sleep(poll)
     for spec in specs:
         err.print(f"serving {escape(spec.deployment)} at '{escape(spec.cron)}' {escape(spec.timezone)}")
     err.print("Ctrl-C to stop")
