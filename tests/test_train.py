@@ -197,3 +197,16 @@ def test_deterministic_mode_is_scoped_to_the_run(tmp_path):
     s = get("train.model")(Context(tmp_path / "r"), data=str(data), model=MODEL, steps=5, batch_size=16,
                            deterministic=True)["summary"]
     assert s["steps"] == 5 and not torch.are_deterministic_algorithms_enabled()
+
+
+def test_shift_augmentation_moves_images_within_bounds():
+    from components.train.tasks import shift_images
+
+    x = torch.zeros(64, 1, 8, 8)
+    x[:, :, 4, 4] = 1.0
+    torch.manual_seed(0)
+    y = shift_images(x, 2)
+    rows, cols = (y[:, 0] == 1).nonzero()[:, 1], (y[:, 0] == 1).nonzero()[:, 2]
+    assert y.shape == x.shape and len(rows) == 64  # the pixel stays inside and stays one pixel
+    assert set(rows.tolist()) == {2, 3, 4, 5, 6} and set(cols.tolist()) == {2, 3, 4, 5, 6}
+    assert torch.equal(shift_images(x, 0), x)

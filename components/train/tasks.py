@@ -80,11 +80,17 @@ class Task:
         return self._splits[name]
 
     # -- batches -----------------------------------------------------------------------------------
-    def train_batches(self, seed: int, batch_size: int, max_tokens: int | None) -> Callable[[int], dict]:
-        """Return step -> batch for the training split."""
+    def train_batches(self, seed: int, batch_size: int, max_tokens: int | None,
+                      shift: int = 0) -> Callable[[int], dict]:
+        """Return step -> batch for the training split (images shifted by up to ``shift`` pixels)."""
         if self.kind == "translation":
             return TranslationBatches(*self.split("train"), self.pad_id, seed, batch_size, max_tokens)
-        return D.TensorBatches(self.split("train"), batch_size, seed)
+        batches = D.TensorBatches(self.split("train"), batch_size, seed)
+        if shift and self.kind.startswith("image"):
+            return lambda step: {**(b := batches(step)), "x": shift_images(b["x"], shift)}
+        if shift:
+            raise TrainError(f"shift augments images; this is a {self.kind!r} task")
+        return batches
 
     def eval_batches(self, split: str, batch_size: int) -> Iterator[dict]:
         """Yield the batches of a split in order."""
@@ -158,6 +164,19 @@ def _ce(logits: torch.Tensor, y: torch.Tensor, label_smoothing: float):
     keep = target != -100
     correct = (flat.argmax(-1)[keep] == target[keep]).sum()
     return loss, correct, int(keep.sum())
+
+
+def shift_images(x: torch.Tensor, k: int) -> torch.Tensor:
+    """Translate each image by a random (dy, dx) in [-k, k], filling with its edge pixels.
+
+    Draws from the global torch RNG, which checkpoints save, so a resumed run shifts alike.
+    """
+    if k <= 0:
+        return x
+    B, _, H, W = x.shape
+    padded = F.pad(x, (k, k, k, k), mode="replicate")  # (B, C, H + 2k, W + 2k)
+    off = torch.randint(0, 2 * k + 1, (B, 2))
+    return torch.stack([padded[i, :, dy:dy + H, dx:dx + W] for i, (dy, dx) in enumerate(off.tolist())])
 
 
 def collate_translation(src: list[list[int]], tgt: list[list[int]], pad_id: int) -> dict:

@@ -68,6 +68,7 @@ def train_model(
     schedule: Literal["constant", "inverse_sqrt"] = "constant",
     warmup: int = 0,
     label_smoothing: float = 0.0,
+    shift: int = 0,  # images: random translation by up to +-shift pixels (ViT positions need it)
     clip: Literal["norm", "value", "none"] = "norm",
     clip_value: float = 1.0,
     max_loss: float | None = None,  # also count a loss above this as divergence (CE rarely hits Inf)
@@ -132,7 +133,7 @@ def train_model(
 
         step_fn = torch.compile(net) if compile else net
         autocast = torch.autocast(device.split(":")[0], dtype=torch.bfloat16) if bf16 else nullcontext()
-        batches = task.train_batches(seed, batch_size, max_tokens)
+        batches = task.train_batches(seed, batch_size, max_tokens, shift)
         info = {"data": str(data), "meta": task.meta, "task_kind": task.kind, "seed": seed}
 
         def save_state(step: int, seconds: float) -> None:
