@@ -269,3 +269,40 @@ def test_two_runs_of_one_pipeline_at_once_share_the_cache_safely(servers, tmp_pa
         json.loads(record.read_text())               # every cache record is whole
     assert sorted(p.name for p in (home / "cache").glob("*")) == sorted(f"{r['tags']['cache_key']}.json"
                                                                        for r in runs if r["tags"].get("cached") == "false")
+
+
+def test_deploy_to_a_work_pool_and_a_worker_runs_it(servers, tmp_path):
+    path = write(tmp_path, f"""\
+        name: srv-pool
+        schedule: {{cron: "0 2 * * *", timezone: UTC}}
+        steps:
+          nums: {{uses: {C}:numbers, with: {{n: 2}}}}
+        """)
+    home = tmp_path / "home"
+    missing = cli(servers, home, "deploy", str(path), "--work-pool", "no-such-pool")
+    assert missing.returncode == 1 and "work pool 'no-such-pool' does not exist" in missing.stdout
+    api("POST", f"{servers.prefect_url}/work_pools/", {"name": "gpu-test", "type": "process"})
+    done = cli(servers, home, "deploy", str(path), "--work-pool", "gpu-test", "--working-dir", str(REPO))
+    assert done.returncode == 0, done.stdout
+    dep = deployments(servers)["srv-pool"]
+    assert dep["work_pool_name"] == "gpu-test" and dep["job_variables"] == {"working_dir": str(REPO)}
+    assert [s["schedule"]["cron"] for s in dep["schedules"]] == ["0 2 * * *"]
+
+    worker_env = servers.client_env(home, PREFECT_WORKER_QUERY_SECONDS="1")
+    worker = subprocess.Popen([sys.executable, "-m", "prefect", "worker", "start", "--pool", "gpu-test",
+                               "--type", "process", "--install-policy", "never"], cwd=tmp_path, env=worker_env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        run = api("POST", f"{servers.prefect_url}/deployments/{dep['id']}/create_flow_run", {})
+        wait_for(lambda: flow_run_state(servers, run["id"]) in ("COMPLETED", "FAILED", "CRASHED"), 180,
+                 "the worker to run the deployment")
+    finally:
+        os.killpg(worker.pid, signal.SIGINT)
+        try:
+            log = worker.communicate(timeout=30)[0]
+        except subprocess.TimeoutExpired:
+            os.killpg(worker.pid, signal.SIGKILL)
+            log = worker.communicate()[0]
+    assert flow_run_state(servers, run["id"]) == "COMPLETED", log[-3000:]
+    parents = [r for r in mlflow_runs(servers, "srv-pool") if "mlflow.parentRunId" not in r["tags"]]
+    assert len(parents) == 1 and parents[0]["status"] == "FINISHED"
