@@ -169,6 +169,12 @@ class TeamServers:
         self._ports = (mlflow_port, prefect_port)
 
     def start(self) -> "TeamServers":
+        import importlib.util
+
+        for module, package in (("psycopg2", "psycopg2-binary"), ("asyncpg", "asyncpg")):
+            if importlib.util.find_spec(module) is None:
+                raise RuntimeError(f"the Postgres driver {module} is missing: install {package} "
+                                   "(pyproject's test extra lists it)")
         self.postgres.start()
         self.postgres.create_database("mlflow")
         self.postgres.create_database("prefect")
