@@ -18,7 +18,7 @@ ENV PYTHONUNBUFFERED=1 \
     MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false
 
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends git tini \
+    && apt-get install -y --no-install-recommends tini \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app

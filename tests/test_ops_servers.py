@@ -112,6 +112,13 @@ def test_pipeline_runs_against_servers(servers, tmp_path):
     assert sorted(t["name"] for t in tasks) == sorted(kids)
     assert {t["state_type"] for t in tasks} == {"COMPLETED"}
 
+    seen = cli(servers, tmp_path / "home", "history", "srv-track")
+    assert seen.returncode == 0, seen.stdout
+    assert "sum[offset=10]/total" in seen.stdout and "no regression" in seen.stdout
+    logged = api("GET", f"{servers.mlflow_url}/api/2.0/mlflow/artifacts/list?run_id={parents[0]['id']}"
+                        "&path=history")
+    assert {f["path"] for f in logged["files"]} == {"history/trend.png", "history/trend.csv"}
+
 
 def deployments(servers):
     found = api("POST", f"{servers.prefect_url}/deployments/filter",
