@@ -67,6 +67,7 @@ def run(
     from flows.runner import run as run_plan
     from flows.view import StepView
 
+    _component_logs_to(err)
     err.print(f"[bold]{escape(plan.name)}[/] profile={plan.profile or '-'} steps={len(plan.instances)} "
               f"workers={plan.settings['workers']} tracking={os.environ.get('MLFLOW_TRACKING_URI')}")
     result = run_plan(plan, use_cache=not no_cache, view=StepView(list(plan.instances), console=err))
@@ -83,6 +84,18 @@ def run(
             err.print(f"[yellow]not run because an upstream step failed:[/] {escape(', '.join(skipped))}")
         err.print("fix the cause and rerun: finished steps come from the cache")
         raise typer.Exit(1)
+
+
+def _component_logs_to(console: Console) -> None:
+    """Show components' warnings (e.g. a diverged run) in the step view's console."""
+    import logging
+
+    from rich.logging import RichHandler
+
+    logger = logging.getLogger("bottlenecks")
+    logger.handlers = [RichHandler(console=console, show_path=False, show_time=False)]
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False
 
 
 def _print_reports(result) -> None:

@@ -12,7 +12,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
-from flows import settings
+from flows import settings, threadsafe
 
 settings.configure()
 
@@ -22,6 +22,8 @@ from prefect.states import Completed  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 
 settings.quiet_prefect_console()
+threadsafe.patch_matplotlib()
+threadsafe.patch_tqdm()
 
 from flows.cache import StepCache  # noqa: E402
 from flows.plan import Instance, Plan  # noqa: E402

@@ -25,12 +25,19 @@ def configure() -> Path:
     env.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     env.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     env.setdefault("PREFECT_LOGGING_SERVER_LEVEL", "WARNING")
+    # Prefect's console lines (task failures with tracebacks) repeat what the step view shows;
+    # its API handler keeps every log for the Prefect UI.
+    env.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
+    env.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_FLOW_RUNS_LEVEL", "CRITICAL")
+    env.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_TASK_RUNS_LEVEL", "CRITICAL")
     env.setdefault("PREFECT_RESULTS_PERSIST_BY_DEFAULT", "false")
     env.setdefault("DO_NOT_TRACK", "1")
     env.setdefault("MLFLOW_TRACKING_URI", f"sqlite:///{root / 'mlflow.db'}")
     env.setdefault("MLFLOW_ENABLE_ASYNC_LOGGING", "false")
+    env.setdefault("MLFLOW_LOGGING_LEVEL", "ERROR")
     env.setdefault("GIT_PYTHON_REFRESH", "quiet")
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    env.setdefault("MPLBACKEND", "Agg")
     quiet()
     return root
 

@@ -154,9 +154,14 @@ class MlflowContext(Context):
         super().log_model(model, name)
         import mlflow.pytorch
 
-        # pickle: the default pt2 export traces fixed shapes and breaks variable-length models
+        import torch
+
+        # pickle: the default pt2 export traces fixed shapes and breaks variable-length models.
+        # Pinned requirements: inferring them costs ~15 s a model (it imports and probes packages).
+        requirements = [f"torch=={torch.__version__.split('+')[0]}"]
         with mlflow.start_run(run_id=self.run_id, nested=True):
-            mlflow.pytorch.log_model(model, name=name, serialization_format="pickle")
+            mlflow.pytorch.log_model(model, name=name, serialization_format="pickle",
+                                     pip_requirements=requirements)
 
     def progress(self, total: float | None = None, description: str = ""):
         if self.view is None:
