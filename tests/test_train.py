@@ -139,7 +139,7 @@ def test_every_task_kind_trains_a_zoo_model(tmp_path, kind):
     elif kind == "translation":
         data = get("data.synthetic_translation")(ctx, vocab=6, min_len=2, max_len=6, n_train=64, n_valid=8,
                                                  n_test=8)["dataset"]
-        model = "transformer-tiny"
+        model = "luong-tiny"
     elif kind == "tagging":
         data = get("data.delayed_recall")(ctx, lag=3, target="tag", n_train=64, n_valid=16, n_test=16)["dataset"]
         model = "transformer-tagger-small"
@@ -182,7 +182,7 @@ def test_bf16_autocast_trains_on_cpu(tmp_path):
 def test_translation_run_extended_in_place_resumes_to_the_same_weights(tmp_path):
     data = get("data.synthetic_translation")(Context(tmp_path / "d"), vocab=6, min_len=2, max_len=6, n_train=64,
                                              n_valid=8, n_test=8)["dataset"]
-    kw = dict(data=data, model="transformer-tiny", max_tokens=60, lr=1e-3, seed=4)  # dropout 0.1: RNG matters
+    kw = dict(data=data, model="luong-tiny", overrides={"dropout": 0.3}, max_tokens=60, lr=1e-3, seed=4)
     get("train.model")(Context(tmp_path / "split"), steps=9, **kw)
     resumed = get("train.model")(Context(tmp_path / "split"), steps=25, **kw)
     whole = get("train.model")(Context(tmp_path / "whole"), steps=25, **kw)
