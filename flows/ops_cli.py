@@ -182,6 +182,8 @@ def serve(
             with temporary_settings({PREFECT_API_URL: url}):
                 err.print(f"Prefect API at {url}")
                 _serve(pipelines or [], limit, wait)
+    except typer.Exit:   # a click Exit is a RuntimeError too; it has printed its reason already
+        raise
     except (RuntimeError, sched.ScheduleError) as e:
         _fail(str(e))
 

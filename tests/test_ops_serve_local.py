@@ -79,3 +79,11 @@ def test_serve_starts_a_local_server_and_runs_the_schedule(tmp_path):
     assert {r.data.tags.get("mlflow.runName") for r in runs} == {"local-nightly", "nums"}
     with pytest.raises(OSError):   # the local server went away with `serve`
         api("GET", f"{url}/health", timeout=3)
+
+
+def test_serve_without_schedules_says_how_to_make_one(tmp_path):
+    done = subprocess.run(bottlenecks("serve"), cwd=REPO, env=env_for(tmp_path), text=True,
+                          capture_output=True, timeout=240)
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert lines[-1].startswith("nothing to serve: create a schedule with `bottlenecks schedule PIPELINE")
