@@ -10,6 +10,7 @@ runs because step run names come from the pipeline and its matrix.
 from __future__ import annotations
 
 import fnmatch
+import glob
 import math
 import re
 from dataclasses import dataclass, field
@@ -115,18 +116,28 @@ def _child_metrics(experiment_id: str, run_id: str) -> dict[str, float]:
     return out
 
 
+def _scorecard_globs(rows: list[dict[str, float]]) -> list[str]:
+    """Default to the step runs that judged claims (the scorecard), when there are any."""
+    judged = {name.rsplit("/claim", 1)[0] for row in rows for name in row if CLAIM.search(name)
+              or "/claims/" in name}
+    return sorted(f"{glob.escape(step)}/*" for step in judged)   # step runs may be 'report[seed=0]'
+
+
 def table(pipeline: str, last: int = 10, metrics: list[str] | None = None) -> pd.DataFrame:
     """One row per parent run (oldest first, indexed by run id): start time, status, key metrics.
 
-    ``metrics`` are globs that select columns (all when empty). ``frame.attrs["logged"]`` maps
-    each run id to the metric names it logged, so a logged NaN (a diverged run) is told apart
-    from a metric the run does not have.
+    ``metrics`` are globs that select columns; by default all of the parent's own metrics, or
+    when it has none, the metrics of the step runs that judged claims (all if none did).
+    ``frame.attrs["logged"]`` maps each run id to the metric names it logged, so a logged NaN
+    (a diverged run) is told apart from a metric the run does not have.
     """
     runs = parent_runs(pipeline, last)
     if any(r.data.metrics for r in runs):
         rows = [{k: float(v) for k, v in r.data.metrics.items()} for r in runs]
     else:
         rows = [_child_metrics(r.info.experiment_id, r.info.run_id) for r in runs]
+        if not metrics:
+            metrics = _scorecard_globs(rows)
     ids = [r.info.run_id for r in runs]
     values = pd.DataFrame(rows, index=ids)
     if metrics:

@@ -62,8 +62,14 @@ def test_child_metrics_are_named_by_step_run_when_parent_has_none():
     seed(p, STEADY, on_children=True)
     frame = history.table(p, last=10)
     assert len(frame) == 4
-    assert {"report/bleu", "report/claim/b2", "train[arch=lstm]/loss"} <= set(frame.columns)
+    # by default the scorecard's step run: the one that judged claims
+    assert list(frame.columns) == ["start_time", "status",
+                                   "report/bleu", "report/claim/b2", "report/claims/holds"]
     assert history.regressions(frame, history.Thresholds(0.1)) == []
+    everything = history.table(p, last=10, metrics=["*"])
+    assert "train[arch=lstm]/loss" in everything.columns
+    only_train = history.table(p, metrics=["train[[]*"])
+    assert list(only_train.columns) == ["start_time", "status", "train[arch=lstm]/loss"]
 
 
 def test_metric_beyond_threshold_is_flagged_against_median():
