@@ -55,7 +55,9 @@ def test_unscaled_softmax_saturates_as_dk_grows(tmp_path):
     s = get("probe.attention_entropy")(Context(tmp_path), d_k=[16, 64, 256])["summary"]
     assert s["entropy/unscaled/dk_16"] > s["entropy/unscaled/dk_64"] > s["entropy/unscaled/dk_256"]
     assert abs(s["entropy/scaled/dk_16"] - s["entropy/scaled/dk_256"]) < 0.02
-    assert s["unscaled_drop"] < 0.5
+    assert s["unscaled_drop"] < 0.5 and s["scaled_min"] > 0.9  # layer init: scaled attention stays spread
+    unit = get("probe.attention_entropy")(Context(tmp_path / "u"), d_k=[16, 256], init="unit")["summary"]
+    assert unit["entropy/unscaled/dk_256"] < unit["entropy/unscaled/dk_16"] < unit["entropy/scaled/dk_16"]
 
 
 def test_param_count_is_constant_for_an_rnn_and_grows_with_learned_positions(tmp_path):

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
 from components import Context, component
-from components.models.attention import attention
+from components.models.attention import MultiHeadAttention, attention
 from components.probes import common as P
 
 
@@ -24,12 +24,15 @@ def attention_entropy(
     d_k: list[int] = [16, 32, 64, 128, 256],  # noqa: B006
     length: int = 32,
     samples: int = 64,
+    init: Literal["layer", "unit"] = "layer",
     seed: int = 0,
 ) -> dict:
     """Measure attention entropy at init with and without the 1/sqrt(d_k) scale.
 
-    Queries and keys have independent unit-variance components (Vaswani 2017, footnote 4), so
-    q.k has variance d_k; the model zoo's own ``attention`` function computes the weights.
+    ``layer``: one head of the model zoo's ``MultiHeadAttention`` (d_model = d_k) at its
+    initialisation, on unit-variance inputs (what a LayerNorm hands it). ``unit``: queries and
+    keys with independent unit-variance components (Vaswani 2017, footnote 4), so q.k has
+    variance d_k. The zoo's own attention code computes the weights either way.
 
     Returns:
         ``summary``: ``entropy/scaled/dk_<d>``, ``entropy/unscaled/dk_<d>`` and the ratio of the
@@ -39,11 +42,18 @@ def attention_entropy(
     summary: dict[str, Any] = {}
     curves: dict[str, list[float]] = {"scaled": [], "unscaled": []}
     for d in d_k:
+        x = torch.randn(samples, length, d, generator=g)
         q = torch.randn(samples, length, d, generator=g)
         k = torch.randn(samples, length, d, generator=g)
-        v = torch.zeros(samples, length, 1)
+        torch.manual_seed(seed + d)
+        layer = MultiHeadAttention(d, 1, naive=True)
         for name, scale in (("scaled", True), ("unscaled", False)):
-            _, w = attention(q, k, v, scale=scale)  # (samples, T, T)
+            if init == "layer":
+                layer.scale = scale
+                with torch.no_grad():
+                    _, w = layer(x, x, x, need_weights=True)  # (samples, 1, T, T)
+            else:
+                _, w = attention(q, k, torch.zeros(samples, length, 1), scale=scale)  # (samples, T, T)
             e = normalised_entropy(w)
             curves[name].append(e)
             summary[f"entropy/{name}/dk_{d}"] = e
