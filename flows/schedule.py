@@ -35,6 +35,9 @@ def run_pipeline(pipeline: str, profile: str | None = None, sets: list[str] | No
     from flows.runner import run
 
     connect.check_servers()
+    if not Path(pipeline).is_file():
+        raise FileNotFoundError(f"pipeline file {pipeline!r} not found from {os.getcwd()}; a relative path is "
+                                "resolved in the project folder: deploy with --working-dir set to it on the worker")
     plan = build(Path(pipeline), profile=profile, sets=sets)
     result = run(plan)
     if not result.ok:

@@ -94,3 +94,15 @@ def test_serve_and_deploy_explain_what_they_need(tmp_path, monkeypatch):
     assert result.exit_code == 1 and "needs a shared Prefect server: set PREFECT_API_URL" in result.output
     missing = CliRunner().invoke(app, ["schedule"])
     assert missing.exit_code == 2 and "give a PIPELINE file (or --list)" in missing.output
+
+
+def test_scheduled_flow_reports_a_missing_file_and_failed_steps(tmp_path, home, monkeypatch):
+    from flows.schedule import run_pipeline
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError, match="deploy with --working-dir set to it on the worker"):
+        run_pipeline.fn("pipelines/nightly.yaml")
+    path = tmp_path / "bad.yaml"
+    path.write_text(f"name: nightly-bad\nsteps:\n  bad: {{uses: {C}:fail, with: {{message: disk on fire}}}}\n")
+    with pytest.raises(RuntimeError, match=r"'nightly-bad' finished with failed steps: bad \(RuntimeError: disk on fire\)"):
+        run_pipeline.fn("bad.yaml")
