@@ -13,6 +13,7 @@ import torch
 
 from components import Context, component
 from components.probes import common as P
+from components.probes.timing_worker import EXACT_MALLOC_ENV
 from components.train.build import accepted_fields, build_model
 
 
@@ -45,8 +46,8 @@ def flops_per_layer(family: str, T: int, d: int, k: int) -> int:
     return T * T * d
 
 
-def _run_worker(spec: dict) -> dict:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+def _run_worker(spec: dict, extra_env: dict[str, str] | None = None) -> dict:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p), **(extra_env or {})}
     res = subprocess.run([sys.executable, "-m", "components.probes.timing_worker", json.dumps(spec)],
                          capture_output=True, text=True, env=env, cwd=str(Path.cwd()))
     if res.returncode != 0:
@@ -74,7 +75,8 @@ def timing(
     Args:
         models: label -> variant name, e.g. ``{"rnn": "rnn-small", "attn_naive":
             "transformer-encoder-small"}``; ``overrides`` per label (``{"attn_naive": {"naive": true}}``).
-        lengths: sequence lengths T; each model runs in its own process, T ascending.
+        lengths: sequence lengths T; each model is timed in its own process, and on CPU its
+            memory measured in another (resident high-water mark per T, see timing_worker).
 
     Returns:
         ``summary`` with ``time_s/<label>/T_<T>``, ``memory_mb/...``, ``seq_steps/...``,
@@ -99,7 +101,12 @@ def timing(
         shape = structure(build_model(name, ov))
         spec = {"model": name, "overrides": ov, "lengths": lengths, "batch": batch, "warmup": warmup,
                 "repeats": repeats, "threads": threads, "dtype": dtype, "device": ctx.device, "seed": seed}
-        result = _run_worker(spec)
+        result = _run_worker({**spec, "mode": "time"})
+        if not ctx.device.startswith("cuda"):
+            memory = _run_worker({**spec, "mode": "memory"}, EXACT_MALLOC_ENV)
+            for r, m in zip(result["rows"], memory["rows"]):
+                r["peak_bytes"] = m["peak_bytes"]
+            result["memory_method"] = memory["memory_method"]
         summary["memory_method"] = result["memory_method"]
         for r in result["rows"]:
             T = r["T"]

@@ -1,6 +1,7 @@
 """Time forward+backward and record peak memory over growing T, in a fresh process.
 
 Run as ``python -m components.probes.timing_worker '<json spec>'``; prints one JSON line.
+Times and CPU memory are measured in separate processes (see ``EXACT_MALLOC_ENV``).
 Peak memory on CPU is the rise of the process's resident high-water mark over its resident size
 just before the runs at one T: PyTorch's CPU allocator keeps no statistics and tracemalloc does
 not see its allocations, while the kernel counts every touched page (activations kept for
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
 import resource
 import statistics
 import sys
@@ -69,8 +71,18 @@ class PeakRSS:
         return _maxrss_bytes() - self.base
 
 
+# glibc tunables for the memory pass: map every allocation over 64 KiB and unmap it on free.
+# Otherwise glibc's adaptive thresholds keep large freed blocks in the heap, and the resident
+# size overstates what a step needs at short T, flattening the fitted exponents. Mapping costs
+# page faults, so times are measured in another process with the allocator users run.
+EXACT_MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "65536", "MALLOC_TRIM_THRESHOLD_": "0"}
+
+
 def measure(spec: dict) -> dict:
-    """Return per-T median seconds and peak bytes for fwd+bwd of one model."""
+    """Return per-T median seconds (``mode: time``) or peak bytes (``mode: memory``) of fwd+bwd.
+
+    On CUDA one ``time`` pass records the allocator's peak as well.
+    """
     torch.set_num_threads(spec["threads"])
     from components.probes.common import random_inputs
     from components.train.build import build_model
@@ -80,36 +92,51 @@ def measure(spec: dict) -> dict:
     model = build_model(spec["model"], spec["overrides"]).to(device=device, dtype=dtype).train()
     cuda = device.startswith("cuda")
     sync = torch.cuda.synchronize if cuda else (lambda: None)
-    rss = None if cuda else PeakRSS()
+
+    def step(x):
+        out = model(x)
+        out = out[0] if isinstance(out, (tuple, list)) else out
+        out.float().sum().backward()
+        model.zero_grad(set_to_none=True)
+
     rows = []
+    rss = None if cuda or spec["mode"] == "time" else PeakRSS()
     for T in sorted(spec["lengths"]):
         x = random_inputs(model, spec["batch"], T, spec["seed"]).to(device)
         x = x.to(dtype) if x.dtype.is_floating_point else x
-
-        def step():
-            out = model(x)
-            out = out[0] if isinstance(out, (tuple, list)) else out
-            out.float().sum().backward()
-            model.zero_grad(set_to_none=True)
-
+        if rss is not None:
+            peaks = []
+            for _ in range(2):  # the lower of two: fragmentation only ever adds resident pages
+                rss.reset()
+                step(x)
+                peaks.append(rss.peak())
+            rows.append({"T": T, "peak_bytes": min(peaks)})
+            continue
         if cuda:
             torch.cuda.empty_cache()
             torch.cuda.reset_peak_memory_stats()
             before = torch.cuda.memory_allocated()
-        else:
-            rss.reset()
         for _ in range(spec["warmup"]):
-            step()
+            step(x)
         sync()
         times = []
         for _ in range(spec["repeats"]):
             t0 = time.perf_counter()
-            step()
+            step(x)
             sync()
             times.append(time.perf_counter() - t0)
-        peak = torch.cuda.max_memory_allocated() - before if cuda else rss.peak()
-        rows.append({"T": T, "seconds": statistics.median(times), "peak_bytes": peak})
-    return {"rows": rows, "memory_method": "cuda.max_memory_allocated" if cuda else rss.method}
+        row = {"T": T, "seconds": statistics.median(times)}
+        if cuda:
+            row["peak_bytes"] = torch.cuda.max_memory_allocated() - before
+        rows.append(row)
+    if cuda:
+        method = "cuda.max_memory_allocated"
+    elif rss is not None:
+        exact = all(os.environ.get(k) == v for k, v in EXACT_MALLOC_ENV.items())
+        method = rss.method + (", glibc mmap threshold 64 KiB" if exact else "")
+    else:
+        method = None
+    return {"rows": rows, "memory_method": method}
 
 
 if __name__ == "__main__":
