@@ -76,3 +76,10 @@ def test_length_buckets_are_closed_then_open():
     assert [bucket_of(n, [1, 10, 20]) for n in (0, 1, 9, 10, 25)] == [None, "1-9", "1-9", "10-19", "20-inf"]
     with pytest.raises(ValueError, match="increasing"):
         bucket_names([10, 5])
+
+
+def test_beam_search_decodes_and_scores(trained, tmp_path):
+    _, ckpts = trained
+    s = get("eval.bleu")(Context(tmp_path), checkpoints={"luong": ckpts["luong-tiny"]}, beam=3, tokenize="none",
+                         buckets=[1], n_bootstrap=0, max_examples=30)["summary"]
+    assert s["n"] == 30 and s["bleu/luong"] >= 0 and "bleu_ci/luong" not in s
