@@ -30,7 +30,7 @@ def test_reduced_comparison_produces_a_scorecard_in_mlflow(home, tmp_path):
     local = mlflow.artifacts.download_artifacts(run_id=result.parent_run_id, artifact_path="scorecard.json",
                                                 dst_path=str(tmp_path))
     card = json.loads(Path(local).read_text())
-    claims = {c["id"]: c for c in card["claims"]}
+    claims = {int(c["id"]): c for c in card["claims"]}
     assert sorted(claims) == list(range(1, 19))
     for claim in claims.values():
         assert {"id", "claim", "expected", "measured", "verdict", "run_id"} <= set(claim)
