@@ -68,7 +68,7 @@ class Transformer(Generates, nn.Module):
         self.src_embed = nn.Embedding(cfg.src_vocab_size, d, padding_idx=cfg.pad_id)
         self.tgt_embed = self.src_embed if cfg.share_embeddings else nn.Embedding(cfg.tgt_vocab_size, d,
                                                                                   padding_idx=cfg.pad_id)
-        for emb in {self.src_embed, self.tgt_embed}:  # N(0, 1/d) so that x sqrt(d) has unit scale
+        for emb in dict.fromkeys([self.src_embed, self.tgt_embed]):  # ordered: same seed, same weights; N(0, 1/d)
             nn.init.normal_(emb.weight, std=d ** -0.5)
             with torch.no_grad():
                 emb.weight[cfg.pad_id].zero_()

@@ -21,7 +21,7 @@ def structure(model) -> dict[str, Any]:
     """Return family, layers and width of a built model (what the analytic counts need)."""
     family = getattr(model, "family", "unknown")
     layers = P.config_value(model, "num_layers", "n_encoder_layers", "n_layers", default=1)
-    width = P.config_value(model, "d_model", "hidden_size", default=0)
+    width = P.config_value(model, "d_model", "hidden_size", "channels", default=0)
     kernel = P.config_value(model, "kernel_size", default=3)
     return {"family": family, "layers": int(layers), "width": int(width), "kernel": int(kernel)}
 
