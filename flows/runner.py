@@ -226,6 +226,10 @@ def run(plan: Plan, *, use_cache: bool = True, view=None) -> RunResult:
         try:
             pipeline_flow(return_state=True)
             _promote_reports(plan, result, tracker)
+        except Exception as e:  # a server went away mid-run; finished steps are in the cache
+            where = os.environ.get("PREFECT_API_URL") or "the embedded Prefect server"
+            result.errors["(servers)"] = (f"lost a server (Prefect API at {where}, MLflow at "
+                                          f"{os.environ.get('MLFLOW_TRACKING_URI')}): {type(e).__name__}: {e}")
         finally:
             result.seconds = time.monotonic() - started
             try:

@@ -208,6 +208,7 @@ class TeamServers:
                     "BOTTLENECKS_HOME": str(home), "PREFECT_HOME": str(home / "prefect"),
                     # a dead server should fail the test in seconds, not after minutes of retries
                     "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1", "MLFLOW_HTTP_REQUEST_TIMEOUT": "10",
+                    "PREFECT_CLIENT_MAX_RETRIES": "1",
                     "PREFECT_SERVER_ANALYTICS_ENABLED": "false", **extra})
         return env
 
