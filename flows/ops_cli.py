@@ -32,7 +32,7 @@ def _fail(message: str, code: int = 1) -> None:
     raise typer.Exit(code)
 
 
-def _check_prefect() -> None:
+def _check_servers() -> None:
     from flows import connect
 
     try:
@@ -72,7 +72,7 @@ def schedule(
     same deployment is cancelled. Run them with `bottlenecks serve` or `bottlenecks deploy`.
     """
     settings.configure()
-    _check_prefect()
+    _check_servers()
     from flows import schedule as sched
 
     if list_:
@@ -167,7 +167,7 @@ def serve(
     project's store when it is unset.
     """
     settings.configure()
-    _check_prefect()
+    _check_servers()
     from flows import schedule as sched
 
     if os.environ.get("PREFECT_API_URL"):
@@ -224,7 +224,7 @@ def deploy(
 ) -> None:
     """Point schedules at a work pool so Prefect workers on other hosts (e.g. GPU boxes) run them."""
     settings.configure()
-    _check_prefect()
+    _check_servers()
     if not os.environ.get("PREFECT_API_URL"):
         _fail("deploying to a work pool needs a shared Prefect server: set PREFECT_API_URL "
               "(e.g. http://127.0.0.1:4200/api for the docker compose deployment)")
