@@ -197,7 +197,7 @@ def _serve(files: list[Path], limit: int | None, wait: bool = False, poll: float
         told = False
         while True:
             try:
-                specs = sched.served_specs([])
+                specs = sched.served_specs()
                 break
             except sched.ScheduleError as e:
                 if not wait:

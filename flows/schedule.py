@@ -225,10 +225,8 @@ def api_url() -> str:
     return os.environ.get("PREFECT_API_URL") or "the embedded Prefect store (PREFECT_API_URL unset)"
 
 
-def served_specs(files: list[Path]) -> list[ScheduleSpec]:
-    """What ``serve`` runs: the given files' schedules, else every schedule without a work pool."""
-    if files:
-        return [spec_from_file(f) for f in files]
+def served_specs() -> list[ScheduleSpec]:
+    """Every schedule made here that no work pool runs: what ``serve`` runs by default."""
     specs = [spec_from_deployment(d) for d in deployments() if not d.work_pool_name]
     specs = [s for s in specs if s is not None]
     if not specs:
