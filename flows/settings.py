@@ -35,6 +35,7 @@ def configure() -> Path:
     env.setdefault("MLFLOW_TRACKING_URI", f"sqlite:///{root / 'mlflow.db'}")
     env.setdefault("MLFLOW_ENABLE_ASYNC_LOGGING", "false")
     env.setdefault("MLFLOW_LOGGING_LEVEL", "ERROR")
+    env.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
     env.setdefault("GIT_PYTHON_REFRESH", "quiet")
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
     env.setdefault("MPLBACKEND", "Agg")
