@@ -127,21 +127,24 @@ def _run(name: str, sets: list[str]):
     result = run(build(PIPELINES / f"{name}.yaml", sets=sets))
     assert result.ok, result.errors
     card = json.loads(Path(result.outputs["scorecard"]["scorecard"]).read_text())
-    assert [c["id"] for c in card["claims"]] == [c["id"] for c in _scorecard(_yaml(name))["expect"]]
+    assert [c["id"] for c in card["claims"]] == [str(c["id"]) for c in _scorecard(_yaml(name))["expect"]]
     assert {c["verdict"] for c in card["claims"]} <= VERDICTS
     return {c["id"]: c for c in card["claims"]}
 
 
 @pytest.mark.slow
-def test_b4_runs_end_to_end_with_tiny_lengths(home):
+def test_b1_runs_end_to_end_with_tiny_training(home):
     import torch
 
     torch.set_num_threads(1)
-    claims = _run("b4_sequential", ["timing_lengths=[32,256]", "repeats=1", "fit_min=0"])
-    # structural: counted, not timed, so they hold on any machine at any size
-    assert claims[10]["verdict"] == "holds", claims[10]["reason"]
-    assert claims[13]["verdict"] == "holds", claims[13]["reason"]
-    assert claims[12]["verdict"] in ("device-dependent", "holds", "fails")
+    claims = _run("b1_hidden_state", ["seeds=[0]", "task_steps=5", "mt_steps=5", "mt_data.n_train=500",
+                                      "varlen.n_train=300", "lookup.n_train=300"])
+    # parameter counts are structural: they hold at any training length
+    assert claims["1"]["verdict"] == "holds", claims["1"]["reason"]
+    assert claims["mlp"]["verdict"] == "holds", claims["mlp"]["reason"]
+    # one seed where the scorecard asks for three: the training claims say so instead of judging
+    for cid in ("many_to_one", "many_to_many", "recall"):
+        assert claims[cid]["verdict"] == "not measured", (cid, claims[cid]["reason"])
 
 
 @pytest.mark.slow
