@@ -7,6 +7,7 @@ pydantic model built from the signature; its declared ``outputs`` are the keys o
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import importlib
 import inspect
@@ -47,13 +48,13 @@ class Component:
 
     @property
     def code_version(self) -> str:
-        """Declared version plus a hash of the defining module's source (edits invalidate caches)."""
-        try:
-            source = inspect.getsource(sys.modules[self.fn.__module__])
-        except (OSError, TypeError, KeyError):
-            source = inspect.getsource(self.fn)
-        digest = hashlib.sha256(source.encode()).hexdigest()[:12]
-        return f"{self.version}+{digest}"
+        """Declared version plus a hash of the source of the package defining the component.
+
+        The whole package, not just the module: a component's behaviour also depends on the
+        models, loaders and helpers it calls, and an edit to any of them must invalidate caches.
+        """
+        root = self.fn.__module__.split(".")[0]
+        return f"{self.version}+{_package_digest(root)}"
 
     def parameters(self) -> dict[str, tuple[Any, Any, bool]]:
         """Map parameter name to (annotation, default, required)."""
@@ -79,6 +80,21 @@ class Component:
         if missing:
             raise ComponentError(f"{self.name} did not return declared outputs {missing}")
         return result
+
+
+@functools.lru_cache(maxsize=None)
+def _package_digest(root: str) -> str:
+    """Hash every Python source file of the top-level package (or module) ``root``."""
+    module = sys.modules.get(root) or importlib.import_module(root)
+    files = [(Path(base), path) for base in getattr(module, "__path__", None) or []
+             for path in sorted(Path(base).rglob("*.py"))]
+    if not files and getattr(module, "__file__", None):
+        files = [(Path(module.__file__).parent, Path(module.__file__))]
+    digest = hashlib.sha256()
+    for base, path in files:
+        digest.update(str(path.relative_to(base)).encode())  # a moved file changes the key too
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 _REGISTRY: dict[str, Component] = {}
