@@ -17,8 +17,8 @@ from flows import settings
 
 app = typer.Typer(help="Declarative pipelines for the four-bottleneck comparison of sequence models.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
-out = Console()
-err = Console(stderr=True)
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
 
 PipelineArg = Annotated[Path, typer.Argument(help="pipeline YAML file", show_default=False)]
 SetOpt = Annotated[Optional[list[str]], typer.Option(
