@@ -3,7 +3,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIPELINE ?= pipelines/four_bottlenecks.yaml
-PYTEST_ARGS ?=
+PYTEST_ARGS ?= -n 2 --dist loadfile
 
 .PHONY: setup demo test check clean
 
