@@ -51,7 +51,8 @@ def eval_bleu(
 
     Returns:
         ``summary``: ``bleu/<label>``, ``chrf/<label>``, ``bleu_ci/<label>`` and per bucket
-        ``bleu/<label>/len_<a-b>``, ``chrf/...``, ``count/len_<a-b>`` (source words); ``plot``:
+        ``bleu/<label>/len_<a-b>``, ``chrf/...``, ``count/len_<a-b>`` (source words), and
+        ``bleu/<label>/shortest`` / ``longest`` for the first and last non-empty bucket; ``plot``:
         BLEU against source length for every model; ``samples``: CSV of sample translations.
         Hypotheses and references are written as ``hyps.<label>.txt`` and ``refs.<label>.txt``.
     """
@@ -85,6 +86,11 @@ def eval_bleu(
             for k, v in s.items():
                 summary[P.key(k, label, f"len_{b}")] = v
             curves[label].append(s["bleu"])
+        # the first and last non-empty buckets under stable names, so claims hold for any bucketing
+        filled = [b for b in names if summary[P.key("count", f"len_{b}")] > 0]
+        for alias, b in (("shortest", filled[0]), ("longest", filled[-1])) if filled else ():
+            for k in ("bleu", "chrf"):
+                summary[P.key(k, label, alias)] = summary[P.key(k, label, f"len_{b}")]
         samples.setdefault("source", src_text[:n_samples])
         samples.setdefault("reference", refs[:n_samples])
         samples[f"hyp_{label}"] = hyps[:n_samples]
