@@ -9,6 +9,7 @@ import json
 import os
 import time
 import traceback
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -252,7 +253,4 @@ def _promote_reports(plan: Plan, result: RunResult, tracker: Tracker) -> None:
 
 
 def _counts(result: RunResult) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for s in result.status.values():
-        counts[s] = counts.get(s, 0) + 1
-    return counts
+    return dict(Counter(result.status.values()))
