@@ -45,12 +45,14 @@ def _cell(cell: Any, where: str) -> dict[str, Any]:
         raise ScorecardError(f"{where}: a cell is a reference ('step.key') or a mapping with 'value', "
                              f"got {cell!r}")
     if "check" in cell:
-        label = cell.get("label")
-        spec = validate_check({k: v for k, v in cell.items() if k != "label"}, where)
+        label, seeds = cell.get("label"), cell.get("min_seeds")
+        if seeds is not None and (not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 1):
+            raise ScorecardError(f"{where}: min_seeds must be a positive integer, got {seeds!r}")
+        spec = validate_check({k: v for k, v in cell.items() if k not in ("label", "min_seeds")}, where)
         shown = spec.get("value") if spec.get("value") is not None else spec.get("a")
         if shown is None:
             raise ScorecardError(f"{where}: a cell's check needs 'value' or 'a' (the number shown)")
-        return {"value": shown, "label": label, "check": spec}
+        return {"value": shown, "label": label, "check": spec, "min_seeds": seeds}
     unknown = [k for k in cell if k not in CELL_KEYS]
     if unknown:
         raise ScorecardError(f"{where}: unknown key {unknown[0]!r}{suggest(str(unknown[0]), CELL_KEYS)}")
@@ -84,7 +86,8 @@ def fill(cells: dict[str, dict[str, Any]], resolver: Resolver, *, min_seeds: int
             entry["mean"] = json_number(math.nan)
             entry["reason"] = "every seed diverged"
         if cell["check"] is not None:
-            r = evaluate(cell["check"], resolver, min_seeds=min_seeds, spread_factor=spread_factor)
+            seeds = cell.get("min_seeds") or min_seeds  # a single measurement (a count) needs one
+            r = evaluate(cell["check"], resolver, min_seeds=seeds, spread_factor=spread_factor)
             entry.update(verdict=r.verdict, reason=r.reason, expected=r.expected,
                          run_id=sorted(set(entry["run_id"]) | set(r.run_ids)))
         row[col] = entry
