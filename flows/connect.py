@@ -21,20 +21,22 @@ def _health(url: str, timeout: float) -> str | None:
         return str(getattr(e, "reason", e))
 
 
+_SERVERS = (
+    ("MLFLOW_TRACKING_URI", "MLflow server at {url} is unreachable ({why}); check that `mlflow server` "
+     "is running and MLFLOW_TRACKING_URI is right, or unset it to use the local store"),
+    ("PREFECT_API_URL", "Prefect API at {url} is unreachable ({why}); check that `prefect server "
+     "start` is running and PREFECT_API_URL ends in /api, or unset it to run embedded"),
+)
+
+
 def check_servers(timeout: float = 5.0) -> None:
     """Check MLFLOW_TRACKING_URI and PREFECT_API_URL when they name HTTP servers."""
     problems = []
-    mlflow_uri = os.environ.get("MLFLOW_TRACKING_URI", "")
-    if mlflow_uri.startswith(("http://", "https://")):
-        why = _health(mlflow_uri.rstrip("/") + "/health", timeout)
-        if why:
-            problems.append(f"MLflow server at {mlflow_uri} is unreachable ({why}); check that `mlflow server` "
-                            "is running and MLFLOW_TRACKING_URI is right, or unset it to use the local store")
-    prefect_url = os.environ.get("PREFECT_API_URL", "")
-    if prefect_url.startswith(("http://", "https://")):
-        why = _health(prefect_url.rstrip("/") + "/health", timeout)
-        if why:
-            problems.append(f"Prefect API at {prefect_url} is unreachable ({why}); check that `prefect server "
-                            "start` is running and PREFECT_API_URL ends in /api, or unset it to run embedded")
+    for var, message in _SERVERS:
+        url = os.environ.get(var, "")
+        if url.startswith(("http://", "https://")):
+            why = _health(url.rstrip("/") + "/health", timeout)
+            if why:
+                problems.append(message.format(url=url, why=why))
     if problems:
         raise ServerUnreachable("\n".join(problems))
