@@ -36,6 +36,7 @@ class Component:
     version: str
     params_model: type[BaseModel]
     bottleneck: str | None = None
+    promote: bool = False
     tags: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -125,6 +126,7 @@ def component(
     outputs: tuple[str, ...] | list[str] = (),
     version: str = "1",
     bottleneck: str | None = None,
+    promote: bool = False,
 ) -> Callable[[Callable], Callable]:
     """Register ``fn`` as the component ``name``.
 
@@ -134,6 +136,8 @@ def component(
             ``${step.output}``.
         version: bump to invalidate caches when behaviour changes without a source change.
         bottleneck: which bottleneck (B1-B4) the component measures, recorded as a tag.
+        promote: a report: the engine also puts its output files and metrics on the pipeline's
+            parent run, where users look first.
     """
 
     def register(fn: Callable) -> Callable:
@@ -151,6 +155,7 @@ def component(
             version=version,
             params_model=_params_model(name, fn),
             bottleneck=bottleneck,
+            promote=promote,
         )
         fn.component = _REGISTRY[name]  # type: ignore[attr-defined]
         return fn

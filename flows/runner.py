@@ -22,7 +22,6 @@ from prefect.cache_policies import NO_CACHE  # noqa: E402
 from prefect.states import Completed  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 
-settings.quiet_prefect_console()
 threadsafe.patch_matplotlib()
 threadsafe.patch_tqdm()
 
@@ -242,9 +241,10 @@ def run(plan: Plan, *, use_cache: bool = True, view=None) -> RunResult:
 
 
 def _promote_reports(plan: Plan, result: RunResult, tracker: Tracker) -> None:
-    """Copy the files and metrics of ``report.*`` steps onto the parent run, where users look first."""
+    """Copy the files and metrics of steps whose component is a report (``promote=True``) onto
+    the parent run, where users look first."""
     for iid, outputs in result.outputs.items():
-        if not plan.instances[iid].component.name.startswith("report."):
+        if not plan.instances[iid].component.promote:
             continue
         tracker.copy_results(outputs["run_id"], result.parent_run_id, params=False)
         for value in outputs.values():

@@ -60,14 +60,3 @@ def artifact_root() -> str | None:
         return (home() / "mlartifacts").as_uri()
     return None
 
-
-def quiet_prefect_console() -> None:
-    """Drop Prefect's console log lines (task failures, tracebacks): the step view reports them.
-
-    Handlers that ship logs to the Prefect API keep their level, so the Prefect UI has them.
-    """
-    for name in list(logging.root.manager.loggerDict):
-        if name.startswith("prefect"):
-            for handler in logging.getLogger(name).handlers:
-                if type(handler).__name__ in ("PrefectConsoleHandler", "StreamHandler"):
-                    handler.setLevel(logging.CRITICAL + 1)

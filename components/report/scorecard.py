@@ -36,7 +36,7 @@ Expectations = Annotated[list[dict[str, Any]], _checked(validate_expectations)]
 Architectures = Annotated[dict[str, dict[str, Any]] | None, _checked(validate_architectures)]
 
 
-@component("report.scorecard", outputs=["scorecard", "summary", "markdown", "html"])
+@component("report.scorecard", outputs=["scorecard", "summary", "markdown", "html"], promote=True)
 def scorecard(
     ctx: Context,
     *,
