@@ -7,7 +7,6 @@ the step's own run inside the worker thread.
 from __future__ import annotations
 
 import json
-import math
 import re
 import subprocess
 import threading
@@ -122,11 +121,8 @@ class MlflowContext(Context):
 
     def log_metric(self, key: str, value: float, step: int | None = None) -> None:
         super().log_metric(key, value, step)
-        value = float(value)
-        if math.isnan(value):  # MLflow stores NaN; keep it so a diverged run shows where
-            value = float("nan")
-        with self._lock:
-            self._pending.append(Metric(key, value, int(time.time() * 1000), int(step or 0)))
+        with self._lock:  # NaN is kept: MLflow stores it, so a diverged run shows where it broke
+            self._pending.append(Metric(key, float(value), int(time.time() * 1000), int(step or 0)))
             due = len(self._pending) >= 500 or time.monotonic() - self._last_flush > 2.0
         if due:
             self.flush()
