@@ -232,7 +232,7 @@ class _Planner:
 
     def _check_params(self, params: dict) -> None:
         for k, v in params.items():
-            if _contains_ref(v):
+            if _any(v, lambda x: isinstance(x, str) and "${" in x):
                 self.errors.add(self.pipe.params.vpos(k), f"param {k!r}: params are plain values and cannot "
                                                           "contain ${...} references")
 
@@ -380,7 +380,7 @@ class _Planner:
         return ref
 
     def _validate_params(self, step: Step, comp: Component, inst: Instance) -> None:
-        concrete = {k: v for k, v in inst.params.items() if not _contains(v, (Ref, _Invalid))}
+        concrete = {k: v for k, v in inst.params.items() if not _any(v, lambda x: isinstance(x, (Ref, _Invalid)))}
         deferred = set(inst.params) - set(concrete)
         try:
             comp.params_model.model_validate(concrete)
@@ -431,24 +431,13 @@ def _step_refs(value: Any, pos=None):
             yield t.ns, (line, col + t.start)
 
 
-def _contains(value: Any, cls) -> bool:
-    if isinstance(value, cls):
-        return True
+def _any(value: Any, leaf) -> bool:
+    """True when ``leaf`` holds for any value inside nested dicts and lists."""
     if isinstance(value, dict):
-        return any(_contains(v, cls) for v in value.values())
+        return any(_any(v, leaf) for v in value.values())
     if isinstance(value, list):
-        return any(_contains(v, cls) for v in value)
-    return False
-
-
-def _contains_ref(value: Any) -> bool:
-    if isinstance(value, str):
-        return "${" in value
-    if isinstance(value, dict):
-        return any(_contains_ref(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_contains_ref(v) for v in value)
-    return False
+        return any(_any(v, leaf) for v in value)
+    return leaf(value)
 
 
 def _type_name(ann) -> str:
