@@ -61,13 +61,21 @@ def tail(log: Path | None, lines: int = 30) -> str:
     return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
 
 
-def api(method: str, url: str, body: dict | None = None, timeout: float = 15) -> dict | list:
-    """Call a JSON REST endpoint."""
+def api(method: str, url: str, body: dict | None = None, timeout: float = 15, attempts: int = 5) -> dict | list:
+    """Call a JSON REST endpoint, retrying a 503 (a SQLite-backed Prefect server answers it when its
+    database is busy, which happens on a loaded 2-core machine)."""
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=timeout) as r:
-        text = r.read().decode()
-    return json.loads(text) if text else {}
+    for attempt in range(attempts):
+        req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                text = r.read().decode()
+            return json.loads(text) if text else {}
+        except urllib.error.HTTPError as e:
+            if e.code != 503 or attempt == attempts - 1:
+                raise
+            time.sleep(2 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 class Postgres:
