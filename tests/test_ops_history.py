@@ -9,7 +9,7 @@ import pytest
 from mlflow.entities import Metric
 from typer.testing import CliRunner
 
-from flows import history
+from flows import history, settings
 from flows.cli import app
 
 
@@ -17,7 +17,9 @@ def seed(pipeline, nights, on_children=False, failed_last=False):
     """One parent run per night with ``metrics``; on_children puts them on a 'report' step run."""
     client = mlflow.MlflowClient()
     exp = client.get_experiment_by_name(pipeline)
-    exp_id = exp.experiment_id if exp else client.create_experiment(pipeline)
+    # The engine's artifact folder, not MLflow's default ./mlruns in the working directory.
+    exp_id = exp.experiment_id if exp else client.create_experiment(
+        pipeline, artifact_location=settings.artifact_root())
     ids = []
     for i, metrics in enumerate(nights):
         parent = client.create_run(exp_id, run_name=pipeline, tags={"pipeline": pipeline},
