@@ -89,10 +89,20 @@ def test_a_check_can_set_its_own_spread_factor():
     assert evaluate(validate_check({**spec, "spread_factor": 0}, "t"), r, spread_factor=3).verdict == HOLDS
 
 
-def test_flat_fails_when_the_base_is_below_its_floor_and_says_why():
+def test_a_base_below_its_floor_leaves_the_shape_not_measured_and_says_why():
+    # A model that never learned the short case says nothing about a cliff (or flatness).
     r = run({"check": "cliff", "value": "bleu[arch=weak].long", "base": "bleu[arch=weak].short", "base_at_least": 20})
-    assert r.verdict == FAILS and "did not learn" in r.reason
-    assert r.measured["ratio"]["0"] == pytest.approx(0.2)
+    assert r.verdict == NOT_MEASURED and "did not learn the easy case" in r.reason
+    assert "seed 0: base 10" in r.reason
+    assert r.measured["ratio"]["0"] == pytest.approx(0.2)  # the values still reach the report
+
+
+def test_a_seed_that_breaks_the_ratio_fails_even_when_another_seed_is_below_the_floor():
+    meas = {"bleu": {**{f"arch=x,seed={i}": {"short": s, "long": l}
+                        for i, (s, l) in enumerate([(90, 89), (95, 40), (10, 9)])}}}
+    spec = {"check": "flat", "value": "bleu[arch=x].long", "base": "bleu[arch=x].short", "base_at_least": 50}
+    r = evaluate(validate_check(spec, "t"), Resolver(meas, {}))
+    assert r.verdict == FAILS and "seed 1: ratio 0.42" in r.reason and "seed 2: base 10" in r.reason
 
 
 def test_a_diverged_seed_fails_a_threshold_and_is_reported_by_name():

@@ -20,6 +20,7 @@ class Outcome:
 
     holds: bool
     reason: str
+    measurable: bool = True  # False: a precondition failed, so the rule could not be judged
 
 
 def fmt(v: float) -> str:
