@@ -21,3 +21,13 @@ def test_cell_min_seeds_lets_a_single_measurement_be_judged(tmp_path):
 def test_without_it_the_scorecard_wide_seed_count_applies(tmp_path):
     cell = {"check": "equals", "value": "params.spread", "to": 0, "label": "constant"}
     assert card(tmp_path / "b", cell)["verdict"] == "not measured"
+
+
+def test_a_flat_cell_shows_the_ratio_per_seed_not_the_raw_value(tmp_path):
+    bleu = {f"arch=x,seed={i}": {"long": lo, "short": sh} for i, (lo, sh) in enumerate([(45, 50), (40, 50), (30, 60)])}
+    cell = {"check": "flat", "value": "bleu[*].long", "base": "bleu[*].short", "ratio": 0.85, "label": "long / short"}
+    out = get("report.scorecard")(Context(tmp_path), measurements={"params": {"spread": 0}, "bleu": bleu},
+                                  expect=EXPECT, architectures={"s2s": {"B3": cell}}, min_seeds=3)
+    got = json.loads(open(out["scorecard"]).read())["architectures"]["s2s"]["B3"]
+    assert sorted(got["measured"].values()) == [0.5, 0.8, 0.9]
+    assert abs(got["mean"] - 2.2 / 3) < 1e-9 and got["verdict"] == "fails"

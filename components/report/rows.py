@@ -90,6 +90,10 @@ def fill(cells: dict[str, dict[str, Any]], resolver: Resolver, *, min_seeds: int
             r = evaluate(cell["check"], resolver, min_seeds=seeds, spread_factor=spread_factor)
             entry.update(verdict=r.verdict, reason=r.reason, expected=r.expected,
                          run_id=sorted(set(entry["run_id"]) | set(r.run_ids)))
+            ratios = r.measured.get("ratio") if cell["check"]["check"] in ("flat", "cliff") else None
+            if ratios:  # a flat/cliff cell is about value / base: show that ratio, not the raw value
+                finite = [v for v in ratios.values() if isinstance(v, (int, float)) and math.isfinite(v)]
+                entry.update(measured=ratios, mean=json_number(sum(finite) / len(finite)) if finite else None)
         row[col] = entry
     return row
 
