@@ -6,10 +6,12 @@ pydantic model built from the signature; its declared ``outputs`` are the keys o
 """
 from __future__ import annotations
 
+import ast
 import difflib
 import functools
 import hashlib
 import importlib
+import importlib.util
 import inspect
 import sys
 from dataclasses import dataclass, field
@@ -49,13 +51,14 @@ class Component:
 
     @property
     def code_version(self) -> str:
-        """Declared version plus a hash of the source of the package defining the component.
+        """Declared version plus a hash of the source the component's module runs.
 
-        The whole package, not just the module: a component's behaviour also depends on the
-        models, loaders and helpers it calls, and an edit to any of them must invalidate caches.
+        That is its module and every module of the same top-level package it imports, directly
+        or through others (imports inside functions included), with their packages'
+        ``__init__`` files: an edit to a model or loader a trainer uses invalidates the training
+        steps, while an edit to the report code leaves them cached.
         """
-        root = self.fn.__module__.split(".")[0]
-        return f"{self.version}+{_package_digest(root)}"
+        return f"{self.version}+{_source_digest(self.fn.__module__)}"
 
     def parameters(self) -> dict[str, tuple[Any, Any, bool]]:
         """Map parameter name to (annotation, default, required)."""
@@ -83,18 +86,56 @@ class Component:
         return result
 
 
+def _module_file(name: str) -> Path | None:
+    """The source file of module ``name``, or None (not a module, not Python source)."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError, AttributeError):
+        return None
+    origin = getattr(spec, "origin", None)
+    return Path(origin) if origin and origin.endswith(".py") and Path(origin).is_file() else None
+
+
+def _imported(name: str, path: Path) -> set[str]:
+    """Module names ``name`` imports anywhere in its source (``from a import b`` gives a and a.b)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_bytes(), str(path))):
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[:len(parts) - node.level + 1] if node.level > 1 else parts)
+                base = f"{base}.{node.module}" if node.module else base
+            else:
+                base = node.module or ""
+            out.add(base)
+            out.update(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
+    return out
+
+
 @functools.lru_cache(maxsize=None)
-def _package_digest(root: str) -> str:
-    """Hash every Python source file of the top-level package (or module) ``root``."""
-    module = sys.modules.get(root) or importlib.import_module(root)
-    files = [(Path(base), path) for base in getattr(module, "__path__", None) or []
-             for path in sorted(Path(base).rglob("*.py"))]
-    if not files and getattr(module, "__file__", None):
-        files = [(Path(module.__file__).parent, Path(module.__file__))]
+def _source_digest(module_name: str) -> str:
+    """Hash the source of ``module_name`` and of its import closure inside its top-level package."""
+    root = module_name.split(".")[0]
+    files: dict[str, Path] = {}
+    todo = [module_name]
+    while todo:
+        name = todo.pop()
+        if name in files or not (name == root or name.startswith(root + ".")):
+            continue
+        path = _module_file(name)
+        if path is None:
+            continue
+        files[name] = path
+        parts = name.split(".")
+        todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))  # parent packages run first
+        todo.extend(_imported(name, path))
     digest = hashlib.sha256()
-    for base, path in files:
-        digest.update(str(path.relative_to(base)).encode())  # a moved file changes the key too
-        digest.update(path.read_bytes())
+    for name in sorted(files):
+        digest.update(name.encode())  # a moved module changes the key too
+        digest.update(files[name].read_bytes())
     return digest.hexdigest()[:12]
 
 

@@ -1,0 +1,60 @@
+"""A step's cache key follows the code it runs: an edit to a helper it imports invalidates it, an
+edit elsewhere in the same package does not (a report change must not retrain every model)."""
+import sys
+import textwrap
+
+import pytest
+
+from components.registry import _source_digest
+
+
+@pytest.fixture
+def plugin(tmp_path, monkeypatch):
+    pkg = tmp_path / "cvplug"
+    (pkg / "sub").mkdir(parents=True)
+    files = {
+        "__init__.py": "",
+        "helper.py": "SCALE = 2\n",
+        "deep.py": "OFFSET = 1\n",
+        "sub/__init__.py": "",
+        "sub/comp.py": textwrap.dedent("""\
+            from ..helper import SCALE
+            def step(x):
+                from cvplug import deep  # imported inside the function still counts
+                return x * SCALE + deep.OFFSET
+            """),
+        "report.py": "def render():\n    return 'v1'\n",
+    }
+    for name, text in files.items():
+        (pkg / name).write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield pkg
+    for name in [m for m in sys.modules if m == "cvplug" or m.startswith("cvplug.")]:
+        del sys.modules[name]
+
+
+def digest(name):
+    _source_digest.cache_clear()
+    return _source_digest(name)
+
+
+@pytest.mark.parametrize("edited", ["helper.py", "deep.py", "sub/comp.py", "sub/__init__.py", "__init__.py"])
+def test_an_edit_to_code_the_component_runs_changes_its_version(plugin, edited):
+    before = digest("cvplug.sub.comp")
+    (plugin / edited).write_text((plugin / edited).read_text() + "# edited\n")
+    assert digest("cvplug.sub.comp") != before
+
+
+def test_an_edit_to_an_unrelated_module_of_the_package_keeps_it(plugin):
+    before = digest("cvplug.sub.comp")
+    (plugin / "report.py").write_text("def render():\n    return 'v2'\n")
+    assert digest("cvplug.sub.comp") == before
+    assert digest("cvplug.report") != digest("cvplug.sub.comp")
+
+
+def test_shipped_training_does_not_depend_on_the_report_code():
+    from components import get
+    import components.library  # noqa: F401 - registers the shipped components
+
+    train, report = get("train.model"), get("report.scorecard")
+    assert train.code_version != report.code_version
