@@ -117,6 +117,23 @@ def test_multi_lookup_rule(tmp_path):
             assert torch.equal(y[:, t, j], expected)
 
 
+def test_spell_rule_and_format(tmp_path):
+    path = run(tmp_path, "data.spell", base=3, length=4, seed=1)
+    meta = load_meta(path)
+    assert meta["target"] == "generate" and meta["out_len"] == 4 and meta["num_classes"] == 3
+    assert meta["vocab_size"] == 81 and meta["chance"] == pytest.approx(1 / 3)
+    d = load_split(path, "train")
+    assert d["x"].shape == (200,) and d["y"].shape == (200, 4)
+    for n, digits in zip(d["x"].tolist(), d["y"].tolist()):  # an independent oracle: repeated division
+        expect = []
+        for _ in range(4):
+            n, r = divmod(n, 3)
+            expect.insert(0, r)
+        assert digits == expect
+    again = load_split(run(tmp_path, "data.spell", "b", base=3, length=4, seed=1), "test")
+    assert torch.equal(again["x"], load_split(path, "test")["x"])
+
+
 def test_variable_length_rule(tmp_path):
     folder = run(tmp_path, "data.variable_length", vocab=3, min_len=2, max_len=9)
     data = load_split(folder, "train")
@@ -134,6 +151,8 @@ def test_variable_length_rule(tmp_path):
     ("data.variable_length", {"min_len": 9, "max_len": 3}, "min_len <= max_len"),
     ("data.agreement", {"train_attractor_prob": 1.5}, "train_attractor_prob must be a probability"),
     ("data.delayed_recall", {"n_train": 0, "n_valid": 0, "n_test": 0}, "all example counts are 0"),
+    ("data.spell", {"base": 1}, "base must be >= 2"),
+    ("data.spell", {"base": 10, "length": 7}, "10,000,000 numbers is more than 1,000,000 embedding rows"),
 ])
 def test_bad_parameters(tmp_path, name, params, match):
     with pytest.raises(DataError, match=match):
@@ -142,7 +161,7 @@ def test_bad_parameters(tmp_path, name, params, match):
 
 EXPECTED = {"data.wmt", "data.synthetic_translation", "data.delayed_recall", "data.adding", "data.agreement",
             "data.multi_lookup", "data.variable_length", "data.digits", "data.mnist", "data.digit_strips",
-            "data.patches"}
+            "data.patches", "data.spell"}
 
 
 def test_every_data_component_is_registered_and_documented():

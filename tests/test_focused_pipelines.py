@@ -138,12 +138,13 @@ def test_b1_runs_end_to_end_with_tiny_training(home):
 
     torch.set_num_threads(1)
     claims = _run("b1_hidden_state", ["seeds=[0]", "task_steps=5", "mt_steps=5", "mt_data.n_train=500",
-                                      "varlen.n_train=300", "lookup.n_train=300"])
+                                      "varlen.n_train=300", "lookup.n_train=300",
+                                      "spell.n_train=300"])
     # parameter counts are structural: they hold at any training length
     assert claims["1"]["verdict"] == "holds", claims["1"]["reason"]
     assert claims["mlp"]["verdict"] == "holds", claims["mlp"]["reason"]
     # one seed where the scorecard asks for three: the training claims say so instead of judging
-    for cid in ("many_to_one", "many_to_many", "recall"):
+    for cid in ("many_to_one", "many_to_many", "one_to_many", "recall"):
         assert claims[cid]["verdict"] == "not measured", (cid, claims[cid]["reason"])
 
 

@@ -131,7 +131,7 @@ def test_bad_inputs_say_what_to_fix(tmp_path):
         load_model(tmp_path / "x.pt")
 
 
-@pytest.mark.parametrize("kind", ["adding", "translation", "digits", "strips", "tagging"])
+@pytest.mark.parametrize("kind", ["adding", "translation", "digits", "strips", "tagging", "generate"])
 def test_every_task_kind_trains_a_zoo_model(tmp_path, kind):
     ctx = Context(tmp_path / "d")
     if kind == "adding":
@@ -140,6 +140,9 @@ def test_every_task_kind_trains_a_zoo_model(tmp_path, kind):
         data = get("data.synthetic_translation")(ctx, vocab=6, min_len=2, max_len=6, n_train=64, n_valid=8,
                                                  n_test=8)["dataset"]
         model = "luong-tiny"
+    elif kind == "generate":
+        data, model = get("data.spell")(ctx, base=3, length=4, n_train=64, n_valid=16, n_test=16)["dataset"], \
+            "lstm-generator-small"
     elif kind == "tagging":
         data = get("data.delayed_recall")(ctx, lag=3, target="tag", n_train=64, n_valid=16, n_test=16)["dataset"]
         model = "transformer-tagger-small"
@@ -170,6 +173,23 @@ def test_several_outputs_per_step_score_each_and_all_together(tmp_path):
     s = get("train.model")(Context(tmp_path / "r"), data=data, model="transformer-tagger-small", steps=5,
                            batch_size=16)["summary"]
     assert 0 <= s["test_acc_all"] <= s["test_acc"] <= 1
+
+
+def test_a_one_to_many_generator_learns_to_spell_numbers(tmp_path):
+    # One id in, four digits out: the generator unrolls from one vector and learns every digit.
+    data = get("data.spell")(Context(tmp_path / "d"), base=3, length=4, n_train=2000, n_valid=200,
+                             n_test=200)["dataset"]
+    s = get("train.model")(Context(tmp_path / "r"), data=data, model="lstm-generator-small",
+                           overrides={"hidden_size": 64, "embed_dim": 32}, steps=300, batch_size=64,
+                           lr=0.01)["summary"]
+    assert s["test_acc"] > 0.95 and s["test_acc_all"] > 0.8  # chance: 1/3 per digit, 1/81 per number
+    assert s["test_acc_all"] <= s["test_acc"]
+
+
+def test_a_generate_task_refuses_a_model_that_is_not_one_to_many(tmp_path):
+    data = get("data.spell")(Context(tmp_path / "d"), base=3, length=4, n_train=32, n_valid=8, n_test=8)["dataset"]
+    with pytest.raises(TrainError, match="needs a one-to-many model such as lstm-generator-small"):
+        get("train.model")(Context(tmp_path / "r"), data=data, model="transformer-tagger-small", steps=2)
 
 
 def test_bf16_autocast_trains_on_cpu(tmp_path):

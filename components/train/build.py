@@ -81,6 +81,8 @@ def data_overrides(meta: dict[str, Any], name: str) -> dict[str, Any]:
         found["num_classes"] *= meta["num_outputs"]  # one C-way softmax per output: (B, T, J * C)
     if kind == "sequence" and meta.get("target") == "regress":
         found["num_classes"] = 1
+    if kind == "sequence" and meta.get("target") == "generate":
+        found["out_len"] = meta["out_len"]  # a one-to-many generator unrolls this many steps
     if kind == "images" and meta.get("digits_per_strip"):
         found["tgt_vocab_size"] = meta["vocab_size"]  # digits + BOS + EOS for a caption decoder
     types = field_types(name)

@@ -12,7 +12,7 @@ def evaluate(model: nn.Module, task: Task, split: str, batch_size: int = 256) ->
     """Return {"loss", "acc"} averaged over the split (token-weighted for sequence outputs).
 
     Tasks with several outputs per step (targets (B, T, J)) also get ``acc_all``: the fraction of
-    steps where every scored output is right.
+    steps where every scored output is right; generate tasks (one-to-many) get it per sequence.
     """
     was_training = model.training
     model.eval()
@@ -28,6 +28,9 @@ def evaluate(model: nn.Module, task: Task, split: str, batch_size: int = 256) ->
             scored = (y != -100).any(-1)  # (B, T)
             all_right += int((right.all(-1) & scored).sum())
             steps += int(scored.sum())
+        if task.kind == "seq_generate":  # a generated sequence counts as right only if every step is
+            all_right += int((out.argmax(-1) == y).all(-1).sum())
+            steps += y.shape[0]
     model.train(was_training)
     if counted == 0:
         return {"loss": float("nan"), "acc": float("nan")}

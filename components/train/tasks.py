@@ -22,12 +22,12 @@ REGRESS_TOLERANCE = 0.04
 
 
 def task_kind(meta: dict[str, Any], train: dict[str, torch.Tensor] | None = None) -> str:
-    """Return one of seq_classify, seq_tag, seq_regress, translation, image_classify, image_seq."""
+    """Return one of seq_classify, seq_tag, seq_regress, seq_generate, translation, image_classify, image_seq."""
     kind = meta.get("kind")
     if kind == "sequence":
         target = meta.get("target", "classify")
-        if target not in ("classify", "tag", "regress"):
-            raise TrainError(f"meta.json target {target!r} is not one of classify, tag, regress")
+        if target not in ("classify", "tag", "regress", "generate"):
+            raise TrainError(f"meta.json target {target!r} is not one of classify, tag, regress, generate")
         return f"seq_{target}"
     if kind == "translation":
         return "translation"
@@ -113,6 +113,8 @@ class Task:
                 x = x[:, :t]
                 if self.kind == "seq_tag":
                     y = y[:, :t]
+            if self.kind == "seq_generate":
+                return self._generate(model, x), y
             out = _logits(model(x, lengths=lengths))
             if self.kind == "seq_regress":
                 out = _last(out, lengths) if out.dim() == 3 else out
@@ -131,6 +133,19 @@ class Task:
             tgt = torch.cat([col(bos), y, col(eos)], dim=1)  # (B, k + 2)
             return _logits(model(b["x"], None, tgt[:, :-1])), tgt[:, 1:]
         return _logits(model(b["src"], b["src_lengths"], b["tgt_in"])), b["tgt_out"]
+
+    def _generate(self, model: nn.Module, x: torch.Tensor) -> torch.Tensor:
+        """One-to-many: one input per example, ``out_len`` outputs (B, T, C)."""
+        T = int(self.meta["out_len"])
+        hint = (f"a generate task (one input, {T} outputs) needs a one-to-many model such as "
+                f"lstm-generator-small returning (B, {T}, C)")
+        try:
+            out = _logits(model(x))
+        except (ValueError, RuntimeError, TypeError, IndexError) as e:
+            raise TrainError(f"{hint}; this model failed on one input per example: {e}") from None
+        if out.dim() != 3 or out.shape[1] != T:
+            raise TrainError(f"{hint}; this model returned {tuple(out.shape)}")
+        return out
 
     def step_loss(self, model: nn.Module, batch: dict, label_smoothing: float = 0.0):
         """Return (loss, correct, counted) for one batch."""

@@ -1,0 +1,59 @@
+"""Spell a number: one id in, its digits out (the one-to-many task shape)."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from components.data.errors import DataError
+from components.data.tasks import check_counts, write_task
+from components.registry import component
+
+MAX_IDS = 1_000_000  # one embedding row per number: keep the table a sensible size
+
+
+def digits_of(n: torch.Tensor, base: int, length: int) -> torch.Tensor:
+    """Base-``base`` digits of each number in ``n`` (N,), most significant first: (N, length)."""
+    powers = base ** torch.arange(length - 1, -1, -1, dtype=torch.long)
+    return (n.unsqueeze(1) // powers) % base
+
+
+@component("data.spell", outputs=["dataset"], bottleneck="B1")
+def spell(ctx, *, base: int = 4, length: int = 5, n_train: int = 5000, n_valid: int = 500,
+          n_test: int = 1000, seed: int = 0) -> dict:
+    """Generate the spelling task: from one number id, emit its ``length`` digits in base ``base``.
+
+    One input, a sequence out (Karpathy's one-to-many): a generator such as
+    ``lstm-generator-small`` starts from one vector and must unfold it into ``length`` outputs, so
+    the task measures how much sequence one vector carries. The numbers are a closed set of
+    ``base ** length`` ids (each has its own embedding), so this is a capacity test, not
+    generalisation to unseen ids: every split draws from the same numbers.
+
+    Args:
+        base: digits per position (the output classes); guessing scores ``1/base``.
+        length: digits per number (the output length).
+        n_train, n_valid, n_test: examples per split, drawn uniformly with replacement.
+        seed: generator seed; each split has its own stream.
+
+    Returns:
+        ``dataset``: folder with ``train.pt``, ``valid.pt``, ``test.pt`` (``x`` (N,) ids,
+        ``y`` (N, length) digits) and ``meta.json`` (target ``generate``, ``out_len``).
+    """
+    if base < 2:
+        raise DataError(f"base must be >= 2, got {base}")
+    if length < 1:
+        raise DataError(f"length must be >= 1, got {length}")
+    n_ids = base ** length
+    if n_ids > MAX_IDS:
+        raise DataError(f"base ** length = {n_ids:,} numbers is more than {MAX_IDS:,} embedding rows: "
+                        f"lower base or length")
+    check_counts(n_train=n_train, n_valid=n_valid, n_test=n_test)
+
+    def make(rng: np.random.Generator, n: int, split: str) -> dict[str, torch.Tensor]:
+        x = torch.from_numpy(rng.integers(0, n_ids, size=n)).long()
+        return {"x": x, "y": digits_of(x, base, length)}
+
+    meta = {"task": "spell", "target": "generate", "vocab_size": n_ids, "num_classes": base,
+            "input_dim": 0, "out_len": length, "base": base, "length": length, "chance": 1.0 / base,
+            "label_rule": f"y[:, t] = digit t of x in base {base}, most significant first"}
+    folder = write_task(ctx, make, {"train": n_train, "valid": n_valid, "test": n_test}, seed, meta)
+    return {"dataset": str(folder)}
