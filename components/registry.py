@@ -106,7 +106,7 @@ def _imported(name: str, path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 parts = package.split(".")
-                base = ".".join(parts[:len(parts) - node.level + 1] if node.level > 1 else parts)
+                base = ".".join(parts[:len(parts) - node.level + 1])  # level 1: this package
                 base = f"{base}.{node.module}" if node.module else base
             else:
                 base = node.module or ""

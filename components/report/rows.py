@@ -61,6 +61,10 @@ def _cell(cell: Any, where: str) -> dict[str, Any]:
     return {"value": cell["value"], "label": cell.get("label"), "check": None}
 
 
+def _mean(finite: list[float]) -> float | None:
+    return json_number(sum(finite) / len(finite)) if finite else None
+
+
 def fill(cells: dict[str, dict[str, Any]], resolver: Resolver, *, min_seeds: int,
          spread_factor: float) -> dict[str, Any]:
     """Measure one architecture's row: per bottleneck the value, its seeds and, if checked, a verdict."""
@@ -75,7 +79,7 @@ def fill(cells: dict[str, dict[str, Any]], resolver: Resolver, *, min_seeds: int
             "ref": cell["value"],
             "label": cell["label"],
             "measured": sample.shown(),
-            "mean": json_number(sum(finite) / len(finite)) if finite and sample.ok else None,
+            "mean": _mean(finite) if sample.ok else None,
             "verdict": None if sample.ok else NOT_MEASURED,
             "reason": sample.missing or "",
             "run_id": sample.run_ids,
@@ -92,8 +96,8 @@ def fill(cells: dict[str, dict[str, Any]], resolver: Resolver, *, min_seeds: int
                          run_id=sorted(set(entry["run_id"]) | set(r.run_ids)))
             ratios = r.measured.get("ratio") if cell["check"]["check"] in ("flat", "cliff") else None
             if ratios:  # a flat/cliff cell is about value / base: show that ratio, not the raw value
-                finite = [v for v in ratios.values() if isinstance(v, (int, float)) and math.isfinite(v)]
-                entry.update(measured=ratios, mean=json_number(sum(finite) / len(finite)) if finite else None)
+                entry.update(measured=ratios, mean=_mean([v for v in ratios.values()
+                                                          if isinstance(v, (int, float)) and math.isfinite(v)]))
         row[col] = entry
     return row
 
