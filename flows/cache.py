@@ -1,18 +1,25 @@
 """Content-addressed step cache: a work dir and an outputs record per cache key.
 
 The work dir of a key is stable, so a step that was interrupted (a killed training run) finds
-its checkpoints again on the rerun. A lock per key keeps two concurrent pipeline runs from
+its checkpoints again on the rerun. A lease per key keeps two concurrent pipeline runs from
 computing or writing the same step at once; the second waits and then takes the cached result.
+The lease is an exclusive ``flock`` (the kernel drops it when its holder dies) whose file names
+its owner (host, pid, run), so a waiter can say whom it waits for and give up after a timeout.
 """
 from __future__ import annotations
 
 import fcntl
 import json
 import os
+import socket
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
+
+
+class LeaseTimeout(Exception):
+    """Another run held a step's lease for longer than the timeout; the message names it."""
 
 
 class StepCache:
@@ -54,11 +61,57 @@ class StepCache:
         self._entry(key).unlink(missing_ok=True)
 
     @contextmanager
-    def lock(self, key: str) -> Iterator[None]:
-        """Hold an exclusive lock on ``key`` across processes."""
-        with open(self.root / "locks" / f"{key[:32]}.lock", "w") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
+    def lock(self, key: str, *, owner: dict | None = None, timeout: float | None = None,
+             waiting: Callable[[dict], None] | None = None, poll: float = 0.2) -> Iterator[None]:
+        """Hold the lease on ``key`` across processes (and hosts sharing the folder).
+
+        ``owner`` is written into the lease file (host and pid are added); ``waiting`` is called
+        once with the holder's record when the lease is taken; after ``timeout`` seconds of
+        waiting ``LeaseTimeout`` names the holder.
+        """
+        path = self.root / "locks" / f"{key[:32]}.lock"
+        with open(path, "a+") as fh:
+            started, told = time.monotonic(), False
+            while True:
+                try:
+                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    holder = _read_owner(path)
+                    if waiting is not None and not told:
+                        waiting(holder)
+                        told = True
+                    if timeout is not None and time.monotonic() - started > timeout:
+                        raise LeaseTimeout(f"step cache key {key[:16]} is held by {describe_owner(holder)}; "
+                                           f"gave up after {timeout:.0f}s (raise settings.lease_timeout, or "
+                                           "stop that run)") from None
+                    time.sleep(poll)
             try:
+                fh.seek(0)
+                fh.truncate()
+                fh.write(json.dumps({**(owner or {}), "host": socket.gethostname(), "pid": os.getpid(),
+                                     "since": time.time()}))
+                fh.flush()
                 yield
             finally:
+                fh.seek(0)
+                fh.truncate()
+                fh.flush()
                 fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _read_owner(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text() or "{}")
+    except (OSError, ValueError):
+        return {}
+
+
+def describe_owner(owner: dict) -> str:
+    """``run 1a2b3c4d (pid 42 on host gpu1, for 3m)``, or what is known of it."""
+    if not owner:
+        return "another process"
+    since = owner.get("since")
+    took = f", for {int((time.time() - since) // 60)}m" if isinstance(since, (int, float)) else ""
+    run = f"run {str(owner['run'])[:8]} " if owner.get("run") else ""
+    return f"{run}(pid {owner.get('pid', '?')} on host {owner.get('host', '?')}{took})"

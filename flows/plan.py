@@ -19,7 +19,8 @@ from components.registry import Component, ComponentError, get, suggest
 from flows import refs
 from flows.errors import Collector, Located, PipelineInvalid
 from flows.refs import Ref
-from flows.spec import PROFILE_STEP_KEYS, Pipeline, Step, overlay, parse
+from flows.resources import device_class, gpus, wants_gpu
+from flows.spec import PROFILE_STEP_KEYS, Pipeline, Step, check_resources, overlay, parse
 from flows.yamlload import YList, YMap, load
 
 RESERVED_OUTPUTS = ("run_id",)
@@ -43,6 +44,7 @@ class Instance:
     params: dict[str, Any]
     deps: list[str] = field(default_factory=list)
     key: str = ""
+    gpu: int = 0     # GPUs the instance runs on (0: a CPU worker)
 
     @property
     def label(self) -> str:
@@ -82,7 +84,9 @@ def label(bindings: dict[str, Any]) -> str:
 
 def default_settings() -> dict[str, Any]:
     cpus = os.cpu_count() or 1
-    return {"workers": min(4, cpus), "seed": 0, "device": "auto", "torch_threads": 0}
+    return {"workers": min(4, cpus), "seed": 0, "device": "auto", "torch_threads": 0,
+            "executor": os.environ.get("BOTTLENECKS_EXECUTOR", "processes"), "devices": "auto",
+            "cluster": {}, "lease_timeout": 12 * 3600}
 
 
 # -- entry point -------------------------------------------------------------------------------------
@@ -144,11 +148,28 @@ class _Planner:
             self.instances[sid] = insts
         self.errors.raise_if_any()
         merged = {**default_settings(), **{k: v for k, v in settings.items()}}
+        self._place(all_instances, merged)
+        self.errors.raise_if_any()
         for inst in all_instances.values():
             inst.key = _cache_key(inst, all_instances, merged)
         spec = json.dumps({"text": self.pipe.text, "profile": self.profile, "sets": self.sets}, sort_keys=True)
         return Plan(self.pipe, self.profile, params, merged, all_instances,
                     hashlib.sha256(spec.encode()).hexdigest()[:16], self.sets)
+
+    def _place(self, instances: dict[str, Instance], settings: dict) -> None:
+        """Give each instance its GPU count; refuse requests no worker of this cluster can meet."""
+        remote = settings["executor"] == "dask" and (settings.get("cluster") or {}).get("address")
+        offered = len(gpus(settings["devices"])) if settings["executor"] != "dask" else 0
+        for inst in instances.values():
+            if inst.component is None:
+                continue
+            inst.gpu, explicit = wants_gpu(inst.component, inst.step.resources, offered)
+            if explicit and inst.gpu > offered and not remote:  # a remote cluster is asked at run start
+                where = "a local Dask cluster (CPU workers only)" if settings["executor"] == "dask" else (
+                    f"devices: {settings['devices']}")
+                self.errors.add(inst.step.node.vpos("resources"),
+                                f"step {inst.step.id} asks for gpu: {inst.gpu} but this cluster offers none "
+                                f"({where}); set settings.devices, run on a GPU machine, or ask for gpu: 0")
 
     # -- profiles and overrides -------------------------------------------------------------------
     def _apply_profile(self) -> tuple[dict, dict]:
@@ -201,6 +222,8 @@ class _Planner:
                     step.retries = node["retries"]
                 if isinstance(node.get("cache"), bool):
                     step.cache = node["cache"]
+                if "resources" in node:
+                    step.resources = check_resources(node, sid, errors)
         return dict(params), dict(settings)
 
     def _apply_overrides(self, params: dict) -> None:
@@ -469,5 +492,7 @@ def _cache_key(inst: Instance, instances: dict[str, Instance], settings: dict) -
         "matrix": {k: str(v) for k, v in inst.bindings.items()},
         "seed": settings.get("seed", 0),
     }
+    if inst.gpu:  # the device class, never which GPU; CPU keys stay as they were
+        payload["device"] = device_class(inst.gpu)
     blob = json.dumps(payload, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()

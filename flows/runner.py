@@ -1,38 +1,45 @@
 """Run a plan as one Prefect flow run: a task run per step instance, results in MLflow.
 
-Caching is ours (``flows/cache.py``), keyed at plan time; a cached step returns a Prefect
-``Completed`` state named ``Cached`` so the Prefect UI shows it as such.
+The parent process keeps orchestration: the Prefect flow and task runs, the cache lookup and
+its lease, the MLflow parent run and the live view. Each step's work runs on an executor
+(``flows/executors.py``: worker processes by default) from a picklable payload, and comes back
+as data. Caching is ours (``flows/cache.py``), keyed at plan time; a cached step returns a
+Prefect ``Completed`` state named ``Cached`` so the Prefect UI shows it as such.
+Ctrl-C or SIGTERM stops the run: workers are ended, unfinished runs are marked KILLED, Prefect's
+flow run is CANCELLED, and the next run resumes from the cache and the checkpoints.
 """
 from __future__ import annotations
 
 import json
 import os
+import signal
+import threading
 import time
-import traceback
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from flows import settings, threadsafe
+from flows import settings
 
 settings.configure()
 
 from prefect import flow, task  # noqa: E402
 from prefect.cache_policies import NO_CACHE  # noqa: E402
-from prefect.states import Completed  # noqa: E402
+from prefect.states import Cancelled, Completed  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 
-threadsafe.patch_matplotlib()
-threadsafe.patch_tqdm()
-
+from flows import executors  # noqa: E402
 from flows.cache import StepCache  # noqa: E402
 from flows.plan import Instance, Plan  # noqa: E402
+from flows.pool import Stopped  # noqa: E402
 from flows.refs import Ref  # noqa: E402
-from flows.tracking import MlflowContext, Tracker, flatten, git_commit  # noqa: E402
+from flows.resources import gpus as selected_gpus  # noqa: E402
+from flows.tracking import Tracker, flatten, git_commit  # noqa: E402
+from flows.worker import StepPayload, StepResult  # noqa: E402
 
 
 class StepFailed(Exception):
-    """A step raised; the message names the step."""
+    """A step raised or its worker died; the message names the step."""
 
 
 @dataclass
@@ -42,14 +49,23 @@ class RunResult:
     pipeline: str
     parent_run_id: str
     flow_run_id: str | None = None
-    status: dict[str, str] = field(default_factory=dict)   # done / cached / failed / skipped
+    status: dict[str, str] = field(default_factory=dict)   # done / cached / failed / skipped / stopped
     errors: dict[str, str] = field(default_factory=dict)
     outputs: dict[str, dict] = field(default_factory=dict)
     seconds: float = 0.0
+    workers: dict[str, dict] = field(default_factory=dict)  # instance -> {pid, host, device}
+    stopped_by: int | None = None   # the signal that stopped the run
 
     @property
     def ok(self) -> bool:
-        return not self.errors and all(s in ("done", "cached") for s in self.status.values())
+        return (not self.errors and self.stopped_by is None
+                and all(s in ("done", "cached") for s in self.status.values()))
+
+    @property
+    def exit_code(self) -> int:
+        if self.stopped_by is not None:
+            return 128 + self.stopped_by
+        return 0 if self.ok else 1
 
 
 def _materialize(value: Any, outputs: dict[str, dict]) -> Any:
@@ -62,15 +78,13 @@ def _materialize(value: Any, outputs: dict[str, dict]) -> Any:
     return value
 
 
-def _device(name: str) -> str:
-    if name != "auto":
-        return name
-    try:
-        import torch
-
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    except ImportError:
-        return "cpu"
+def _files_under(value: Any, root: str) -> list[str]:
+    """Paths inside ``root`` that a step's parameters name (its producers' files)."""
+    if isinstance(value, dict):
+        return [p for v in value.values() for p in _files_under(v, root)]
+    if isinstance(value, list):
+        return [p for v in value for p in _files_under(v, root)]
+    return [value] if isinstance(value, str) and value.startswith(root + os.sep) else []
 
 
 def torch_threads(plan: Plan) -> int:
@@ -80,15 +94,18 @@ def torch_threads(plan: Plan) -> int:
     return max(1, (os.cpu_count() or 1) // max(1, int(plan.settings["workers"])))
 
 
-class Executor:
-    """Runs one step instance: cache lookup, MLflow child run, component call, cache write."""
+class StepRunner:
+    """Runs one step instance from the parent: cache lookup under its lease, the MLflow child
+    run, the payload to the executor, and the result back into the cache and the view."""
 
     def __init__(self, plan: Plan, tracker: Tracker, parent_run_id: str, cache: StepCache,
-                 use_cache: bool, view, result: RunResult):
+                 use_cache: bool, view, result: RunResult, executor):
         self.plan, self.tracker, self.parent = plan, tracker, parent_run_id
         self.cache, self.use_cache, self.view, self.result = cache, use_cache, view, result
-        self.device = _device(str(plan.settings.get("device", "auto")))
-        self.threads = torch_threads(plan)
+        self.executor = executor
+        self.stopping = threading.Event()
+        self.active: dict[str, str] = {}   # instance -> MLflow run id, while it runs
+        self._lock = threading.Lock()
 
     def tags(self, inst: Instance) -> dict[str, str]:
         tags = {"pipeline": self.plan.name, "step": inst.step.id, "component": inst.component.name,
@@ -100,9 +117,19 @@ class Executor:
         return tags
 
     def execute(self, iid: str, upstream: dict[str, dict]) -> Any:
+        if self.stopping.is_set():
+            raise Stopped()
         inst = self.plan.instances[iid]
         params = _materialize(inst.params, upstream)
-        with self.cache.lock(inst.key):
+        owner = {"run": self.parent, "pipeline": self.plan.name, "step": iid}
+        timeout = float(self.plan.settings.get("lease_timeout") or 0) or None
+
+        def waiting(holder: dict) -> None:
+            from flows.cache import describe_owner
+
+            self.view.event(iid, "waiting", f"for {describe_owner(holder)}, which computes this step")
+
+        with self.cache.lock(inst.key, owner=owner, timeout=timeout, waiting=waiting):
             record = self.cache.get(inst.key) if (self.use_cache and inst.step.cache) else None
             if record is not None:
                 return self._reuse(inst, record)
@@ -120,56 +147,144 @@ class Executor:
         return Completed(data=record["outputs"], name="Cached", message=f"reused outputs of run {origin}")
 
     def _compute(self, inst: Instance, params: dict):
-        run_id = self.tracker.start(inst.id, {**self.tags(inst), "cached": "false"}, parent=self.parent)
+        home = str(self.cache.root)
+        run_id = self.tracker.start(inst.id, {**self.tags(inst), "cached": "false",
+                                              "executor": self.executor.name}, parent=self.parent)
+        with self._lock:
+            self.active[inst.id] = run_id
         work = self.cache.work_dir(inst.step.id, inst.key)
         seed = int(inst.bindings.get("seed", self.plan.settings.get("seed", 0)))
-        ctx = MlflowContext(tracker=self.tracker, run_id=run_id, view=self.view, work_dir=work,
-                            device=self.device, seed=seed, step_name=inst.id)
+        payload = StepPayload(instance=inst.id, component=inst.component.name, params=params, key=inst.key,
+                              work_dir=str(work), run_id=run_id, seed=seed,
+                              tracking_uri=os.environ.get("MLFLOW_TRACKING_URI", ""), home=home,
+                              threads=int(self.plan.settings.get("torch_threads") or 0),
+                              device=self._device(inst), module=inst.component.fn.__module__,
+                              inputs=sorted(set(_files_under(params, home))))
         self.view.event(inst.id, "running")
-        started = time.monotonic()
         try:
-            self.tracker.log(run_id, params=flatten(params))
-            _set_threads(self.threads)
-            outputs = inst.component(ctx, **params)
-            json.dumps(outputs)  # outputs travel as JSON; big things are files in the work dir
-            ctx.flush()
-        except Exception as e:
-            self._record_failure(inst, run_id, ctx, e)
-            raise StepFailed(f"{inst.id}: {type(e).__name__}: {e}") from e
-        outputs = {**outputs, "run_id": run_id}
-        self.tracker.log(run_id, tags={"seconds": f"{time.monotonic() - started:.2f}"})
-        self.tracker.finish(run_id, ok=True)
+            result: StepResult = self.executor.run(payload, inst.gpu, lambda ev: self._on_event(ev))
+        except Stopped:
+            self._close_run(inst.id, run_id, "KILLED", "stopped: the run was interrupted")
+            self.result.status[inst.id] = "stopped"
+            self.view.event(inst.id, "failed", "stopped")
+            raise
+        self.result.workers[inst.id] = {"pid": result.pid, "host": result.host, "device": result.device}
+        if result.status != "done":
+            message = result.error if result.status != "died" else f"step {inst.id} {result.error}"
+            if result.status == "stopped" or self.stopping.is_set():
+                self._close_run(inst.id, run_id, "KILLED", message)
+                self.result.status[inst.id] = "stopped"
+                self.view.event(inst.id, "failed", "stopped")
+                raise Stopped()
+            self.result.errors[inst.id] = message
+            self.view.event(inst.id, "failed", message.splitlines()[0][:200])
+            self._close_run(inst.id, run_id, "FAILED", message)
+            raise StepFailed(f"{inst.id}: {message}")
+        outputs = {**result.outputs, "run_id": run_id}
+        self._close_run(inst.id, run_id, "FINISHED")
         self.cache.put(inst.key, {"outputs": outputs, "run_id": run_id, "step": inst.id,
-                                  "component": inst.component.name, "work_dir": str(ctx.work_dir)})
+                                  "component": inst.component.name, "work_dir": str(work),
+                                  "host": result.host, "device": result.device})
         self.result.status[inst.id] = "done"
         self.result.outputs[inst.id] = outputs
         self.result.errors.pop(inst.id, None)  # a retry succeeded
         self.view.event(inst.id, "done")
         return outputs
 
-    def _record_failure(self, inst: Instance, run_id: str, ctx: MlflowContext, error: Exception) -> None:
-        """Keep what the step logged, its traceback and the error; mark the run failed."""
-        message = f"{type(error).__name__}: {error}"
-        self.result.errors[inst.id] = message
-        self.view.event(inst.id, "failed", message.splitlines()[0][:200])
-        trace = ctx.work_dir / "error.txt"
-        trace.write_text(traceback.format_exc())
+    def _device(self, inst: Instance) -> str:
+        """A fixed ``settings.device`` wins; else the worker's pinning decides (threads: the GPU
+        count the plan gave the step)."""
+        fixed = str(self.plan.settings.get("device", "auto"))
+        if fixed != "auto":
+            return fixed
+        if self.executor.name == "threads":
+            return "cuda" if inst.gpu else "cpu"
+        return ""
+
+    def _close_run(self, iid: str, run_id: str, status: str, error: str | None = None) -> None:
+        with self._lock:
+            if self.active.pop(iid, None) is None:
+                return  # already closed (by a stop)
         try:
-            ctx.flush()
-            self.tracker.log(run_id, tags={"error": message[:4000]})
-            self.tracker.client.log_artifact(run_id, str(trace))
-            self.tracker.finish(run_id, ok=False)
+            if error:
+                self.tracker.log(run_id, tags={"error": error[:4000]})
+            self.tracker.client.set_terminated(run_id, status)
         except Exception:  # the tracking server itself may be what failed
             pass
 
+    def _on_event(self, event: dict) -> None:
+        kind, iid = event.get("kind"), event.get("instance", "")
+        if kind == "progress":
+            self.view.progress_of(iid, event.get("completed", 0), event.get("total"),
+                                  event.get("description", ""))
+        elif kind == "log":
+            import logging
 
-def _set_threads(n: int) -> None:
-    try:
-        import torch
+            logging.getLogger("bottlenecks").log(event.get("level", logging.WARNING),
+                                                 f"{iid}: {event.get('message', '')}")
 
-        torch.set_num_threads(n)
-    except ImportError:
-        pass
+    def stop(self, signum: int) -> None:
+        """End the workers and mark every unfinished step run KILLED (safe from any thread)."""
+        self.stopping.set()
+        self.result.stopped_by = self.result.stopped_by or signum
+        self.executor.close()
+        with self._lock:
+            active, self.active = dict(self.active), {}
+        for iid, run_id in active.items():
+            self.result.status[iid] = "stopped"
+            try:
+                self.tracker.log(run_id, tags={"error": f"stopped by {signal.Signals(signum).name}"})
+                self.tracker.client.set_terminated(run_id, "KILLED")
+            except Exception:
+                pass
+
+
+def _executor(plan: Plan):
+    gpus = selected_gpus(plan.settings.get("devices", "auto"))
+    if str(plan.settings.get("device", "auto")) == "cpu":
+        gpus = []
+    address = (plan.settings.get("cluster") or {}).get("address")
+    name = plan.settings.get("executor", "processes")
+    if name == "dask" and address:
+        _require_servers(address)
+    return executors.make(name, workers=int(plan.settings["workers"]), gpus=gpus,
+                          threads=torch_threads(plan), address=address)
+
+
+def _require_servers(address: str) -> None:
+    """Remote workers cannot reach this machine's SQLite store or ephemeral Prefect API."""
+    uri = os.environ.get("MLFLOW_TRACKING_URI", "")
+    if uri.startswith(("sqlite:", "file:")) or "://" not in uri:
+        raise executors.ExecutorError(
+            f"executor dask at {address} needs an MLflow tracking server its workers can reach, not "
+            f"{uri or 'a local store'}: set MLFLOW_TRACKING_URI=http://HOST:5000 (see docs/deployment.md)")
+    if not os.environ.get("PREFECT_API_URL"):
+        raise executors.ExecutorError(
+            f"executor dask at {address} needs a Prefect server: set PREFECT_API_URL=http://HOST:4200/api "
+            "(see docs/deployment.md)")
+
+
+class _Signals:
+    """Route SIGINT/SIGTERM to ``stop`` while a run is in progress (main thread only)."""
+
+    def __init__(self, on_signal):
+        self.on_signal, self.saved = on_signal, {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self.saved[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum, frame) -> None:
+        if getattr(self, "fired", False):  # a second Ctrl-C: the user insists
+            raise KeyboardInterrupt
+        self.fired = True
+        threading.Thread(target=self.on_signal, args=(signum,), daemon=True).start()
+
+    def __exit__(self, *exc):
+        for sig, handler in self.saved.items():
+            signal.signal(sig, handler)
 
 
 def run(plan: Plan, *, use_cache: bool = True, view=None) -> RunResult:
@@ -177,22 +292,34 @@ def run(plan: Plan, *, use_cache: bool = True, view=None) -> RunResult:
     from flows.view import StepView
 
     view = view or StepView(list(plan.instances), enabled=False)
+    executor = _executor(plan)
     tracker = Tracker(plan.name)
     parent_tags = {"pipeline": plan.name, "spec_hash": plan.spec_hash, "profile": plan.profile or "",
                    "pipeline_file": os.path.basename(plan.pipeline.file), "git_commit": git_commit(),
-                   "overrides": " ".join(plan.overrides)}
+                   "overrides": " ".join(plan.overrides), "executor": executor.name}
     parent = tracker.start(f"{plan.name}", parent_tags)
     tracker.log(parent, params=flatten({**plan.params, "profile": plan.profile or "",
                                         "workers": plan.settings["workers"]}))
     result = RunResult(plan.name, parent)
-    executor = Executor(plan, tracker, parent, StepCache(settings.home()), use_cache, view, result)
+    runner = StepRunner(plan, tracker, parent, StepCache(settings.home()), use_cache, view, result, executor)
     started = time.monotonic()
 
     @task(cache_policy=NO_CACHE, persist_result=False)
     def step_task(iid: str, upstream: dict[str, Any]):
-        return executor.execute(iid, upstream)
+        try:
+            return runner.execute(iid, upstream)
+        except (StepFailed, Stopped):
+            raise
+        except Exception as e:  # the engine's own part failed (a lease timeout, a lost server)
+            message = f"{type(e).__name__}: {e}"
+            result.errors[iid] = message
+            view.event(iid, "failed", message.splitlines()[0][:200])
+            raise StepFailed(f"{iid}: {message}") from e
 
-    @flow(name=plan.name, task_runner=ThreadPoolTaskRunner(max_workers=int(plan.settings["workers"])),
+    def _retry(task_, task_run, state) -> bool:
+        return not runner.stopping.is_set()  # a stopped step is not retried
+
+    @flow(name=plan.name, task_runner=ThreadPoolTaskRunner(max_workers=max(1, executor.slots)),
           persist_result=False, log_prints=False, validate_parameters=False)
     def pipeline_flow():
         from prefect.runtime import flow_run
@@ -204,7 +331,7 @@ def run(plan: Plan, *, use_cache: bool = True, view=None) -> RunResult:
             upstream = {d: futures[d] for d in inst.deps}
             futures[iid] = step_task.with_options(
                 name=inst.step.id, task_run_name=iid, retries=inst.step.retries,
-                retry_delay_seconds=inst.step.retry_delay,
+                retry_delay_seconds=inst.step.retry_delay, retry_condition_fn=_retry,
             ).submit(iid, upstream)
         for iid, fut in futures.items():
             fut.wait()
@@ -212,29 +339,39 @@ def run(plan: Plan, *, use_cache: bool = True, view=None) -> RunResult:
                 state = fut.state
                 if iid in result.errors:
                     result.status[iid] = "failed"
+                elif runner.stopping.is_set():
+                    result.status[iid] = "stopped"
                 else:
                     result.status[iid] = "skipped"
                     failed_up = [d for d in plan.instances[iid].deps if d in result.errors
                                  or result.status.get(d) == "skipped"]
                     view.event(iid, "skipped", f"upstream {', '.join(failed_up) or state.name} did not finish")
+        if runner.stopping.is_set():
+            name = signal.Signals(result.stopped_by).name if result.stopped_by else "a signal"
+            return Cancelled(message=f"stopped by {name}; finished steps are in the cache")
         if not result.ok:
             names = ", ".join(i for i, s in result.status.items() if s == "failed")
             raise StepFailed(f"failed steps: {names}")
         return {"parent_run_id": parent}
 
-    with view:
+    with view, _Signals(runner.stop):
         try:
             pipeline_flow(return_state=True)
-            _promote_reports(plan, result, tracker)
+            if not runner.stopping.is_set():
+                _promote_reports(plan, result, tracker)
+        except KeyboardInterrupt:  # a second Ctrl-C while stopping
+            runner.stop(signal.SIGINT)
         except Exception as e:  # a server went away mid-run; finished steps are in the cache
             where = os.environ.get("PREFECT_API_URL") or "the embedded Prefect server"
             result.errors["(servers)"] = (f"lost a server (Prefect API at {where}, MLflow at "
                                           f"{os.environ.get('MLFLOW_TRACKING_URI')}): {type(e).__name__}: {e}")
         finally:
+            executor.close()
             result.seconds = time.monotonic() - started
+            status = "KILLED" if result.stopped_by is not None else ("FINISHED" if result.ok else "FAILED")
             try:
                 tracker.log(parent, tags={"status_counts": json.dumps(_counts(result))})
-                tracker.finish(parent, ok=result.ok)
+                tracker.client.set_terminated(parent, status)
             except Exception as e:  # the tracking server went away mid-run: report it, don't crash
                 result.errors["(tracking)"] = f"could not close parent run {parent}: {type(e).__name__}: {e}"
     return result

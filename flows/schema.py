@@ -26,6 +26,16 @@ def _with_schema(comp) -> dict[str, Any]:
     return out
 
 
+_SETTING_TYPES = {
+    "executor": {"enum": ["threads", "processes", "dask"]},
+    "devices": {"anyOf": [{"enum": ["auto", "none"]},
+                          {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 1}]},
+    "cluster": {"type": "object", "additionalProperties": False,
+                "properties": {"address": {"type": "string", "description": "tcp://HOST:8786"}}},
+    "lease_timeout": {"type": "number", "minimum": 0},
+}
+
+
 def pipeline_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of a pipeline file with every registered component."""
     comps = registry()
@@ -40,6 +50,9 @@ def pipeline_schema() -> dict[str, Any]:
         "retries": {"type": "integer", "minimum": 0},
         "retry_delay": {"type": "number", "minimum": 0},
         "cache": {"type": "boolean", "description": "false: always recompute this step"},
+        "resources": {"type": "object", "additionalProperties": False,
+                      "properties": {"gpu": {"enum": [0, 1], "description": "GPUs this step runs on"}},
+                      "description": "what a worker must offer, e.g. {gpu: 1}"},
         "description": {"type": "string"},
     }
     conditions = [
@@ -50,7 +63,8 @@ def pipeline_schema() -> dict[str, Any]:
     step = {"type": "object", "properties": step_props, "required": ["uses"], "additionalProperties": False,
             "allOf": conditions}
     settings = {"type": "object", "additionalProperties": False,
-                "properties": {k: {"type": "integer" if t is int else "string"} for k, t in SETTINGS_KEYS.items()}}
+                "properties": {k: _SETTING_TYPES.get(k) or {"type": "integer" if t is int else "string"}
+                               for k, t in SETTINGS_KEYS.items()}}
     profile_step = {"type": "object", "additionalProperties": False,
                     "properties": {k: step_props[k] for k in PROFILE_STEP_KEYS}}
     return {

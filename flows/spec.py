@@ -28,10 +28,12 @@ from flows.errors import Collector
 from flows.yamlload import YList, YMap
 
 TOP_KEYS = ("name", "description", "params", "settings", "default_profile", "profiles", "schedule", "steps")
-STEP_KEYS = ("uses", "with", "matrix", "needs", "retries", "retry_delay", "cache", "description")
+STEP_KEYS = ("uses", "with", "matrix", "needs", "retries", "retry_delay", "cache", "resources", "description")
 PROFILE_KEYS = ("description", "params", "settings", "steps")
-PROFILE_STEP_KEYS = ("uses", "with", "matrix", "retries", "cache")
-SETTINGS_KEYS = {"workers": int, "seed": int, "device": str, "torch_threads": int}
+PROFILE_STEP_KEYS = ("uses", "with", "matrix", "retries", "cache", "resources")
+SETTINGS_KEYS = {"workers": int, "seed": int, "device": str, "torch_threads": int, "executor": str,
+                 "devices": (str, list), "cluster": dict, "lease_timeout": (int, float)}
+CLUSTER_KEYS = ("address",)
 SCHEDULE_KEYS = ("cron", "timezone", "profile", "parameters")
 
 
@@ -49,6 +51,7 @@ class Step:
     cache: bool
     node: YMap
     needs_node: YList | None = None
+    resources: dict | None = None   # as written (`resources: {gpu: 1}`), None when absent
 
 
 @dataclass
@@ -140,10 +143,27 @@ def parse(root: Any, file: str, errors: Collector) -> Pipeline | None:
 
 
 def _check_settings(settings: YMap, errors: Collector) -> None:
+    from flows.executors import EXECUTORS
+    from flows.resources import check_devices
+
     _unknown_keys(settings, tuple(SETTINGS_KEYS), "settings", errors)
+    bad = set()
     for key, typ in SETTINGS_KEYS.items():
-        if key in settings and not isinstance(settings[key], typ):
-            errors.add(settings.vpos(key), f"settings.{key} must be {typ.__name__}, got {settings[key]!r}")
+        if key in settings and (not isinstance(settings[key], typ) or isinstance(settings[key], bool)):
+            names = " or ".join(t.__name__ for t in (typ if isinstance(typ, tuple) else (typ,)))
+            errors.add(settings.vpos(key), f"settings.{key} must be {names}, got {settings[key]!r}")
+            bad.add(key)
+    if "executor" in settings and "executor" not in bad and settings["executor"] not in EXECUTORS:
+        errors.add(settings.vpos("executor"), f"settings.executor must be one of {', '.join(EXECUTORS)}, "
+                                              f"got {settings['executor']!r}{suggest(str(settings['executor']), EXECUTORS)}")
+    if "devices" in settings and "devices" not in bad and (msg := check_devices(settings["devices"])):
+        errors.add(settings.vpos("devices"), msg)
+    if isinstance(settings.get("cluster"), YMap):
+        _unknown_keys(settings["cluster"], CLUSTER_KEYS, "settings.cluster", errors)
+        address = settings["cluster"].get("address")
+        if address is not None and not (isinstance(address, str) and "://" in address):
+            errors.add(settings["cluster"].vpos("address"), "settings.cluster.address must be a scheduler "
+                                                            f"address such as tcp://HOST:8786, got {address!r}")
 
 
 def _parse_step(sid: str, node: Any, steps: YMap, errors: Collector) -> Step | None:
@@ -179,9 +199,24 @@ def _parse_step(sid: str, node: Any, steps: YMap, errors: Collector) -> Step | N
     if not isinstance(cache, bool):
         errors.add(node.vpos("cache"), f"'cache' must be true or false, got {cache!r}")
         cache = True
+    resources = check_resources(node, sid, errors)
     return Step(id=sid, uses=uses, with_=_mapping(node, "with", errors, f"step {sid!r}: 'with'"),
                 matrix=_mapping(node, "matrix", errors, f"step {sid!r}: 'matrix'"), needs=needs,
-                retries=retries, retry_delay=float(delay), cache=cache, node=node, needs_node=needs_node)
+                retries=retries, retry_delay=float(delay), cache=cache, node=node, needs_node=needs_node,
+                resources=resources)
+
+
+def check_resources(node: YMap, sid: str, errors: Collector) -> dict | None:
+    """The step's `resources:` mapping, checked (None when absent or invalid)."""
+    from flows.resources import check_request
+
+    if "resources" not in node:
+        return None
+    msg = check_request(node["resources"])
+    if msg:
+        errors.add(node.vpos("resources"), f"step {sid!r}: {msg}")
+        return None
+    return dict(node["resources"])
 
 
 def overlay(base: YMap, over: YMap) -> YMap:

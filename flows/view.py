@@ -12,7 +12,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from components.context import Progress as Handle
 
 STYLES = {"pending": "dim", "running": "cyan", "cached": "blue", "done": "green", "failed": "red",
-          "skipped": "yellow"}
+          "skipped": "yellow", "waiting": "magenta", "stopped": "red"}
 
 
 class StepView:
@@ -62,6 +62,10 @@ class StepView:
                 self.console.print(f"{mark}[/] {escape(iid)} {status}{took}{(': ' + escape(note)) if note else ''}")
         else:
             self._set(iid, status, note)
+
+    def progress_of(self, iid: str, completed: float, total: float | None, description: str = "") -> None:
+        """Show a step's progress as reported by its worker."""
+        self._set(iid, "running", description or "", total=total, completed=completed)
 
     @contextmanager
     def component_progress(self, iid: str, total: float | None, description: str):

@@ -22,7 +22,7 @@ CASES = {
                               "description, params, settings, default_profile, profiles, schedule, steps"),
     "unknown step key": (HEAD + "    wiht: {n: 2}\n",
                          "5:5: unknown step 'a' key 'wiht' (did you mean 'with'?); allowed: uses, with, "
-                         "matrix, needs, retries, retry_delay, cache, description"),
+                         "matrix, needs, retries, retry_delay, cache, resources, description"),
     "unknown component": ("name: t\nsteps:\n  a: {uses: enginetest.numbrs}\n",
                           "3:13: step 'a': unknown component 'enginetest.numbrs' "
                           "(did you mean 'enginetest.numbers'?)"),
