@@ -70,11 +70,23 @@ def run(
     _component_logs_to(err)
     err.print(f"[bold]{escape(plan.name)}[/] profile={plan.profile or '-'} steps={len(plan.instances)} "
               f"workers={plan.settings['workers']} tracking={os.environ.get('MLFLOW_TRACKING_URI')}")
-    result = run_plan(plan, use_cache=not no_cache, view=StepView(list(plan.instances), console=err))
-    counts = {s: list(result.status.values()).count(s) for s in ("done", "cached", "failed", "skipped")}
+    from flows.executors import ExecutorError
+
+    try:
+        result = run_plan(plan, use_cache=not no_cache, view=StepView(list(plan.instances), console=err))
+    except ExecutorError as e:
+        err.print(f"[red]{escape(str(e))}[/]\nnothing was run.")
+        raise typer.Exit(1)
+    counts = {s: list(result.status.values()).count(s) for s in ("done", "cached", "failed", "skipped", "stopped")}
     err.print(f"finished in {result.seconds:.1f}s: " + ", ".join(f"{v} {k}" for k, v in counts.items() if v))
     err.print(f"MLflow parent run {result.parent_run_id} (experiment {escape(plan.name)}); "
               "browse with `bottlenecks ui`")
+    if result.stopped_by is not None:
+        import signal
+
+        err.print(f"[yellow]stopped by {signal.Signals(result.stopped_by).name}:[/] workers ended, unfinished "
+                  "runs marked KILLED; rerun to resume from the cache and the checkpoints")
+        raise typer.Exit(result.exit_code)
     _print_reports(result)
     if not result.ok:
         for iid, message in result.errors.items():

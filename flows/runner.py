@@ -276,6 +276,13 @@ class _Signals:
                 self.saved[sig] = signal.signal(sig, self._handle)
         return self
 
+    def reinstall(self) -> None:
+        """Take SIGTERM back inside the flow: Prefect's engine installs its own there, which
+        raises in the main thread and then waits for busy steps instead of stopping them."""
+        if self.saved and threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, self._handle)
+
     def _handle(self, signum, frame) -> None:
         if getattr(self, "fired", False):  # a second Ctrl-C: the user insists
             raise KeyboardInterrupt
@@ -324,6 +331,7 @@ def run(plan: Plan, *, use_cache: bool = True, view=None) -> RunResult:
     def pipeline_flow():
         from prefect.runtime import flow_run
 
+        signals.reinstall()
         result.flow_run_id = flow_run.get_id()
         tracker.log(parent, tags={"prefect_flow_run_id": result.flow_run_id or ""})
         futures = {}
@@ -354,7 +362,8 @@ def run(plan: Plan, *, use_cache: bool = True, view=None) -> RunResult:
             raise StepFailed(f"failed steps: {names}")
         return {"parent_run_id": parent}
 
-    with view, _Signals(runner.stop):
+    signals = _Signals(runner.stop)
+    with view, signals:
         try:
             pipeline_flow(return_state=True)
             if not runner.stopping.is_set():

@@ -29,3 +29,10 @@ def shared_data() -> Path | None:
     """The shared offline corpora, if present."""
     path = Path(os.environ.get("BOTTLENECKS_DATA", REPO.parent / "shared" / "data"))
     return path if path.exists() else None
+
+
+@pytest.fixture(params=["threads", "processes"])
+def executor(request, monkeypatch):
+    """Run the test under each local executor (the default for plans that do not set one)."""
+    monkeypatch.setenv("BOTTLENECKS_EXECUTOR", request.param)
+    return request.param

@@ -48,3 +48,64 @@ def flaky(ctx: Context, *, counter: str, succeed_on: int = 2) -> dict:
     if count < succeed_on:
         raise RuntimeError(f"attempt {count} fails")
     return {"attempts": count}
+
+
+@component("enginetest.whoami", outputs=["pid", "visible", "device", "started", "ended"])
+def whoami(ctx: Context, *, seconds: float = 0.0, tag: str | int = "", meet: str = "", party: int = 0) -> dict:
+    """Report the process, the GPUs it sees and when it ran (for isolation and placement tests).
+
+    With ``meet`` (a folder) and ``party``, wait until ``party`` steps have arrived there: the
+    step then provably ran at the same time as the others.
+    """
+    import os
+    import time
+
+    started = time.time()
+    if meet:
+        Path(meet).mkdir(parents=True, exist_ok=True)
+        Path(meet, f"{os.getpid()}-{tag}").touch()
+        deadline = time.monotonic() + 120
+        while len(list(Path(meet).iterdir())) < party:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"only {len(list(Path(meet).iterdir()))} of {party} steps arrived")
+            time.sleep(0.05)
+    time.sleep(seconds)
+    return {"pid": os.getpid(), "visible": os.environ.get("CUDA_VISIBLE_DEVICES"), "device": ctx.device,
+            "started": started, "ended": time.time()}
+
+
+@component("enginetest.crash", outputs=["never"])
+def crash(ctx: Context, *, how: str = "abort", marker: str = "") -> dict:
+    """Die the way native code does (``os.abort()``, ``os._exit(3)``) unless the marker exists."""
+    import os
+
+    if marker and Path(marker).exists():
+        return {"never": "recovered"}
+    ctx.log_metric("before", 1.0)
+    ctx.flush() if hasattr(ctx, "flush") else None
+    if how == "abort":
+        os.abort()
+    os._exit(3)
+
+
+@component("enginetest.slow_train", outputs=["resumed_from", "steps"])
+def slow_train(ctx: Context, *, steps: int = 40, seconds_per_step: float = 0.1, started_file: str = "") -> dict:
+    """Count to ``steps`` with a checkpoint every step; resume from it (a stand-in for training)."""
+    import json
+    import os
+    import time
+
+    ckpt = ctx.path("checkpoint.json")
+    start = json.loads(ckpt.read_text())["step"] if ckpt.exists() else 0
+    if started_file:
+        Path(started_file).write_text(str(os.getpid()))
+    with ctx.progress(total=steps, description="count") as bar:
+        bar.update(completed=start)
+        for step in range(start, steps):
+            time.sleep(seconds_per_step)
+            tmp = ckpt.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"step": step + 1}))
+            os.replace(tmp, ckpt)
+            ctx.log_metric("step", step + 1, step=step + 1)
+            bar.advance(1)
+    return {"resumed_from": start, "steps": steps}

@@ -9,7 +9,7 @@ from flows.cli import app
 from flows.plan import build
 from flows.runner import run
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("executor")]  # under threads and processes
 C = "tests.engine_components"
 
 
