@@ -47,6 +47,10 @@ def run(
     profile: ProfileOpt = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="recompute every step")] = False,
     workers: Annotated[Optional[int], typer.Option(help="steps run at once (default: settings.workers)")] = None,
+    executor: Annotated[Optional[str], typer.Option(
+        help="where steps run: processes, threads or dask (default: settings.executor)")] = None,
+    cluster: Annotated[Optional[str], typer.Option(
+        help="Dask scheduler address for --executor dask, e.g. tcp://HOST:8786")] = None,
 ) -> None:
     """Validate PIPELINE, run it as a Prefect flow and record everything in MLflow.
 
@@ -57,6 +61,15 @@ def run(
     plan = _plan(pipeline, profile, set_)
     if workers is not None:
         plan.settings["workers"] = workers
+    if executor is not None or cluster is not None:
+        from flows.executors import EXECUTORS
+
+        if executor is not None and executor not in EXECUTORS:
+            err.print(f"[red]--executor must be one of {', '.join(EXECUTORS)}, got {escape(executor)!r}[/]")
+            raise typer.Exit(2)
+        plan.settings["executor"] = executor or ("dask" if cluster else plan.settings["executor"])
+        if cluster:
+            plan.settings["cluster"] = {**(plan.settings.get("cluster") or {}), "address": cluster}
     from flows import connect
 
     try:
@@ -69,7 +82,8 @@ def run(
 
     _component_logs_to(err)
     err.print(f"[bold]{escape(plan.name)}[/] profile={plan.profile or '-'} steps={len(plan.instances)} "
-              f"workers={plan.settings['workers']} tracking={os.environ.get('MLFLOW_TRACKING_URI')}")
+              f"workers={plan.settings['workers']} executor={plan.settings['executor']} "
+              f"tracking={os.environ.get('MLFLOW_TRACKING_URI')}")
     from flows.executors import ExecutorError
 
     try:

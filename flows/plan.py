@@ -433,6 +433,19 @@ class _Planner:
                                     f"{_type_name(ann)}: {err['msg']} (got {got})")
 
 
+def place_on(plan: Plan, offered: int) -> None:
+    """Re-place the steps for a cluster known only at run start (a remote Dask cluster offering
+    ``offered`` GPU workers): component defaults follow it, and the cache keys follow them."""
+    changed = False
+    for inst in plan.instances.values():
+        gpu, _ = wants_gpu(inst.component, inst.step.resources, offered)
+        changed |= gpu != inst.gpu
+        inst.gpu = gpu
+    if changed:
+        for inst in plan.instances.values():  # topological: producers' keys first
+            inst.key = _cache_key(inst, plan.instances, plan.settings)
+
+
 def _product(axes: dict[str, list]):
     names = list(axes)
     for combo in itertools.product(*(axes[n] for n in names)):

@@ -247,8 +247,21 @@ def _executor(plan: Plan):
     name = plan.settings.get("executor", "processes")
     if name == "dask" and address:
         _require_servers(address)
-    return executors.make(name, workers=int(plan.settings["workers"]), gpus=gpus,
-                          threads=torch_threads(plan), address=address)
+    executor = executors.make(name, workers=int(plan.settings["workers"]), gpus=gpus,
+                              threads=torch_threads(plan), address=address)
+    offered = getattr(executor, "gpu_workers", len(gpus))
+    from flows.plan import place_on
+
+    place_on(plan, offered)  # the cluster may differ from what the plan assumed (remote, overridden)
+    wanting = [i for i in plan.instances.values() if i.gpu > offered]
+    if wanting:
+        executor.close()
+        step = wanting[0].step
+        line, col = step.node.vpos("resources") if "resources" in step.node else step.node.pos
+        raise executors.ExecutorError(f"{plan.pipeline.file}:{line}:{col}: step {step.id} asks for gpu: "
+                                      f"{wanting[0].gpu} but this cluster offers none (no worker of the "
+                                      f"{name} cluster has the resource GPU)")
+    return executor
 
 
 def _require_servers(address: str) -> None:

@@ -1,6 +1,7 @@
 """Make the parts of matplotlib (and tqdm) that keep global state safe for steps running in threads.
 
-Steps run concurrently in one process (Prefect's thread pool); pyplot's figure registry and the
+Only ``executor: threads`` needs this (worker processes have a matplotlib each): there steps run
+concurrently in one process (Prefect's thread pool); pyplot's figure registry and the
 mathtext parser (pyparsing state) are not thread-safe, and concurrent plots fail with parse
 errors on log-scale tick labels. One lock around those entry points fixes it for every
 component without them knowing about threads.

@@ -109,3 +109,11 @@ def slow_train(ctx: Context, *, steps: int = 40, seconds_per_step: float = 0.1, 
             ctx.log_metric("step", step + 1, step=step + 1)
             bar.advance(1)
     return {"resumed_from": start, "steps": steps}
+
+
+@component("enginetest.read", outputs=["text", "pid", "cwd"])
+def read(ctx: Context, *, path: str) -> dict:
+    """Read a file another step wrote (on another worker, for the multi-host test)."""
+    import os
+
+    return {"text": Path(path).read_text(), "pid": os.getpid(), "cwd": os.getcwd()}

@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-SERVICES = {"postgres", "mlflow", "prefect-server", "worker", "scheduler"}
+SERVICES = {"postgres", "mlflow", "prefect-server", "worker", "scheduler", "dask-scheduler", "dask-gpu-0",
+            "dask-gpu-1", "dask-cpu"}
 needs_compose = pytest.mark.skipif(shutil.which("docker-compose") is None,
                                    reason="docker-compose absent (Debian package 'docker-compose'; CI installs it)")
 
@@ -39,6 +40,13 @@ def test_compose_file_validates_with_the_example_env():
     gpu = services["worker"]["deploy"]["resources"]["reservations"]["devices"]
     assert gpu == [{"driver": "nvidia", "count": "all", "capabilities": ["gpu"]}]
     assert all("healthcheck" in s for s in services.values())
+    for i in (0, 1):  # one Dask worker per GPU, pinned, offering the resource steps ask for
+        worker = services[f"dask-gpu-{i}"]
+        assert worker["environment"]["CUDA_VISIBLE_DEVICES"] == str(i)
+        assert "GPU=1" in worker["command"] and "tcp://dask-scheduler:8786" in worker["command"]
+        assert worker["deploy"]["resources"]["reservations"]["devices"][0]["device_ids"] == [str(i)]
+        assert worker["volumes"][0].endswith(":/state:rw") or "/state" in str(worker["volumes"][0])
+    assert services["dask-cpu"]["environment"]["CUDA_VISIBLE_DEVICES"] == ""
     for client in ("worker", "scheduler"):
         env = services[client]["environment"]
         assert env["MLFLOW_TRACKING_URI"] == "http://mlflow:5000"
