@@ -92,3 +92,12 @@ def test_decoder_self_attention_passes_is_causal_and_no_mask(monkeypatch):
     self_calls = [c for c in calls if c[:2] == (5, 5)]
     assert self_calls and all(no_mask and causal for _, _, no_mask, causal in self_calls)
     assert not any(causal for t_q, t_k, _, causal in calls if (t_q, t_k) != (5, 5))  # encoder, cross: padding masks
+
+
+def test_causal_lm_on_a_padded_batch_equals_each_sequence_alone():
+    torch.manual_seed(0)
+    model = build("transformer-lm-tiny").eval()
+    x, lengths = torch.randint(1, model.config.vocab_size, (3, 8)), torch.tensor([8, 3, 5])
+    out = model(x, lengths)
+    for b, n in enumerate(lengths.tolist()):
+        assert torch.allclose(out[b, :n], model(x[b:b + 1, :n], torch.tensor([n]))[0], atol=1e-5)
