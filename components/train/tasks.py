@@ -104,12 +104,14 @@ class Task:
     # -- scoring -----------------------------------------------------------------------------------
     def outputs(self, model: nn.Module, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
         """Return (logits (..., C) or predictions (N,) for regress, aligned targets with -100 = ignore)."""
-        b = {k: v.to(self.device, non_blocking=True) for k, v in batch.items()}
+        # translation source lengths stay on the CPU: packing and length checks read them there, and
+        # reading a device tensor would wait for the GPU
+        b = {k: v if k == "src_lengths" else v.to(self.device, non_blocking=True) for k, v in batch.items()}
         if self.kind.startswith("seq_"):
             lengths = b.get("lengths")
             x, y = b["x"], b["y"]
             if lengths is not None:
-                t = int(lengths.max())
+                t = int(batch["lengths"].max())  # from the CPU copy: no device sync
                 x = x[:, :t]
                 if self.kind == "seq_tag":
                     y = y[:, :t]
@@ -160,6 +162,31 @@ class Task:
             return loss, ((pred - y).abs() < tolerance).sum(), y.numel()
         return _ce(out, y, label_smoothing)
 
+    def targets(self, batch: dict) -> int:
+        """Count the scored targets of a (CPU) batch: real target tokens for translation, else examples.
+
+        Gradient accumulation weights each micro-batch by this share, so an accumulated step equals
+        the step on the concatenated batch.
+        """
+        if self.kind == "translation":
+            return int((batch["tgt_out"] != -100).sum())
+        return len(batch["y"])
+
+    def check_ids(self, model: nn.Module) -> None:
+        """Check every token id of the translation splits against the model's vocabularies (on the CPU, once)."""
+        if self.kind != "translation":
+            return
+        cfg = getattr(model, "config", None)
+        for side in ("src", "tgt"):
+            vocab = getattr(cfg, f"{side}_vocab_size", None)
+            if vocab is None:
+                continue
+            for name in ("train", "valid", "test"):
+                top = max_id(self.split(name)[0 if side == "src" else 1])
+                if top >= vocab:
+                    raise TrainError(f"{name} split: {side} id {top} is out of range for the model's "
+                                     f"{side}_vocab_size {vocab}; drop the vocab-size override or re-prepare the data")
+
     def tokens(self, batch: dict) -> int:
         """Count the input tokens (or examples) in a batch, for throughput."""
         if self.kind == "translation":
@@ -177,8 +204,15 @@ def _ce(logits: torch.Tensor, y: torch.Tensor, label_smoothing: float):
         raise TrainError(f"model output {tuple(logits.shape)} does not match targets {tuple(y.shape)}")
     loss = F.cross_entropy(flat, target, ignore_index=-100, label_smoothing=label_smoothing)
     keep = target != -100
-    correct = (flat.argmax(-1)[keep] == target[keep]).sum()
-    return loss, correct, int(keep.sum())
+    correct = ((flat.argmax(-1) == target) & keep).sum()
+    return loss, correct, keep.sum()  # tensors on the device: callers read them when they log
+
+
+def max_id(seqs) -> int:
+    """Largest id in a split's sequences (-1 when empty)."""
+    if hasattr(seqs, "max_id"):
+        return seqs.max_id()
+    return max((max(s) for s in seqs if len(s)), default=-1)
 
 
 def shift_images(x: torch.Tensor, k: int) -> torch.Tensor:
