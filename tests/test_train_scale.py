@@ -100,3 +100,18 @@ def test_recurrent_models_keep_fp32_with_tf32_on_cuda_and_transformers_get_bf16(
     assert choose(build("transformer-tiny"), "cuda", bf16=True) == "bf16"
     assert choose(build("bahdanau-tiny"), "cpu", bf16=True) == "bf16"   # CPU: as asked, no cuDNN involved
     assert choose(build("transformer-tiny"), "cpu", bf16=False) == "fp32"
+
+
+def test_prefetcher_serves_batches_in_order_and_reraises_a_collation_error_on_the_training_thread():
+    from components.train.prefetch import Prefetcher
+
+    def batches(i):
+        if i == 5:
+            raise ValueError("bad example at step 5")
+        return {"i": torch.tensor(i)}
+
+    with Prefetcher(batches, start=2, depth=2) as loader:
+        assert [int(next(loader)["i"]) for _ in range(3)] == [2, 3, 4]
+        with pytest.raises(ValueError, match="bad example at step 5"):
+            next(loader)
+    assert not loader._thread.is_alive()
