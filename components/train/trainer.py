@@ -6,7 +6,7 @@ import json
 import math
 import os
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
