@@ -39,3 +39,44 @@ def test_claim_8_has_a_deep_reversed_lstm_and_bleu_uses_beam_4_with_penalty_0_6(
     for step in ("bleu", "bleu_bahdanau"):
         p = full[step][0].params
         assert (p["beam"], p["length_penalty"], p["tokenize"]) == (4, 0.6, "13a")
+
+
+TOY = {"steps": 4, "checkpoint_every": 2, "eval_every": 2, "max_tokens": 120}
+
+
+def _toy_data(tmp_path):
+    from components import Context, get
+
+    return get("data.synthetic_translation")(Context(tmp_path / "d"), vocab=10, min_len=2, max_len=10, n_train=120,
+                                             n_valid=8, n_test=8)["dataset"]
+
+
+def test_the_rnn_recipes_run_end_to_end_at_toy_size_on_cpu(full, tmp_path):
+    from components import Context, get
+
+    data = _toy_data(tmp_path)
+    for step in ("mt", "mt_bahdanau"):
+        inst = next(i for i in full[step] if i.bindings.get("arch", "seq2seq-small") == "seq2seq-small")
+        params = {**inst.params, **TOY, "data": data, "overrides": {**inst.params["overrides"], "hidden_size": 16,
+                                                                     "embed_dim": 8, "attention_dim": 16, "maxout_dim": 8}}
+        if step == "mt":
+            params["overrides"] = {"hidden_size": 16, "embed_dim": 8}
+        s = get("train.model")(Context(tmp_path / step), **params)["summary"]
+        assert s["steps"] == 4 and not s["diverged"] and s["precision"] == "fp32"
+
+
+def test_the_transformer_base_recipe_runs_end_to_end_at_toy_size_on_cpu(tmp_path):
+    """The mapping the full profile's comment gives issue 12's mt_transformer step, at toy sizes."""
+    from components import Context, get
+
+    data = _toy_data(tmp_path)
+    recipe = {"model": "transformer-base", "max_tokens": 3125, "accumulate": 8, "optimizer": "adam",
+              "betas": [0.9, 0.98], "lr": 0.0007, "schedule": "inverse_sqrt", "warmup": 4000, "label_smoothing": 0.1,
+              "bf16": True, "steps": 100000, "checkpoint_every": 1000, "average_last": 5}
+    toy = {**recipe, "model": "transformer-tiny", "max_tokens": 60, "steps": 6, "checkpoint_every": 1,
+           "warmup": 3}
+    out = get("train.model")(Context(tmp_path / "t"), data=data, **toy)
+    assert out["summary"]["averaged_steps"] == [2, 3, 4, 5, 6] and out["summary"]["precision"] == "bf16"
+    bleu = get("eval.bleu")(Context(tmp_path / "b"), checkpoints={"transformer": out["checkpoint"]}, beam=4,
+                            length_penalty=0.6, tokenize="none", n_bootstrap=0, max_examples=8)
+    assert "bleu/transformer/longest" in bleu["summary"] and bleu["summary"]["n"] == 8  # beam 4 decoded the split
