@@ -1,6 +1,11 @@
 """Benchmark data prep on Multi30k train: tokenisation + bucketing throughput, padding saved.
 
 Run: python benchmarks/data.py --data-dir /path/to/data [--max-tokens 4096] [--vocab-size 8000]
+     python benchmarks/data.py --pairs 200000 [--num-proc 2]   (the whole path at scale, see below)
+
+``--pairs N`` repeats Multi30k train to N pairs and times the path a WMT14 run takes: encoding with
+``datasets.map`` into Arrow + uint16 arrays (tokens/s), a trainer start reading the split (memory-
+mapped arrays vs the Python lists of before) and one epoch of token-budget batches from each.
 
 Prints sentence pairs/s for BPE encoding (both sides, ids with BOS/EOS) and for length
 bucketing, and the padding fraction of bucketed batches against batches filled in random order
@@ -54,6 +59,47 @@ def median_time(fn, repeats: int) -> tuple[float, object]:
     return statistics.median(times), result
 
 
+def scale_path(pairs: list[tuple[str, str]], tok, n: int, num_proc: int | None, max_tokens: int) -> dict:
+    """Time encoding, trainer start and batching on ``n`` pairs (the given ones repeated)."""
+    import tempfile
+
+    from components import Context
+    from components.data.translation import write_translation
+    from components.train.tasks import Task, TranslationBatches
+
+    big = (pairs * (n // len(pairs) + 1))[:n]
+    splits = {"train": big, "valid": pairs[:500], "test": pairs[500:1000]}
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        folder = write_translation(Context(Path(tmp)), splits, tok, tok, src_lang="en", tgt_lang="de", meta={},
+                                   num_proc=num_proc)
+        encode_s = time.perf_counter() - start
+        task = Task(folder, "cpu")
+        start = time.perf_counter()
+        src_a, tgt_a = task.split("train")
+        arrays_load_s = time.perf_counter() - start
+        tokens = int(src_a.lengths.sum() + tgt_a.lengths.sum())
+        start = time.perf_counter()
+        ds = task.dataset["train"]
+        src_l, tgt_l = list(ds["src_ids"]), list(ds["tgt_ids"])
+        lists_load_s = time.perf_counter() - start
+        out = {"scale_pairs": n, "scale_tokens": tokens, "scale_num_proc": num_proc or 1,
+               "encode_s": round(encode_s, 2), "encode_tokens_per_s": round(tokens / encode_s),
+               "start_arrays_s": round(arrays_load_s, 4), "start_lists_s": round(lists_load_s, 2),
+               "arrays_bytes": int(src_a.ids.nbytes + tgt_a.ids.nbytes + src_a.offsets.nbytes + tgt_a.offsets.nbytes)}
+        for name, (s, t) in {"arrays": (src_a, tgt_a), "lists": (src_l, tgt_l)}.items():
+            batches = TranslationBatches(s, t, task.pad_id, seed=0, batch_size=1, max_tokens=max_tokens)
+            start = time.perf_counter()
+            batches(0)
+            steps = len(batches.batches)
+            for step in range(1, steps):
+                batches(step)
+            out[f"epoch_batches_{name}_s"] = round(time.perf_counter() - start, 2)
+            out[f"batch_tokens_per_s_{name}"] = round(tokens / out[f"epoch_batches_{name}_s"])
+        del src_l, tgt_l, src_a, tgt_a, task, ds
+    return out
+
+
 def main() -> None:
     default_data = os.environ.get("BOTTLENECKS_DATA", str(Path(__file__).resolve().parents[1].parent / "shared" / "data"))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -62,6 +108,8 @@ def main() -> None:
     ap.add_argument("--vocab-size", type=int, default=8000)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", help="also write the figures to this JSON file")
+    ap.add_argument("--pairs", type=int, default=0, help="also time the whole path on this many pairs")
+    ap.add_argument("--num-proc", type=int, default=None, help="datasets.map processes for --pairs")
     args = ap.parse_args()
     torch.set_num_threads(1)
 
@@ -101,6 +149,8 @@ def main() -> None:
                      "tokenizers": tokenizers.__version__, "python": platform.python_version(),
                      "machine": platform.machine()},
     }
+    if args.pairs:
+        figures.update(scale_path(pairs, tok, args.pairs, args.num_proc, args.max_tokens))
     width = max(map(len, figures))
     for key, value in figures.items():
         print(f"{key:<{width}}  {value}")

@@ -1,6 +1,13 @@
 """Benchmark train.model against a bare PyTorch loop on the same model, batches and device.
 
 Usage: python benchmarks/train.py [--model lstm-small] [--steps 300] [--repeats 3] [--threads 1]
+       python benchmarks/train.py --translation [--model transformer-small] [--max-tokens 2000]
+
+``--translation`` compares the trainer's translation path as it was by default (random batches of
+``batch_size`` sentences, ids as Python lists, collation on the training thread) with the new one
+(token-budget buckets, memory-mapped uint16 arrays, a prefetching thread) on the same model, the
+same Multi30k sample and the same sentences per step on average; it prints real (non-padding)
+tokens per second of each and their ratio.
 
 Prints the trainer's training-loop throughput relative to the bare loop (target >= 0.95) and the
 cost of one checkpoint (model, optimiser, scheduler and RNG state, written atomically). Ratios
@@ -11,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -75,6 +83,50 @@ def checkpoint_cost(model_name: str, data: str, repeats: int = 20) -> tuple[floa
     return 1000 * statistics.median(times), size
 
 
+def translation_ratio(args) -> dict:
+    """Real tokens/s of the old-default and new translation paths, interleaved repeats."""
+    import shutil
+
+    from components.train.tasks import Task, TranslationBatches
+
+    base = Path(args.data_dir) / "multi30k"
+    with tempfile.TemporaryDirectory() as root:
+        data = get("data.wmt")(Context(Path(root) / "d"), source="files", vocab_size=4000, max_pairs=args.pairs,
+                               files={"train": [[str(base / "train.en.gz"), str(base / "train.de.gz")]]})["dataset"]
+        lists = Path(root) / "lists"
+        shutil.copytree(data, lists, ignore=shutil.ignore_patterns("arrays"))  # an older folder: lists only
+        task = Task(data, "cpu")
+        src, tgt = task.split("train")
+        buckets = TranslationBatches(src, tgt, task.pad_id, 0, 1, args.max_tokens)
+        buckets(0)
+        per_batch = round(len(src) / len(buckets.batches))  # same sentences per step on average
+
+        def real_tokens(batches) -> int:
+            return sum(int(b["src_lengths"].sum() + (b["tgt_out"] != -100).sum())
+                       for b in map(batches, range(args.steps)))
+
+        tok_old = real_tokens(TranslationBatches(src, tgt, task.pad_id, 0, per_batch, None))
+        tok_new = real_tokens(TranslationBatches(src, tgt, task.pad_id, 0, 1, args.max_tokens))
+        kw = dict(model=args.model, steps=args.steps, lr=1e-3, checkpoint_every=0)
+        old, new = [], []
+        for i in range(args.repeats + 1):  # the first round warms up (imports, allocator) and is dropped
+            with tempfile.TemporaryDirectory() as work:
+                o = get("train.model")(Context(Path(work) / "o"), data=str(lists), batch_size=per_batch, prefetch=0,
+                                       **kw)["summary"]["seconds"]
+                n = get("train.model")(Context(Path(work) / "n"), data=data, max_tokens=args.max_tokens, prefetch=2,
+                                       **kw)["summary"]["seconds"]
+            if i:
+                old.append(o)
+                new.append(n)
+    rate_old, rate_new = tok_old / min(old), tok_new / min(new)
+    return {"model": args.model, "steps": args.steps, "pairs": len(src), "max_tokens": args.max_tokens,
+            "sentences_per_step": per_batch, "threads": args.threads, "torch": torch.__version__,
+            "old_real_tokens": tok_old, "new_real_tokens": tok_new, "old_s": min(old), "new_s": min(new),
+            "old_real_tokens_per_s": round(rate_old), "new_real_tokens_per_s": round(rate_new),
+            "ratio": round(rate_new / rate_old, 3),
+            "ratio_median": round((tok_new / statistics.median(new)) / (tok_old / statistics.median(old)), 3)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="lstm-small")
@@ -84,8 +136,15 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--checkpoint-every", type=int, default=50)
+    ap.add_argument("--translation", action="store_true", help="old vs new translation path (see above)")
+    ap.add_argument("--max-tokens", type=int, default=2000)
+    ap.add_argument("--pairs", type=int, default=8000)
+    ap.add_argument("--data-dir", default=os.environ.get("BOTTLENECKS_DATA", ""), help="folder holding multi30k/")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    if args.translation:
+        print(json.dumps(translation_ratio(args), indent=2))
+        return
     with tempfile.TemporaryDirectory() as root:
         data = get("data.delayed_recall")(Context(Path(root) / "data"), lag=args.lag, n_train=4096)["dataset"]
         bare, ours, ckpt = [], [], []

@@ -67,6 +67,25 @@ def test_bahdanau_projects_the_source_once_per_batch_not_per_step():
     assert build("bahdanau-tiny").removes == {"B1", "B2", "B3"} and build("seq2seq-tiny").removes == {"B1", "B2"}
 
 
+@pytest.mark.parametrize("cell", ["gru", "lstm", "rnn"])
+def test_bahdanau_batched_teacher_forcing_equals_stepping_the_decoder(cell):
+    torch.manual_seed(0)
+    model = build("bahdanau-tiny", cell=cell).eval()
+    src, lengths = _batch()
+    tgt = torch.randint(3, 32, (3, 7))
+    calls = []
+    model.out.register_forward_hook(lambda *a: calls.append(1))
+    logits, attn = model(src, lengths, tgt)
+    assert len(calls) == 1  # the softmax layer runs once over all steps, not once per step
+    with torch.no_grad():
+        memory = model.encode(src, lengths)
+        state = model.init_state(memory)
+        for i in range(tgt.shape[1]):
+            logp, state, a = model.step(tgt[:, i], state, memory)
+            assert torch.allclose(logp, logits[:, i].log_softmax(-1), atol=1e-5)
+            assert torch.allclose(a, attn[:, i], atol=1e-6)
+
+
 def test_beam_search_returns_eos_then_padding_and_ranks_with_gnmt_penalty():
     assert torch.allclose(length_penalty(torch.tensor([1, 7]), 0.6), torch.tensor([1.0, 2.0 ** 0.6]))
     torch.manual_seed(0)

@@ -27,19 +27,17 @@ def bucket_batches(lengths: Sequence[int], max_tokens: int, seed: int = 0, shuff
     rng = np.random.default_rng(seed)
     tiebreak = rng.permutation(len(lengths)) if shuffle else np.arange(len(lengths))
     order = np.lexsort((tiebreak, lengths))  # by length, then by the tie-break key
+    sorted_len = lengths[order]
+    cap = max_sentences or len(order)
     batches: list[list[int]] = []
-    batch: list[int] = []
-    longest = 0
-    for i in order.tolist():
-        n = int(lengths[i])
-        full = max_sentences is not None and len(batch) >= max_sentences
-        if batch and (full or (len(batch) + 1) * max(longest, n) > max_tokens):
-            batches.append(batch)
-            batch, longest = [], 0
-        batch.append(i)
-        longest = max(longest, n)
-    if batch:
-        batches.append(batch)
+    start = 0
+    while start < len(order):  # one iteration per batch, not per example
+        # sorted ascending, so the batch's longest is its last: it fits while (k + 1) * len[start + k] <= budget
+        window = sorted_len[start:start + min(cap, max_tokens // max(int(sorted_len[start]), 1))]
+        fits = np.arange(1, len(window) + 1) * window <= max_tokens
+        size = max(int(np.argmin(fits)) if not fits.all() else len(window), 1)
+        batches.append(order[start:start + size].tolist())
+        start += size
     if shuffle:
         batches = [batches[j] for j in rng.permutation(len(batches))]
     return batches

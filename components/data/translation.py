@@ -1,4 +1,9 @@
-"""Tokenise parallel text and save it as a translation dataset (``datasets`` Arrow + tokenizers)."""
+"""Tokenise parallel text and save it as a translation dataset (``datasets`` Arrow + tokenizers).
+
+Encoding runs through ``Dataset.map(batched=True, num_proc=...)`` with the tokenizer's own
+``encode_batch``; ids are stored as uint16 when the vocabulary fits, both in the Arrow columns and
+as memory-mapped arrays (``arrays/``) that the trainer reads without building Python lists.
+"""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,31 +13,47 @@ from components.data.bpe import BOS_ID, EOS_ID, PAD_ID, UNK_ID, encode
 from components.data.clean import length_histogram
 from components.data.errors import DataError
 from components.data.io import SPLITS, write_meta
+from components.data.token_arrays import TokenArrays, id_dtype
+
+
+def _encode(batch: dict, src_tok, tgt_tok) -> dict:
+    """Encode one ``map`` batch: the source ends in EOS, the target starts with BOS and ends in EOS."""
+    return {"src_ids": encode(src_tok, batch["src"], bos=False), "tgt_ids": encode(tgt_tok, batch["tgt"], bos=True)}
 
 
 def write_translation(ctx, splits: dict[str, list[tuple[str, str]]], src_tok, tgt_tok, *,
-                      src_lang: str, tgt_lang: str, meta: dict[str, Any]) -> Path:
-    """Encode every split and write ``data/``, the tokenizer file(s) and ``meta.json``.
+                      src_lang: str, tgt_lang: str, meta: dict[str, Any], num_proc: int | None = None) -> Path:
+    """Encode every split and write ``data/``, ``arrays/``, the tokenizer file(s) and ``meta.json``.
 
-    ``tgt_tok is src_tok`` means a joint vocabulary (one ``tokenizer.json``).
+    ``tgt_tok is src_tok`` means a joint vocabulary (one ``tokenizer.json``). ``num_proc`` encodes
+    in that many processes (None: one, where ``encode_batch`` may still use the tokenizer's threads).
     """
     import datasets
-    from datasets import Dataset, DatasetDict
+    from datasets import Dataset, DatasetDict, Features, Sequence, Value
 
     datasets.disable_progress_bars()  # a save per split would flood the step's log
     folder = ctx.path("dataset")
     joint = tgt_tok is src_tok
+    vocab = max(src_tok.get_vocab_size(), tgt_tok.get_vocab_size())
+    dtype = str(id_dtype(vocab))
+    features = Features({"src": Value("string"), "tgt": Value("string"),
+                         "src_ids": Sequence(Value(dtype)), "tgt_ids": Sequence(Value(dtype))})
     parts, counts, hist, longest = {}, {}, {}, {}
     for name in SPLITS:
         pairs = splits.get(name, [])
         if not pairs:
             raise DataError(f"split {name!r} is empty: give it files or a non-zero fraction to carve from train")
         src, tgt = [p[0] for p in pairs], [p[1] for p in pairs]
-        src_ids, tgt_ids = encode(src_tok, src, bos=False), encode(tgt_tok, tgt, bos=True)
-        parts[name] = Dataset.from_dict({"src": src, "tgt": tgt, "src_ids": src_ids, "tgt_ids": tgt_ids})
+        procs = num_proc if num_proc and len(pairs) >= 5_000 * num_proc else None  # a pool for small splits costs more
+        parts[name] = Dataset.from_dict({"src": src, "tgt": tgt}).map(
+            _encode, batched=True, batch_size=5_000, num_proc=procs, features=features,
+            fn_kwargs={"src_tok": src_tok, "tgt_tok": tgt_tok}, new_fingerprint=f"encode-{name}")
         counts[name] = len(pairs)
         hist[name] = length_histogram(src)
-        longest[name] = [max(map(len, src_ids)), max(map(len, tgt_ids))]  # [src, tgt] ids per example
+        for side in ("src", "tgt"):
+            arrays = TokenArrays.from_arrow(parts[name].data.table.column(f"{side}_ids"), vocab)
+            arrays.save(folder / "arrays", f"{name}.{side}")
+            longest.setdefault(name, []).append(int(arrays.lengths.max()))  # [src, tgt] ids per example
     DatasetDict(parts).save_to_disk(str(folder / "data"))
     if joint:
         src_tok.save(str(folder / "tokenizer.json"))
@@ -42,7 +63,7 @@ def write_translation(ctx, splits: dict[str, list[tuple[str, str]]], src_tok, tg
     meta = {"kind": "translation", "src_lang": src_lang, "tgt_lang": tgt_lang, "joint": joint,
             "src_vocab_size": src_tok.get_vocab_size(), "tgt_vocab_size": tgt_tok.get_vocab_size(),
             "pad_id": PAD_ID, "unk_id": UNK_ID, "bos_id": BOS_ID, "eos_id": EOS_ID, "counts": counts,
-            "length_histogram": hist, "longest_ids": longest, **meta}
+            "length_histogram": hist, "longest_ids": longest, "id_dtype": dtype, **meta}
     write_meta(folder, meta)
     ctx.log_metrics({f"n_{k}": v for k, v in counts.items()})
     ctx.log_metrics({"src_vocab_size": meta["src_vocab_size"], "tgt_vocab_size": meta["tgt_vocab_size"]})

@@ -76,15 +76,27 @@ class MultiHeadAttention(nn.Module):
         B, T, _ = x.shape
         return x.view(B, T, self.n_heads, self.d_k).transpose(1, 2)   # (B, n_heads, T, d_k)
 
-    def forward(self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None,
-                need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
-        """Return output (B, T_q, d_model) and weights (B, n_heads, T_q, T_k) or None."""
-        q, k, v = self._split(self.w_q(query)), self._split(self.w_k(key)), self._split(self.w_v(value))
+    def project_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """Return keys and values of x split into heads, (B, n_heads, T, d_k) each (a decoder caches them)."""
+        return self._split(self.w_k(x)), self._split(self.w_v(x))
+
+    def forward(self, query: Tensor, key: Tensor | None, value: Tensor | None, mask: Tensor | None = None,
+                need_weights: bool = False, is_causal: bool = False,
+                kv: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor | None]:
+        """Return output (B, T_q, d_model) and weights (B, n_heads, T_q, T_k) or None.
+
+        ``is_causal`` masks subsequent positions without a mask tensor (T_q == T_k), so SDPA can pick
+        the Flash kernel; ``kv`` gives keys and values already projected (``project_kv``).
+        """
+        q = self._split(self.w_q(query))
+        k, v = kv if kv is not None else (self._split(self.w_k(key)), self._split(self.w_v(value)))
         p = self.dropout if self.training else 0.0
+        if is_causal and (mask is not None or need_weights or self.naive):
+            mask, is_causal = combine(mask, causal_mask(q.shape[2], q.device)), False  # SDPA takes one or the other
         if need_weights or self.naive:
             out, weights = attention(q, k, v, mask, self.scale, p, self.training)
         else:
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p,
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, is_causal=is_causal,
                                                  scale=None if self.scale else 1.0)
             weights = None
         B, _, T, _ = out.shape

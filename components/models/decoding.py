@@ -53,6 +53,11 @@ def _check(max_len: int, beam: int = 1) -> None:
         raise ModelError(f"beam must be >= 1, got {beam}")
 
 
+# Stopping early needs the host to read "all finished?" from the device, which waits for the GPU;
+# asking every SYNC_EVERY steps keeps the queue full (finished rows only append padding meanwhile).
+SYNC_EVERY = 8
+
+
 def greedy(model, src, src_lengths, max_len: int, bos: int, eos: int) -> tuple[Tensor, Tensor | None]:
     """Pick the most likely token at every step; return tokens (B, T <= max_len) and attn (B, T, T_src)."""
     _check(max_len)
@@ -63,18 +68,21 @@ def greedy(model, src, src_lengths, max_len: int, bos: int, eos: int) -> tuple[T
         B = src.shape[0]
         prev = torch.full((B,), bos, dtype=torch.long, device=src.device)
         done = torch.zeros(B, dtype=torch.bool, device=src.device)
+        lengths = torch.zeros(B, dtype=torch.long, device=src.device)
         tokens, attns = [], []
-        for _ in range(max_len):
+        for i in range(max_len):
             logp, state, attn = model.step(prev, state, memory)
             tok = logp.argmax(-1).masked_fill(done, pad)
             tokens.append(tok)
             attns.append(attn)
+            lengths += ~done
             done |= tok == eos
             prev = tok
-            if done.all():
+            if (i + 1) % SYNC_EVERY == 0 and done.all():
                 break
-    attn = torch.stack(attns, 1) if attns[0] is not None else None
-    return torch.stack(tokens, 1), attn
+        T = int(lengths.max()) if B else 0  # the one sync: drop steps taken after every row had finished
+    attn = torch.stack(attns[:T], 1) if T and attns[0] is not None else None
+    return torch.stack(tokens, 1)[:, :T], attn
 
 
 def length_penalty(lengths: Tensor, alpha: float) -> Tensor:
@@ -84,7 +92,10 @@ def length_penalty(lengths: Tensor, alpha: float) -> Tensor:
 
 def beam_search(model, src, src_lengths, beam: int, max_len: int, bos: int, eos: int,
                 alpha: float = 0.6) -> Tensor:
-    """Keep the ``beam`` best prefixes per sentence; return the best hypothesis by log P / lp (B, T)."""
+    """Keep the ``beam`` best prefixes per sentence; return the best hypothesis by log P / lp (B, T).
+
+    All B * beam hypotheses advance as one batch; the output is as long as its longest best hypothesis.
+    """
     _check(max_len, beam)
     pad, B, K = _fill(model, eos), src.shape[0], beam
     dev = src.device
@@ -98,24 +109,26 @@ def beam_search(model, src, src_lengths, beam: int, max_len: int, bos: int, eos:
         done = torch.zeros(B * K, dtype=torch.bool, device=dev)
         lengths = torch.zeros(B * K, dtype=torch.long, device=dev)
         tokens = torch.zeros(B * K, 0, dtype=torch.long, device=dev)
-        for _ in range(max_len):
+        base = torch.arange(B, device=dev)[:, None] * K
+        for i in range(max_len):
             logp, state, _ = model.step(prev, state, memory)                    # (B*K, V)
             V = logp.shape[-1]
             frozen = torch.full_like(logp, float("-inf"))
             frozen[:, pad] = 0.0                             # finished beams extend with pad at no cost
             logp = torch.where(done[:, None], frozen, logp)
-            top, idx = (scores.view(-1, 1) + logp).view(B, K * V).topk(K, -1)  # (B, K)
-            origin = (torch.arange(B, device=dev)[:, None] * K + idx // V).view(-1)
+            top, idx = (scores.view(-1, 1) + logp.float()).view(B, K * V).topk(K, -1)  # (B, K)
+            origin = (base + idx // V).view(-1)
             tok = (idx % V).view(-1)
             tokens = torch.cat([tokens[origin], tok[:, None]], 1)
             done, lengths = done[origin], lengths[origin] + (~done[origin]).long()
             done = done | (tok == eos)
             state, scores, prev = index_batch(state, origin), top, tok
-            if done.all():
+            if (i + 1) % SYNC_EVERY == 0 and done.all():
                 break
         norm = (scores.view(-1) / length_penalty(lengths, alpha)).view(B, K)
         best = torch.arange(B, device=dev) * K + norm.argmax(-1)
-    return tokens[best]
+        T = int(lengths[best].max()) if B else 0
+    return tokens[best][:, :T]
 
 
 class Generates:

@@ -75,7 +75,7 @@ class RNNEncoder(nn.Module):
         """Return memory: values (B, T_src, D*H), mask, lengths (B,), and h0/c0 (B, L_dec, H)."""
         if src.dim() != 2 or src.dtype.is_floating_point:
             raise ModelError(f"src must be token ids (B, T), got {tuple(src.shape)} {src.dtype}")
-        if src.numel() and int(src.max()) >= self.cfg.src_vocab_size:
+        if src.numel() and src.device.type == "cpu" and int(src.max()) >= self.cfg.src_vocab_size:  # no GPU sync
             raise ModelError(f"src id {int(src.max())} out of range for src_vocab_size {self.cfg.src_vocab_size}")
         B, T = src.shape
         lengths = check_lengths(src_lengths, B, T, "encoder")

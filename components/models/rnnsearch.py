@@ -1,7 +1,9 @@
 """RNNSearch (Bahdanau 2015): bidirectional encoder, additive attention from s_{i-1}, maxout deep output.
 
 p(y_i | s_{i-1}, y_{i-1}, c_i); c_i = sum_j a_ij h_j with e_ij = v^T tanh(W1 s_{i-1} + W2 h_j);
-s_i = f(s_{i-1}, [E y_{i-1}; c_i]). The W2 h_j half is computed once per batch (``prepare``).
+s_i = f(s_{i-1}, [E y_{i-1}; c_i]). The W2 h_j half is computed once per batch (``prepare``). In the
+teacher-forced pass only what depends on s_{i-1} stays in the time loop: the cell's input projection of
+E y_{i-1} is one matmul over all steps, and the deep output and softmax layer run once after the loop.
 """
 from __future__ import annotations
 
@@ -15,6 +17,21 @@ from components.models.rnn_attention import BahdanauAttention
 from components.models.rnn_encoder import RNNEncoder, Seq2SeqConfig
 
 CELL = {"rnn": nn.RNNCell, "lstm": nn.LSTMCell, "gru": nn.GRUCell}
+
+
+def cell_from_gates(kind: str, gi: Tensor, cell: nn.Module, s: Tensor, c: Tensor) -> tuple[Tensor, Tensor]:
+    """Advance ``cell`` given its input pre-activations gi = W_ih x + b_ih (B, G*H); as nn.*Cell computes."""
+    gh = F.linear(s, cell.weight_hh, cell.bias_hh)
+    if kind == "gru":  # r, z, n gates; n = tanh(W_in x + r * (W_hn h + b_hn))
+        i_r, i_z, i_n = gi.chunk(3, -1)
+        h_r, h_z, h_n = gh.chunk(3, -1)
+        r, z = torch.sigmoid(i_r + h_r), torch.sigmoid(i_z + h_z)
+        return (1 - z) * torch.tanh(i_n + r * h_n) + z * s, c
+    if kind == "lstm":
+        i, f, g, o = (gi + gh).chunk(4, -1)
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        return torch.sigmoid(o) * torch.tanh(c), c
+    return torch.tanh(gi + gh), c
 
 
 class RNNSearch(Generates, nn.Module):
@@ -62,17 +79,25 @@ class RNNSearch(Generates, nn.Module):
 
     def forward(self, src: Tensor, src_lengths: Tensor | None, tgt_in: Tensor):
         """Teacher-forced pass: logits (B, T_tgt, V) and attention (B, T_tgt, T_src)."""
-        if tgt_in.numel() and int(tgt_in.max()) >= self.config.tgt_vocab_size:
+        if tgt_in.numel() and tgt_in.device.type == "cpu" and int(tgt_in.max()) >= self.config.tgt_vocab_size:
             raise ModelError(f"tgt id {int(tgt_in.max())} out of range for tgt_vocab_size {self.config.tgt_vocab_size}")
         memory = self.encode(src, src_lengths)
-        state, emb = self.init_state(memory), self.embed(tgt_in)                 # (B, T, E)
-        logits, attns = [], []
-        for e_i in emb.unbind(1):  # unbind: slicing emb[:, i] would cost O(T) per step in backward
-            out, state, a = self._step(e_i, state, memory)
-            logits.append(out)
-            attns.append(a)
+        (s, c), emb = self.init_state(memory), self.embed(tgt_in)               # (B, T, E)
+        E = emb.shape[-1]
+        w_y, w_c = self.cell.weight_ih[:, :E], self.cell.weight_ih[:, E:]
+        gi_y = F.linear(emb, w_y, self.cell.bias_ih)                             # (B, T, G*H) for all steps at once
+        states, ctxs, attns = [], [], []
+        for gi in gi_y.unbind(1):  # unbind: slicing [:, i] would cost O(T) per step in backward
+            ctx, a = self.attn(s[:, None], memory["keys"], memory["values"], memory["mask"])
+            states.append(s)
+            ctxs.append(ctx[:, 0])
+            attns.append(a[:, 0])
+            s, c = cell_from_gates(self.config.cell, gi + F.linear(ctx[:, 0], w_c), self.cell, s, c)
+        prev_s, ctx = torch.stack(states, 1), torch.stack(ctxs, 1)              # s_{i-1}, c_i: (B, T, H), (B, T, K)
+        t = self.deep(self.drop(torch.cat([prev_s, emb, ctx], -1)))
+        t = t.view(*t.shape[:2], self.maxout, 2).max(-1).values                 # maxout (B, T, maxout)
         attn = self.encoder.unreverse(torch.stack(attns, 1), memory["lengths"])
-        return torch.stack(logits, 1), attn
+        return self.out(self.drop(t)), attn
 
     def step(self, prev: Tensor, state, memory):
         logits, state, a = self._step(self.embed(prev), state, memory)

@@ -49,7 +49,7 @@ class Seq2Seq(Generates, nn.Module):
 
     def _decode(self, tgt_in: Tensor, state, memory):
         """Run the decoder over tgt_in (B, T); return logits, new state (batch-first), attn."""
-        if tgt_in.numel() and int(tgt_in.max()) >= self.config.tgt_vocab_size:
+        if tgt_in.numel() and tgt_in.device.type == "cpu" and int(tgt_in.max()) >= self.config.tgt_vocab_size:
             raise ModelError(f"tgt id {int(tgt_in.max())} out of range for tgt_vocab_size {self.config.tgt_vocab_size}")
         h0, c0 = (s.transpose(0, 1).contiguous() for s in state)                # (L, B, H)
         rnn_state = (h0, c0) if self.config.cell in HAS_CELL_STATE else h0

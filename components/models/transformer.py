@@ -35,6 +35,7 @@ class TransformerConfig:
     tie_embeddings: bool = True       # target embedding = pre-softmax weights (paper sec. 3.4)
     share_embeddings: bool = False    # one embedding for source and target (joint vocabulary)
     naive: bool = False               # force explicit softmax(QK^T)V instead of SDPA
+    kv_cache: bool = True             # decode with cached keys/values; False reruns the whole prefix (reference)
     activation: str = "relu"
     max_len: int = 512
     pos_init_std: float = 1.0         # learned positions on the scale of the scaled embeddings
@@ -80,46 +81,64 @@ class Transformer(Generates, nn.Module):
         if cfg.tie_embeddings:
             self.generator.weight = self.tgt_embed.weight
 
-    def _embed(self, embed: nn.Embedding, ids: Tensor, what: str) -> Tensor:
+    def _embed(self, embed: nn.Embedding, ids: Tensor, what: str, offset: int = 0) -> Tensor:
         if ids.dim() != 2 or ids.dtype.is_floating_point:
             raise ModelError(f"{what} must be token ids (B, T), got {tuple(ids.shape)} {ids.dtype}")
-        if ids.numel() and int(ids.max()) >= embed.num_embeddings:
+        # checked on CPU only: on a GPU int(max) would wait for the device every step (the trainer checks ids
+        # on the CPU before the transfer)
+        if ids.numel() and ids.device.type == "cpu" and int(ids.max()) >= embed.num_embeddings:
             raise ModelError(f"{what} id {int(ids.max())} out of range for vocabulary {embed.num_embeddings}")
         # embeddings times sqrt(d_model) (paper sec. 3.4) so they are not drowned by the positions
-        return self.drop(self.positions(embed(ids) * math.sqrt(self.config.d_model)))
+        return self.drop(self.positions(embed(ids) * math.sqrt(self.config.d_model), offset))
 
     def _self_mask(self, t: int, causal: bool, device) -> Tensor | None:
         w = self.config.window
         return combine(causal_mask(t, device) if causal else None, local_mask(t, t, w, device) if w else None)
 
-    def encode(self, src: Tensor, src_lengths: Tensor | None) -> dict[str, Tensor]:
-        """Return the memory (B, T_src, d) and its key mask (B, 1, 1, T_src)."""
+    def encode(self, src: Tensor, src_lengths: Tensor | None) -> dict:
+        """Return the memory (B, T_src, d), its key mask (B, 1, 1, T_src) and each decoder layer's keys/values."""
         B, T = src.shape
         lengths = check_lengths(src_lengths, B, T, "Transformer source")
         if lengths is None:
             lengths = torch.full((B,), T, dtype=torch.long, device=src.device)
         key_mask = padding_mask(lengths.to(src.device), T)
         mask = combine(key_mask, self._self_mask(T, False, src.device))
-        return {"memory": self.encoder(self._embed(self.src_embed, src, "src"), mask), "mask": key_mask}
+        memory = self.encoder(self._embed(self.src_embed, src, "src"), mask)
+        return {"memory": memory, "mask": key_mask, "cross": self.decoder.cross_kv(memory)}
 
-    def decode(self, tgt_in: Tensor, memory: dict[str, Tensor], need_weights: bool = True):
+    def decode(self, tgt_in: Tensor, memory: dict, need_weights: bool = True):
         """Return logits (B, T_tgt, V) and cross-attention (B, T_tgt, T_src) averaged over heads."""
         T = tgt_in.shape[1]
         x = self._embed(self.tgt_embed, tgt_in, "tgt_in")
-        x, w = self.decoder(x, memory["memory"], self._self_mask(T, True, tgt_in.device), memory["mask"],
-                            need_weights)
+        causal = not self.config.window  # is_causal, no mask tensor: SDPA may use Flash
+        x, w, _ = self.decoder(x, memory["memory"], None if causal else self._self_mask(T, True, tgt_in.device),
+                               memory["mask"], need_weights, causal, memory.get("cross"))
         return self.generator(x), (w.mean(1) if w is not None else None)
 
     def forward(self, src: Tensor, src_lengths: Tensor | None, tgt_in: Tensor):
         """Teacher-forced pass: (logits (B, T_tgt, V), attn (B, T_tgt, T_src))."""
         return self.decode(tgt_in, self.encode(src, src_lengths))
 
-    def init_state(self, memory) -> Tensor:
-        """The decoding state is the prefix generated so far (B, t); no key/value cache."""
-        return memory["memory"].new_zeros(memory["memory"].shape[0], 0, dtype=torch.long)
+    def init_state(self, memory) -> dict:
+        """Return empty self-attention caches (B, n_heads, 0, d_k) per layer, or an empty prefix (B, 0)."""
+        m = memory["memory"]
+        if not self.config.kv_cache:
+            return {"prefix": m.new_zeros(m.shape[0], 0, dtype=torch.long)}
+        h = self.config.n_heads
+        empty = m.new_zeros(m.shape[0], h, 0, self.config.d_model // h)
+        return {"past": [(empty, empty) for _ in self.decoder.layers], "t": 0}   # t: positions decoded so far
 
-    def step(self, prev: Tensor, state: Tensor, memory):
-        """Append ``prev`` to the prefix, rerun the decoder, return the last position's log-probs."""
-        prefix = torch.cat([state, prev[:, None]], 1)
-        logits, attn = self.decode(prefix, memory)
-        return F.log_softmax(logits[:, -1], -1), prefix, attn[:, -1]
+    def step(self, prev: Tensor, state: dict, memory):
+        """Decode one position from ``prev`` (B,); return its log-probs (B, V), the state, cross-attention (B, T_src)."""
+        if "prefix" in state:  # reference path: rerun the decoder over the whole prefix
+            prefix = torch.cat([state["prefix"], prev[:, None]], 1)
+            logits, attn = self.decode(prefix, memory)
+            return F.log_softmax(logits[:, -1], -1), {"prefix": prefix}, attn[:, -1]
+        past, t = state["past"], state["t"]
+        x = self._embed(self.tgt_embed, prev[:, None], "prev", offset=t)          # (B, 1, d)
+        w = self.config.window
+        if w:  # restricted self-attention: only the last ``window`` positions stay in the cache
+            past = [(k[:, :, -w:], v[:, :, -w:]) for k, v in past]
+        x, attn, past = self.decoder(x, memory["memory"], None, memory["mask"], True, False, memory["cross"], past)
+        logits = self.generator(x[:, -1])
+        return F.log_softmax(logits, -1), {"past": past, "t": t + 1}, attn.mean(1)[:, -1]

@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+import torch
 from torch import Tensor, nn
 
 from components.models.attention import MultiHeadAttention
@@ -35,17 +36,24 @@ class EncoderLayer(nn.Module):
         self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
         self.drop, self.norm_first = nn.Dropout(dropout), norm_first
 
-    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+    def forward(self, x: Tensor, mask: Tensor | None = None, is_causal: bool = False) -> Tensor:
         if self.norm_first:
             h = self.norm1(x)
-            x = x + self.drop(self.self_attn(h, h, h, mask)[0])
+            x = x + self.drop(self.self_attn(h, h, h, mask, is_causal=is_causal)[0])
             return x + self.drop(self.ff(self.norm2(x)))
-        x = self.norm1(x + self.drop(self.self_attn(x, x, x, mask)[0]))
+        x = self.norm1(x + self.drop(self.self_attn(x, x, x, mask, is_causal=is_causal)[0]))
         return self.norm2(x + self.drop(self.ff(x)))
 
 
+KV = tuple[Tensor, Tensor]  # keys, values (B, n_heads, T, d_k)
+
+
 class DecoderLayer(nn.Module):
-    """Masked self-attention, cross-attention over the encoder memory, feed-forward."""
+    """Masked self-attention, cross-attention over the encoder memory, feed-forward.
+
+    With ``past`` (the keys/values of the positions already decoded) x holds only the new positions;
+    their keys/values are appended and returned, so a decoding step costs O(t), not O(t^2).
+    """
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False,
                  scale: bool = True, naive: bool = False, activation: str = "relu"):
@@ -56,19 +64,31 @@ class DecoderLayer(nn.Module):
         self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(d_model) for _ in range(3))
         self.drop, self.norm_first = nn.Dropout(dropout), norm_first
 
+    def _self(self, h: Tensor, mask: Tensor | None, is_causal: bool, past: KV | None) -> tuple[Tensor, KV | None]:
+        if past is None:
+            return self.self_attn(h, h, h, mask, is_causal=is_causal)[0], None
+        k, v = self.self_attn.project_kv(h)
+        kv = (torch.cat([past[0], k], 2), torch.cat([past[1], v], 2))   # (B, n_heads, t + T_new, d_k)
+        return self.self_attn(h, None, None, mask, kv=kv)[0], kv
+
+    def _cross(self, h: Tensor, memory: Tensor, mask: Tensor | None, need_weights: bool, cross_kv: KV | None):
+        return self.cross_attn(h, memory, memory, mask, need_weights, kv=cross_kv)
+
     def forward(self, x: Tensor, memory: Tensor, self_mask: Tensor | None, memory_mask: Tensor | None,
-                need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
-        """Return (B, T, d) and the cross-attention weights (B, n_heads, T, T_src) or None."""
+                need_weights: bool = False, is_causal: bool = False, cross_kv: KV | None = None,
+                past: KV | None = None) -> tuple[Tensor, Tensor | None, KV | None]:
+        """Return (B, T, d), the cross-attention weights (B, n_heads, T, T_src) or None, and the new cache."""
         if self.norm_first:
-            h = self.norm1(x)
-            x = x + self.drop(self.self_attn(h, h, h, self_mask)[0])
-            ctx, w = self.cross_attn(self.norm2(x), memory, memory, memory_mask, need_weights)
+            a, kv = self._self(self.norm1(x), self_mask, is_causal, past)
+            x = x + self.drop(a)
+            ctx, w = self._cross(self.norm2(x), memory, memory_mask, need_weights, cross_kv)
             x = x + self.drop(ctx)
-            return x + self.drop(self.ff(self.norm3(x))), w
-        x = self.norm1(x + self.drop(self.self_attn(x, x, x, self_mask)[0]))
-        ctx, w = self.cross_attn(x, memory, memory, memory_mask, need_weights)
+            return x + self.drop(self.ff(self.norm3(x))), w, kv
+        a, kv = self._self(x, self_mask, is_causal, past)
+        x = self.norm1(x + self.drop(a))
+        ctx, w = self._cross(x, memory, memory_mask, need_weights, cross_kv)
         x = self.norm2(x + self.drop(ctx))
-        return self.norm3(x + self.drop(self.ff(x))), w
+        return self.norm3(x + self.drop(self.ff(x))), w, kv
 
 
 class Encoder(nn.Module):
@@ -81,9 +101,9 @@ class Encoder(nn.Module):
                                     for _ in range(n_layers))
         self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
 
-    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+    def forward(self, x: Tensor, mask: Tensor | None = None, is_causal: bool = False) -> Tensor:
         for layer in self.layers:
-            x = layer(x, mask)
+            x = layer(x, mask, is_causal)
         return self.norm(x)
 
 
@@ -97,9 +117,17 @@ class Decoder(nn.Module):
                                     for _ in range(n_layers))
         self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
 
+    def cross_kv(self, memory: Tensor) -> list[KV]:
+        """Project the encoder memory to every layer's cross-attention keys/values (once per batch)."""
+        return [layer.cross_attn.project_kv(memory) for layer in self.layers]
+
     def forward(self, x: Tensor, memory: Tensor, self_mask: Tensor | None, memory_mask: Tensor | None,
-                need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
-        weights = None
+                need_weights: bool = False, is_causal: bool = False, cross_kv: list[KV] | None = None,
+                past: list[KV] | None = None) -> tuple[Tensor, Tensor | None, list[KV] | None]:
+        """Return (B, T, d), the last layer's cross-attention weights or None, and the new caches."""
+        weights, cache = None, []
         for i, layer in enumerate(self.layers):
-            x, weights = layer(x, memory, self_mask, memory_mask, need_weights and i == len(self.layers) - 1)
-        return self.norm(x), weights
+            x, weights, kv = layer(x, memory, self_mask, memory_mask, need_weights and i == len(self.layers) - 1,
+                                   is_causal, cross_kv[i] if cross_kv else None, past[i] if past else None)
+            cache.append(kv)
+        return self.norm(x), weights, (cache if past else None)

@@ -91,6 +91,10 @@ class TransformerEncoderModel(nn.Module):
         if taps is not None:
             e = e + taps
         w = self.config.window
+        if self.config.causal and not w:
+            # right padding under a causal mask: real positions never see a padded key, so is_causal alone
+            # suffices and SDPA may use Flash (padded positions' outputs are never read)
+            return self.encoder(self.drop(self.positions(e)), None, is_causal=True)
         mask = combine(padding_mask(lengths, T) if lengths is not None else None,
                        causal_mask(T, e.device) if self.config.causal else None,
                        local_mask(T, T, w, e.device) if w else None)

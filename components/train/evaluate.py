@@ -20,6 +20,7 @@ def evaluate(model: nn.Module, task: Task, split: str, batch_size: int = 256) ->
     for batch in task.eval_batches(split, batch_size):
         out, y = task.outputs(model, batch)
         loss, c, n = task.score(out, y)
+        n = int(n)
         total_loss += float(loss) * n
         correct += int(c)
         counted += n

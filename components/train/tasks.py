@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -73,11 +74,20 @@ class Task:
         """Return a split (tensors, or (src_ids, tgt_ids) lists for translation)."""
         if name not in self._splits:
             if self.kind == "translation":
-                ds = self.dataset[name]
-                self._splits[name] = (list(ds["src_ids"]), list(ds["tgt_ids"]))
+                self._splits[name] = self._translation_split(name)
             else:
                 self._splits[name] = D.load_split(self.path, name)
         return self._splits[name]
+
+    def _translation_split(self, name: str):
+        """Memory-mapped id arrays when the folder has them; else lists from the Arrow columns (older folders)."""
+        from components.data.token_arrays import TokenArrays
+
+        arrays = self.path / "arrays"
+        if (arrays / f"{name}.src.ids.npy").exists():
+            return TokenArrays.load(arrays, f"{name}.src"), TokenArrays.load(arrays, f"{name}.tgt")
+        ds = self.dataset[name]
+        return list(ds["src_ids"]), list(ds["tgt_ids"])
 
     # -- batches -----------------------------------------------------------------------------------
     def train_batches(self, seed: int, batch_size: int, max_tokens: int | None,
@@ -97,19 +107,21 @@ class Task:
         if self.kind == "translation":
             src, tgt = self.split(split)
             for start in range(0, len(src), batch_size):
-                yield collate_translation(src[start:start + batch_size], tgt[start:start + batch_size], self.pad_id)
+                yield collate_rows(src, tgt, range(start, min(start + batch_size, len(src))), self.pad_id)
         else:
             yield from D.chunks(self.split(split), batch_size)
 
     # -- scoring -----------------------------------------------------------------------------------
     def outputs(self, model: nn.Module, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
         """Return (logits (..., C) or predictions (N,) for regress, aligned targets with -100 = ignore)."""
-        b = {k: v.to(self.device, non_blocking=True) for k, v in batch.items()}
+        # translation source lengths stay on the CPU: packing and length checks read them there, and
+        # reading a device tensor would wait for the GPU
+        b = {k: v if k == "src_lengths" else v.to(self.device, non_blocking=True) for k, v in batch.items()}
         if self.kind.startswith("seq_"):
             lengths = b.get("lengths")
             x, y = b["x"], b["y"]
             if lengths is not None:
-                t = int(lengths.max())
+                t = int(batch["lengths"].max())  # from the CPU copy: no device sync
                 x = x[:, :t]
                 if self.kind == "seq_tag":
                     y = y[:, :t]
@@ -160,6 +172,31 @@ class Task:
             return loss, ((pred - y).abs() < tolerance).sum(), y.numel()
         return _ce(out, y, label_smoothing)
 
+    def targets(self, batch: dict) -> int:
+        """Count the scored targets of a (CPU) batch: real target tokens for translation, else examples.
+
+        Gradient accumulation weights each micro-batch by this share, so an accumulated step equals
+        the step on the concatenated batch.
+        """
+        if self.kind == "translation":
+            return int((batch["tgt_out"] != -100).sum())
+        return len(batch["y"])
+
+    def check_ids(self, model: nn.Module) -> None:
+        """Check every token id of the translation splits against the model's vocabularies (on the CPU, once)."""
+        if self.kind != "translation":
+            return
+        cfg = getattr(model, "config", None)
+        for side in ("src", "tgt"):
+            vocab = getattr(cfg, f"{side}_vocab_size", None)
+            if vocab is None:
+                continue
+            for name in ("train", "valid", "test"):
+                top = max_id(self.split(name)[0 if side == "src" else 1])
+                if top >= vocab:
+                    raise TrainError(f"{name} split: {side} id {top} is out of range for the model's "
+                                     f"{side}_vocab_size {vocab}; drop the vocab-size override or re-prepare the data")
+
     def tokens(self, batch: dict) -> int:
         """Count the input tokens (or examples) in a batch, for throughput."""
         if self.kind == "translation":
@@ -177,8 +214,15 @@ def _ce(logits: torch.Tensor, y: torch.Tensor, label_smoothing: float):
         raise TrainError(f"model output {tuple(logits.shape)} does not match targets {tuple(y.shape)}")
     loss = F.cross_entropy(flat, target, ignore_index=-100, label_smoothing=label_smoothing)
     keep = target != -100
-    correct = (flat.argmax(-1)[keep] == target[keep]).sum()
-    return loss, correct, int(keep.sum())
+    correct = ((flat.argmax(-1) == target) & keep).sum()
+    return loss, correct, keep.sum()  # tensors on the device: callers read them when they log
+
+
+def max_id(seqs) -> int:
+    """Largest id in a split's sequences (-1 when empty)."""
+    if hasattr(seqs, "max_id"):
+        return seqs.max_id()
+    return max((max(s) for s in seqs if len(s)), default=-1)
 
 
 def shift_images(x: torch.Tensor, k: int) -> torch.Tensor:
@@ -198,28 +242,47 @@ def collate_translation(src: list[list[int]], tgt: list[list[int]], pad_id: int)
     """Pad a batch of id lists: src (B, S), tgt_in / tgt_out (B, T) with -100 after EOS."""
     from components.data.batching import pad
 
-    src_t, src_len = pad(src, pad_id)
-    tgt_t, tgt_len = pad(tgt, pad_id)
+    return _shifted(*pad(src, pad_id), *pad(tgt, pad_id))
+
+
+def collate_rows(src, tgt, idx, pad_id: int) -> dict:
+    """Collate rows ``idx`` of id lists or ``TokenArrays`` (the arrays pad without a Python loop)."""
+    if hasattr(src, "pad"):
+        return _shifted(*src.pad(idx, pad_id), *tgt.pad(idx, pad_id))
+    return collate_translation([src[i] for i in idx], [tgt[i] for i in idx], pad_id)
+
+
+def _shifted(src_t, src_len, tgt_t, tgt_len) -> dict:
     tgt_in, tgt_out = tgt_t[:, :-1], tgt_t[:, 1:].clone()
     steps = torch.arange(tgt_out.size(1)).unsqueeze(0)
     tgt_out[steps >= (tgt_len - 1).unsqueeze(1)] = -100
     return {"src": src_t, "src_lengths": src_len, "tgt_in": tgt_in, "tgt_out": tgt_out}
 
 
+def pair_lengths(src, tgt):
+    """max(len(src_i), len(tgt_i)) per pair, the size a token budget counts."""
+    if hasattr(src, "lengths"):
+        return np.maximum(src.lengths, tgt.lengths)
+    return [max(len(s), len(t)) for s, t in zip(src, tgt)]
+
+
 class TranslationBatches:
-    """Length-bucketed translation batches by global step (one shuffle per epoch)."""
+    """Length-bucketed translation batches by global step (one shuffle per epoch).
+
+    ``src`` and ``tgt`` are lists of id lists or ``TokenArrays``; both give the same batches.
+    """
 
     def __init__(self, src, tgt, pad_id: int, seed: int, batch_size: int, max_tokens: int | None):
         self.src, self.tgt, self.pad_id = src, tgt, pad_id
         self.seed, self.batch_size, self.max_tokens = seed, batch_size, max_tokens
-        self.lengths = [max(len(s), len(t)) for s, t in zip(src, tgt)]
+        self.lengths = pair_lengths(src, tgt)
         self.epoch, self.start, self.batches = -1, 0, []  # current epoch, its first step, its batches
 
     def _epoch(self, e: int) -> list[list[int]]:
         if self.max_tokens:
             from components.data.batching import bucket_batches
 
-            batches = [list(b) for b in bucket_batches(self.lengths, self.max_tokens, self.seed * 1_000_003 + e, True)]
+            batches = bucket_batches(self.lengths, self.max_tokens, self.seed * 1_000_003 + e, True)
         else:
             order = D.epoch_order(len(self.src), self.seed, e).tolist()
             n = max(1, len(order) // self.batch_size)
@@ -235,5 +298,4 @@ class TranslationBatches:
             self.start += len(self.batches)
             self.epoch += 1
             self.batches = self._epoch(self.epoch)
-        idx = self.batches[step - self.start]
-        return collate_translation([self.src[i] for i in idx], [self.tgt[i] for i in idx], self.pad_id)
+        return collate_rows(self.src, self.tgt, self.batches[step - self.start], self.pad_id)

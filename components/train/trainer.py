@@ -6,7 +6,7 @@ import json
 import math
 import os
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -14,13 +14,17 @@ import torch
 
 from components import Context, component
 from components.train import checkpoint as C
+from components.train import precision as P
+from components.train.average import Snapshots, average_checkpoints
 from components.train.build import TrainError, build_model, data_overrides
 from components.train.evaluate import evaluate
 from components.train.optim import clip_gradients, make_optimizer, make_scheduler
+from components.train.prefetch import Prefetcher
+from components.train.step import accumulate_gradients
 from components.train.tasks import Task
 
 # Parameters that may change between a killed run and its restart without invalidating the state.
-_RESUMABLE_CHANGES = {"steps", "eval_every", "checkpoint_every", "log_every", "compile"}
+_RESUMABLE_CHANGES = {"steps", "eval_every", "checkpoint_every", "log_every", "compile", "prefetch"}
 
 
 def _fingerprint(params: dict[str, Any]) -> str:
@@ -60,6 +64,7 @@ def train_model(
     steps: int = 1000,
     batch_size: int = 64,
     max_tokens: int | None = None,  # translation: batch by token count instead of batch_size
+    accumulate: int = 1,  # micro-batches per optimiser step (gradient accumulation)
     optimizer: Literal["adam", "adamw", "sgd"] = "adam",
     lr: float = 1e-3,
     weight_decay: float = 0.0,
@@ -77,9 +82,11 @@ def train_model(
     eval_batch_size: int = 256,
     checkpoint_every: int = 100,
     log_every: int = 10,
-    bf16: bool = False,
+    bf16: bool = False,  # on CUDA, recurrent models train in fp32 + TF32 instead (see precision.choose)
     compile: bool = False,
     deterministic: bool = False,
+    average_last: int = 0,  # > 1: the final model averages the weights of the last N checkpoints
+    prefetch: int = 2,  # batches collated ahead on a background thread (0: on the training thread)
 ) -> dict:
     """Train a model variant on a data folder; resume from the work dir's last checkpoint.
 
@@ -91,6 +98,10 @@ def train_model(
         clip: ``none`` lets gradients explode (B2); a NaN/Inf loss (or one above ``max_loss``)
             then ends the run as ``diverged`` (a result, not an error).
         seed: initialisation, dropout and data order.
+        accumulate: each step sums the gradients of this many consecutive batches, weighted by their
+            target tokens, so ``max_tokens=3125, accumulate=8`` is a 25k-token step.
+        average_last: keep the weights of the last N checkpoints (every ``checkpoint_every`` steps,
+            the final one included) and evaluate and save their average.
 
     Returns:
         ``checkpoint`` (model file for ``load_model``) and ``summary`` (final valid/test loss and
@@ -99,19 +110,27 @@ def train_model(
     params = {k: v for k, v in locals().items() if k != "ctx"}
     if steps < 0 or batch_size < 1 or checkpoint_every < 0 or eval_every < 0 or log_every < 1:
         raise TrainError("steps, eval_every and checkpoint_every must be >= 0; batch_size and log_every >= 1")
+    if accumulate < 1 or average_last < 0 or prefetch < 0:
+        raise TrainError(f"accumulate must be >= 1 and average_last, prefetch >= 0; got accumulate={accumulate}, "
+                         f"average_last={average_last}, prefetch={prefetch}")
+    if average_last > 1 and not checkpoint_every:
+        raise TrainError(f"average_last={average_last} averages checkpoints: set checkpoint_every > 0")
     if len(betas) != 2:
         raise TrainError(f"betas must be two numbers like [0.9, 0.98], got {betas}")
     device = ctx.device
-    with _determinism(deterministic, device):
+    cuda = device.startswith("cuda")
+    with _determinism(deterministic, device), P.tf32(cuda):
         task = Task(data, device)
         config = {**data_overrides(task.meta, model), **(overrides or {})}
         torch.manual_seed(seed)
         net = build_model(model, config).to(device)
-        opt = make_optimizer(net, optimizer, lr, weight_decay, tuple(betas), momentum)
+        task.check_ids(net)  # here, on the CPU, rather than a device sync in every step
+        opt = make_optimizer(net, optimizer, lr, weight_decay, tuple(betas), momentum, fused=cuda)
         sched = make_scheduler(opt, schedule, warmup)
+        precision = P.choose(net, device, bf16)
         n_params = sum(p.numel() for p in net.parameters())
         ctx.log_params({k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in params.items()}
-                       | {"params": n_params, "task_kind": task.kind})
+                       | {"params": n_params, "task_kind": task.kind, "precision": precision})
 
         resume_path = ctx.path("checkpoints/last.pt")
         fingerprint = _fingerprint(params)
@@ -132,51 +151,55 @@ def train_model(
             torch.manual_seed(seed)  # dropout draws start from the seed, whatever building consumed
 
         step_fn = torch.compile(net) if compile else net
-        autocast = torch.autocast(device.split(":")[0], dtype=torch.bfloat16) if bf16 else nullcontext()
+        autocast = P.autocast(device, precision)
         batches = task.train_batches(seed, batch_size, max_tokens, shift)
+        # image shifts draw from the global RNG: only pure batch functions may run ahead on a thread
+        depth = 0 if shift else prefetch
         info = {"data": str(data), "meta": task.meta, "task_kind": task.kind, "seed": seed}
+        snapshots = Snapshots(ctx.path("checkpoints/average"), average_last) if average_last > 1 else None
 
         def save_state(step: int, seconds: float) -> None:
             C.atomic_save({**C.model_record(net, model, config, **info), "optimizer": opt.state_dict(),
                            "scheduler": sched.state_dict(), "rng": C.rng_state(), "step": step,
                            "seconds": seconds, "history": history, "fingerprint": fingerprint}, resume_path)
+            if snapshots is not None:
+                snapshots.save(step, net, model, config, **info)
 
-        diverged_step = None
-        window_loss, window_correct, window_count, window_tokens = 0.0, 0, 0, 0
-        t0, window_t0 = time.perf_counter(), time.perf_counter()
+        # CPU kernels run synchronously, so reading the loss costs nothing there; on a GPU the loss is
+        # read every log_every steps and a divergence is found at most log_every - 1 steps late
+        check_every = log_every if cuda else 1
+        diverged_step, first_bad = None, torch.zeros((), dtype=torch.long, device=device)
+        window = _Window(device)
+        t0 = time.perf_counter()
         step = start
-        with ctx.progress(total=steps, description=f"train {model}") as bar:
+        loader = Prefetcher(batches, start * accumulate, depth, pin=cuda)
+        with loader, ctx.progress(total=steps, description=f"train {model}") as bar:
             bar.update(completed=start)
             while step < steps:
-                batch = batches(step)
                 net.train()
-                with autocast:
-                    loss, correct, count = task.step_loss(step_fn, batch, label_smoothing)
-                loss_value = float(loss.detach())
-                if not math.isfinite(loss_value) or (max_loss is not None and loss_value > max_loss):
-                    diverged_step = step + 1
-                    ctx.log_metric("train/loss", loss_value, step + 1)
-                    ctx.log.warning("loss is %s at step %d: stopping (diverged)", loss_value, step + 1)
-                    break
+                micro = [next(loader) for _ in range(accumulate)]
                 opt.zero_grad(set_to_none=True)
-                loss.backward()
+                loss, correct, count = accumulate_gradients(step_fn, task, micro, autocast, label_smoothing)
+                bad = ~torch.isfinite(loss) if max_loss is None else ~torch.isfinite(loss) | (loss > max_loss)
+                first_bad = torch.where((first_bad == 0) & bad, step + 1, first_bad)
+                if (step + 1) % check_every == 0 and int(first_bad):
+                    diverged_step = int(first_bad)
+                    value = float(loss) if diverged_step == step + 1 else float("nan")
+                    ctx.log_metric("train/loss", value, diverged_step)
+                    ctx.log.warning("loss is %s at step %d: stopping (diverged)", value, diverged_step)
+                    break
                 logging_step = (step + 1) % log_every == 0
                 grad_norm = clip_gradients(net, clip, clip_value, measure=logging_step)
                 opt.step()
                 sched.step()
                 step += 1
-                window_loss += loss_value
-                window_correct += int(correct)
-                window_count += count
-                window_tokens += task.tokens(batch)
+                window.add(loss, correct, count, sum(task.tokens(b) for b in micro))
                 if logging_step:
-                    now = time.perf_counter()
-                    rate = window_tokens / max(now - window_t0, 1e-9)
-                    ctx.log_metrics({"train/loss": window_loss / log_every,
-                                     "train/acc": window_correct / max(window_count, 1), "train/grad_norm": grad_norm, "train/lr": sched.get_last_lr()[0],
-                                     "train/tokens_per_s": rate}, step)
-                    bar.update(description=f"train {model} loss {window_loss / log_every:.4f} {rate:,.0f} tok/s")
-                    window_loss, window_correct, window_count, window_tokens, window_t0 = 0.0, 0, 0, 0, now
+                    metrics = window.read(log_every) | {"train/lr": sched.get_last_lr()[0],
+                                                        "train/grad_norm": _item(grad_norm)}
+                    ctx.log_metrics(metrics, step)
+                    bar.update(description=f"train {model} loss {metrics['train/loss']:.4f} "
+                                           f"{metrics['train/tokens_per_s']:,.0f} tok/s")
                 if eval_every and step % eval_every == 0:
                     valid = evaluate(net, task, "valid", eval_batch_size)
                     ctx.log_metrics({f"valid/{k}": v for k, v in valid.items()}, step)
@@ -189,8 +212,13 @@ def train_model(
             save_state(step, seconds)
 
         summary: dict[str, Any] = {"diverged": diverged_step is not None, "diverged_step": diverged_step,
-                                   "steps": step, "seconds": round(seconds, 3), "params": n_params,
-                                   "resumed_from_step": resumed_from}
+                                   "steps": step,
+                                   "seconds": round(seconds, 3), "params": n_params,
+                                   "resumed_from_step": resumed_from, "precision": precision}
+        if snapshots is not None and diverged_step is None:
+            paths = snapshots.paths()
+            net.load_state_dict(average_checkpoints(paths))
+            summary["averaged_steps"] = [int(p.stem.split("_")[1]) for p in paths]
         for split in ("valid", "test"):
             for k, v in evaluate(net, task, split, eval_batch_size).items():
                 summary[f"{split}_{k}"] = v
@@ -203,3 +231,34 @@ def train_model(
         ctx.log_artifact(ctx.work_dir / "summary.json")
         ctx.log_model(net.cpu() if device != "cpu" else net, "model")
         return {"checkpoint": str(out), "summary": summary}
+
+
+def _item(x) -> float | None:
+    return None if x is None else float(x)
+
+
+class _Window:
+    """Sums of loss, correct and counted targets since the last log, kept on the device."""
+
+    def __init__(self, device: str):
+        self.device = device
+        self.reset()
+
+    def reset(self) -> None:
+        zero = lambda: torch.zeros((), device=self.device)  # noqa: E731
+        self.loss, self.correct, self.count, self.tokens, self.t0 = zero(), zero(), zero(), 0, time.perf_counter()
+
+    def add(self, loss, correct, count, tokens: int) -> None:
+        self.loss += loss
+        self.correct += correct
+        self.count += count
+        self.tokens += tokens
+
+    def read(self, steps: int) -> dict[str, float]:
+        """Return the window's means (one device read) and start a new window."""
+        loss, correct, count = torch.stack([self.loss, self.correct.float(), self.count.float()]).tolist()
+        now = time.perf_counter()
+        out = {"train/loss": loss / steps, "train/acc": correct / max(count, 1),
+               "train/tokens_per_s": self.tokens / max(now - self.t0, 1e-9)}
+        self.reset()
+        return out
