@@ -53,8 +53,8 @@ class ProcessExecutor:
 
     name = "processes"
 
-    def __init__(self, workers: int, gpus: list[str], threads: int):
-        self.pool = ProcessPool(workers, gpus, threads)
+    def __init__(self, workers: int, gpus: list[str], threads: int, eager: tuple[int, int] = (0, 0)):
+        self.pool = ProcessPool(workers, gpus, threads, eager)
         self.slots = len(self.pool.slots)
         self.stop = self.pool.stop
 
@@ -157,12 +157,13 @@ class DaskExecutor:
                 self.cluster.close(timeout=10)
 
 
-def make(name: str, *, workers: int, gpus: list[str], threads: int, address: str | None):
-    """Build the executor ``name`` for a run."""
+def make(name: str, *, workers: int, gpus: list[str], threads: int, address: str | None,
+         eager: tuple[int, int] = (0, 0)):
+    """Build the executor ``name`` for a run; ``eager``: (CPU, GPU) workers to start right away."""
     if name == "threads":
         return ThreadExecutor(workers, gpus, threads)
     if name == "processes":
-        return ProcessExecutor(workers, gpus, threads)
+        return ProcessExecutor(workers, gpus, threads, eager)
     if name == "dask":
         return DaskExecutor(workers, gpus, threads, address)
     raise ExecutorError(f"unknown executor {name!r}; use one of {', '.join(EXECUTORS)}")

@@ -136,7 +136,7 @@ class Slot:
 class ProcessPool:
     """Slots for CPU steps and GPU steps; ``run`` blocks until a fitting slot is free."""
 
-    def __init__(self, cpu_workers: int, gpus: list[str], threads: int, eager: bool = True):
+    def __init__(self, cpu_workers: int, gpus: list[str], threads: int, eager: tuple[int, int] = (0, 0)):
         self.cpu = [Slot(f"cpu{i}", None, threads) for i in range(cpu_workers)]
         self.gpu = [Slot(f"gpu{g}", g, threads) for g in gpus]
         self.free: dict[str, queue.Queue] = {"cpu": queue.Queue(), "gpu": queue.Queue()}
@@ -146,9 +146,9 @@ class ProcessPool:
             self.free["gpu"].put(s)
         self.stop = threading.Event()
         self._closed = False
-        if eager:  # start interpreters now, while the parent starts Prefect and MLflow
-            for s in self.cpu + self.gpu:
-                s.start()
+        # start the interpreters the plan will need now, while the parent starts Prefect and MLflow
+        for s in self.cpu[:eager[0]] + self.gpu[:eager[1]]:
+            s.start()
 
     @property
     def slots(self) -> list[Slot]:

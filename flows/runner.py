@@ -239,7 +239,14 @@ class StepRunner:
                 pass
 
 
-def _executor(plan: Plan):
+def _to_compute(plan: Plan, cache: StepCache, use_cache: bool) -> tuple[int, int]:
+    """(CPU, GPU) step instances without a cache record: how many workers to start at once."""
+    todo = [i for i in plan.instances.values()
+            if not (use_cache and i.step.cache and cache.get(i.key) is not None)]
+    return sum(1 for i in todo if not i.gpu), sum(1 for i in todo if i.gpu)
+
+
+def _executor(plan: Plan, eager: tuple[int, int] = (0, 0)):
     gpus = selected_gpus(plan.settings.get("devices", "auto"))
     if str(plan.settings.get("device", "auto")) == "cpu":
         gpus = []
@@ -248,7 +255,7 @@ def _executor(plan: Plan):
     if name == "dask" and address:
         _require_servers(address)
     executor = executors.make(name, workers=int(plan.settings["workers"]), gpus=gpus,
-                              threads=torch_threads(plan), address=address)
+                              threads=torch_threads(plan), address=address, eager=eager)
     offered = getattr(executor, "gpu_workers", len(gpus))
     from flows.plan import place_on
 
@@ -312,7 +319,8 @@ def run(plan: Plan, *, use_cache: bool = True, view=None) -> RunResult:
     from flows.view import StepView
 
     view = view or StepView(list(plan.instances), enabled=False)
-    executor = _executor(plan)
+    cache = StepCache(settings.home())
+    executor = _executor(plan, _to_compute(plan, cache, use_cache))
     tracker = Tracker(plan.name)
     parent_tags = {"pipeline": plan.name, "spec_hash": plan.spec_hash, "profile": plan.profile or "",
                    "pipeline_file": os.path.basename(plan.pipeline.file), "git_commit": git_commit(),
@@ -321,7 +329,7 @@ def run(plan: Plan, *, use_cache: bool = True, view=None) -> RunResult:
     tracker.log(parent, params=flatten({**plan.params, "profile": plan.profile or "",
                                         "workers": plan.settings["workers"]}))
     result = RunResult(plan.name, parent)
-    runner = StepRunner(plan, tracker, parent, StepCache(settings.home()), use_cache, view, result, executor)
+    runner = StepRunner(plan, tracker, parent, cache, use_cache, view, result, executor)
     started = time.monotonic()
 
     @task(cache_policy=NO_CACHE, persist_result=False)

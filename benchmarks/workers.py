@@ -1,0 +1,81 @@
+"""Worker processes: start-up time, memory, and the round trip of one trivial step.
+
+    python benchmarks/workers.py --workers 2 --repeat 3
+
+Prints, for a local pool of ``--workers`` CPU workers: seconds until every worker answers,
+seconds for the first step (the worker imports the component's module, here torch), the
+median round trip of a trivial step afterwards, and each worker's resident memory after
+importing torch. Runs no Prefect flow and creates no MLflow run (the payload's run id is a
+throwaway one in a temporary SQLite store).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def rss_mib(pid: int) -> float:
+    """Resident memory of ``pid`` in MiB (Linux ``/proc``)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=10, help="trivial steps per worker after the first")
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="bottlenecks-bench-"))
+    os.environ.update({"BOTTLENECKS_HOME": str(tmp / "home"), "MLFLOW_TRACKING_URI": f"sqlite:///{tmp / 'm.db'}"})
+    from flows import settings
+
+    settings.configure()
+    from mlflow.tracking import MlflowClient
+
+    from flows.pool import ProcessPool
+    from flows.worker import StepPayload
+
+    client = MlflowClient()
+    exp = client.create_experiment("bench-workers")
+    started = time.monotonic()
+    pool = ProcessPool(args.workers, [], threads=1, eager=(args.workers, 0))
+    for slot in pool.cpu:  # a worker says "ready" first; wait for each
+        slot.worker.conn.poll(120)
+        slot.worker.conn.recv()
+        slot.worker.ready = True
+    ready = time.monotonic() - started
+
+    def step(i: int) -> float:
+        run = client.create_run(exp).info.run_id
+        payload = StepPayload(instance=f"s{i}", component="bench.noop", params={}, key=f"k{i}",
+                              work_dir=str(tmp / f"w{i}"), run_id=run, seed=0,
+                              tracking_uri=os.environ["MLFLOW_TRACKING_URI"], home=str(tmp / "home"),
+                              module="benchmarks.noop_component")
+        t0 = time.monotonic()
+        result = pool.run(payload, 0, lambda event: None)
+        assert result.status == "done", result.error
+        return time.monotonic() - t0
+
+    first = [step(i) for i in range(args.workers)]
+    rest = [step(100 + i) for i in range(args.repeat * args.workers)]
+    memory = [rss_mib(s.worker.pid) for s in pool.cpu]
+    pool.close()
+    print(f"workers: {args.workers} (python {sys.version.split()[0]}, {os.cpu_count()} cores, "
+          f"load {os.getloadavg()[0]:.1f})")
+    print(f"all workers ready:            {ready:.2f} s")
+    print(f"first step per worker:        {statistics.median(first):.2f} s (imports torch)")
+    print(f"trivial step round trip:      {statistics.median(rest) * 1000:.0f} ms (median of {len(rest)})")
+    print(f"worker memory after torch:    {statistics.median(memory):.0f} MiB (median RSS)")
+
+
+if __name__ == "__main__":
+    main()
