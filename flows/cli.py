@@ -64,6 +64,7 @@ def run(
     except connect.ServerUnreachable as e:
         err.print(f"[red]{escape(str(e))}[/]\nnothing was run.")
         raise typer.Exit(1)
+    _use_background_prefect()
     from flows.runner import run as run_plan
     from flows.view import StepView
 
@@ -84,6 +85,22 @@ def run(
             err.print(f"[yellow]not run because an upstream step failed:[/] {escape(', '.join(skipped))}")
         err.print("fix the cause and rerun: finished steps come from the cache")
         raise typer.Exit(1)
+
+
+def _use_background_prefect() -> None:
+    """Point Prefect at this folder's background server (started on first use) before it is imported."""
+    from flows import prefect_server
+
+    if not prefect_server.enabled():
+        return
+    try:
+        url = prefect_server.use(settings.home())
+    except prefect_server.ServerError as e:
+        err.print(f"[yellow]{escape(str(e))}; this run uses a temporary Prefect server instead[/]")
+        return
+    os.environ["PREFECT_API_URL"] = url
+    err.print(f"Prefect UI {url.removesuffix('/api')} (a background server; `bottlenecks stop` stops it)",
+              highlight=False)
 
 
 def _component_logs_to(console: Console) -> None:
@@ -188,6 +205,18 @@ def schema(output: Annotated[Optional[Path], typer.Option("--output", "-o", help
         err.print(f"wrote {output}")
     else:
         print(text)
+
+
+@app.command()
+def stop() -> None:
+    """Stop this folder's background Prefect server (the next `bottlenecks run` starts it again)."""
+    from flows import prefect_server
+
+    record = prefect_server.stop(settings.home())
+    if record:
+        out.print(f"stopped the background Prefect server at {record['url']} (pid {record['pid']})")
+    else:
+        out.print("no background Prefect server was running here")
 
 
 @app.command()

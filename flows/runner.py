@@ -5,8 +5,10 @@ Caching is ours (``flows/cache.py``), keyed at plan time; a cached step returns 
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
+import threading
 import time
 import traceback
 from collections import Counter
@@ -22,13 +24,21 @@ from prefect.cache_policies import NO_CACHE  # noqa: E402
 from prefect.states import Completed  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 
-threadsafe.patch_matplotlib()
-threadsafe.patch_tqdm()
-
+from flows import links  # noqa: E402
 from flows.cache import StepCache  # noqa: E402
 from flows.plan import Instance, Plan  # noqa: E402
 from flows.refs import Ref  # noqa: E402
 from flows.tracking import MlflowContext, Tracker, flatten, git_commit  # noqa: E402
+
+
+_patching = threading.Lock()
+
+
+def _thread_safety() -> None:
+    """Patch matplotlib and tqdm for threads when a step computes (a cached run never imports them)."""
+    with _patching:  # both idempotent; the lock keeps a second step from starting half-patched
+        threadsafe.patch_matplotlib()
+        threadsafe.patch_tqdm()
 
 
 class StepFailed(Exception):
@@ -87,8 +97,12 @@ class Executor:
                  use_cache: bool, view, result: RunResult):
         self.plan, self.tracker, self.parent = plan, tracker, parent_run_id
         self.cache, self.use_cache, self.view, self.result = cache, use_cache, view, result
-        self.device = _device(str(plan.settings.get("device", "auto")))
         self.threads = torch_threads(plan)
+
+    @functools.cached_property
+    def device(self) -> str:
+        """The step device, resolved when a step first computes (a cached run never imports torch)."""
+        return _device(str(self.plan.settings.get("device", "auto")))
 
     def tags(self, inst: Instance) -> dict[str, str]:
         tags = {"pipeline": self.plan.name, "step": inst.step.id, "component": inst.component.name,
@@ -120,6 +134,7 @@ class Executor:
         return Completed(data=record["outputs"], name="Cached", message=f"reused outputs of run {origin}")
 
     def _compute(self, inst: Instance, params: dict):
+        _thread_safety()
         run_id = self.tracker.start(inst.id, {**self.tags(inst), "cached": "false"}, parent=self.parent)
         work = self.cache.work_dir(inst.step.id, inst.key)
         seed = int(inst.bindings.get("seed", self.plan.settings.get("seed", 0)))
@@ -199,6 +214,7 @@ def run(plan: Plan, *, use_cache: bool = True, view=None) -> RunResult:
 
         result.flow_run_id = flow_run.get_id()
         tracker.log(parent, tags={"prefect_flow_run_id": result.flow_run_id or ""})
+        links.announce(view.console, tracker.experiment_id, parent, result.flow_run_id)
         futures = {}
         for iid, inst in plan.instances.items():
             upstream = {d: futures[d] for d in inst.deps}
