@@ -68,11 +68,13 @@ def startup(tmp: Path, repeats: int) -> dict[str, float]:
     """Time check, plan, the first run in a new folder (to its first step) and a cached rerun.
 
     Each repeat is a new project folder with nothing configured, as a new user starts: the state
-    folder, the MLflow store and Prefect's home are created by the first command.
+    folder, the MLflow store and Prefect's home are created by the first command. The first
+    repeat also migrates the Prefect database template the later ones copy.
     """
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PREFECT_", "MLFLOW_")) and k != "BOTTLENECKS_HOME"}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+    env["BOTTLENECKS_CACHE"] = str(tmp / "cache")  # the first folder is the machine's first: no template
     figures: dict[str, list[float]] = {"check": [], "plan": [], "first step": [], "first run": [], "cached rerun": []}
     for r in range(repeats):
         folder = tmp / f"project-{r}"
@@ -88,7 +90,7 @@ def startup(tmp: Path, repeats: int) -> dict[str, float]:
             figures["cached rerun"].append(timed("run", small, env, cwd=folder))
         finally:
             stop_servers(folder, env)
-    return {k: statistics.median(v) for k, v in figures.items()}
+    return {**{k: statistics.median(v) for k, v in figures.items()}, "first ever": figures["first step"][0]}
 
 
 def main() -> None:
@@ -106,7 +108,7 @@ def main() -> None:
         print(f"check (6 steps):          {s['check']:.2f} s   (target <= 1.5 s)")
         print(f"plan (6 steps, cached):   {s['plan']:.2f} s   (target <= 1.5 s)")
         print(f"first run, new folder:    {s['first step']:.1f} s to its first step (target <= 15 s); "
-              f"{s['first run']:.1f} s in all")
+              f"{s['first run']:.1f} s in all; the machine's first (no database template): {s['first ever']:.1f} s")
         print(f"cached rerun (6 steps):   {s['cached rerun']:.2f} s   (target <= 3 s)")
     if args.only == "startup":
         print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

@@ -64,9 +64,12 @@ def run(
     except connect.ServerUnreachable as e:
         err.print(f"[red]{escape(str(e))}[/]\nnothing was run.")
         raise typer.Exit(1)
-    _use_background_prefect()
-    from flows.runner import run as run_plan
+    background = _use_background_prefect()
+    from flows.runner import run as run_plan  # imports Prefect and MLflow while the server boots
     from flows.view import StepView
+
+    if background:
+        _background_ready()
 
     _component_logs_to(err)
     err.print(f"[bold]{escape(plan.name)}[/] profile={plan.profile or '-'} steps={len(plan.instances)} "
@@ -87,20 +90,29 @@ def run(
         raise typer.Exit(1)
 
 
-def _use_background_prefect() -> None:
-    """Point Prefect at this folder's background server (started on first use) before it is imported."""
+def _use_background_prefect() -> bool:
+    """Point Prefect at this folder's background server (spawned on first use) before it is imported."""
     from flows import prefect_server
 
     if not prefect_server.enabled():
-        return
-    try:
-        url = prefect_server.use(settings.home())
-    except prefect_server.ServerError as e:
-        err.print(f"[yellow]{escape(str(e))}; this run uses a temporary Prefect server instead[/]")
-        return
+        return False
+    url = prefect_server.begin(settings.home())
     os.environ["PREFECT_API_URL"] = url
     err.print(f"Prefect UI {url.removesuffix('/api')} (a background server; `bottlenecks stop` stops it)",
               highlight=False)
+    return True
+
+
+def _background_ready() -> None:
+    """Wait for a background server this command spawned; exit 1 (nothing run) if it never answers."""
+    from flows import prefect_server
+
+    try:
+        prefect_server.ready()
+    except prefect_server.ServerError as e:
+        err.print(f"[red]{escape(str(e))}[/]\nnothing was run; set BOTTLENECKS_PREFECT_SERVER=off to run with "
+                  "a temporary Prefect server inside the command")
+        raise typer.Exit(1)
 
 
 def _component_logs_to(console: Console) -> None:

@@ -72,16 +72,26 @@ def _ours(pid: int) -> bool:
     return b"flows.prefect_server" in cmdline
 
 
+def _lock(home: Path):
+    """Take the lock that serialises starting, inspecting and stopping between commands."""
+    home.mkdir(parents=True, exist_ok=True)
+    fh = open(home / LOCK, "a")
+    fcntl.flock(fh, fcntl.LOCK_EX)
+    return fh
+
+
+def _unlock(fh) -> None:
+    fcntl.flock(fh, fcntl.LOCK_UN)
+    fh.close()
+
+
 @contextmanager
 def _locked(home: Path) -> Iterator[None]:
-    """Serialise starting, inspecting and stopping between commands started at once."""
-    home.mkdir(parents=True, exist_ok=True)
-    with open(home / LOCK, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    fh = _lock(home)
+    try:
+        yield
+    finally:
+        _unlock(fh)
 
 
 def use(home: Path, timeout: float = 90.0) -> str:
@@ -89,15 +99,58 @@ def use(home: Path, timeout: float = 90.0) -> str:
 
     The calling process counts as using it until it exits (the idle timeout waits for it).
     """
-    with _locked(home):
+    url = begin(home)
+    ready(timeout)
+    return url
+
+
+def begin(home: Path) -> str:
+    """Return the URL of this folder's server at once, spawning it if needed; ``ready`` waits for it.
+
+    Between the two, the command imports Prefect and MLflow while the server boots (two cores
+    instead of one); a second command waits on the lock until the server answers.
+    """
+    lock = _lock(home)
+    try:
         record = read_record(home)
-        if not (record and _ours(record["pid"]) and record.get("prefect_home") == _prefect_home()
-                and _answers(record["url"])):
-            if record:
-                _terminate(record)
-            record = _start(home, timeout)
-        _hold(home)
+        if record and _ours(record["pid"]) and record.get("prefect_home") == _prefect_home() \
+                and _answers(record["url"]):
+            _hold(home)
+            _unlock(lock)
+            return record["url"]
+        if record:
+            _terminate(record)
+        proc, record = _spawn(home)
+    except BaseException:
+        _unlock(lock)
+        raise
+    _pending.append((lock, proc, record, home))
     return record["url"]
+
+
+def ready(timeout: float = 90.0) -> None:
+    """Wait until the server ``begin`` spawned answers (nothing to wait for when it was reused)."""
+    if not _pending:
+        return
+    lock, proc, record, home = _pending.pop()
+    try:
+        deadline = time.monotonic() + timeout
+        while not healthy(record["url"]):
+            if proc.poll() is not None:
+                (home / RECORD).unlink(missing_ok=True)
+                raise ServerError(f"the background Prefect server exited ({proc.returncode}); see {home / LOG}")
+            if time.monotonic() > deadline:
+                _terminate(record)
+                (home / RECORD).unlink(missing_ok=True)
+                raise ServerError(f"the background Prefect server did not answer in {timeout:.0f}s; "
+                                  f"see {home / LOG}")
+            time.sleep(0.2)
+        _hold(home)
+    finally:
+        _unlock(lock)
+
+
+_pending: list = []   # (lock, process, record, home) of a server spawned and not yet answering
 
 
 def _answers(url: str, attempts: int = 3) -> bool:
@@ -125,7 +178,8 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _start(home: Path, timeout: float) -> dict:
+def _spawn(home: Path) -> tuple[subprocess.Popen, dict]:
+    """Start the server process on a free port and record it."""
     port = _free_port()
     url = f"http://127.0.0.1:{port}/api"
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
@@ -137,19 +191,11 @@ def _start(home: Path, timeout: float) -> dict:
                                  "--home", str(home), "--idle", str(idle_seconds())],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
                                 cwd=str(home), start_new_session=True)
-    deadline = time.monotonic() + timeout
-    while not healthy(url):
-        if proc.poll() is not None:
-            raise ServerError(f"the background Prefect server exited ({proc.returncode}); see {home / LOG}")
-        if time.monotonic() > deadline:
-            _terminate({"pid": proc.pid})
-            raise ServerError(f"the background Prefect server did not answer in {timeout:.0f}s; see {home / LOG}")
-        time.sleep(0.2)
     record = {"pid": proc.pid, "port": port, "url": url, "prefect_home": _prefect_home(), "started": time.time()}
     tmp = home / (RECORD + ".tmp")
     tmp.write_text(json.dumps(record))
     tmp.replace(home / RECORD)
-    return record
+    return proc, record
 
 
 def _terminate(record: dict, timeout: float = 20.0) -> bool:
@@ -240,6 +286,10 @@ def main() -> None:
     args = parser.parse_args()
     import uvicorn
     from prefect.server.api.server import create_app
+
+    from flows import prefect_db
+
+    print(f"database: {prefect_db.prepare()}", flush=True)
 
     server = uvicorn.Server(uvicorn.Config(create_app(final=True), host="127.0.0.1", port=args.port,
                                            log_level="error", lifespan="on"))

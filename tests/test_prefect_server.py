@@ -18,12 +18,19 @@ USE = ("from flows import prefect_server, settings; settings.configure(); "
        "print(prefect_server.use(settings.home()))")
 
 
+@pytest.fixture(scope="module")
+def template_cache(tmp_path_factory):
+    """One migrated database template for this module's servers (not the user's cache)."""
+    return tmp_path_factory.mktemp("prefect-template")
+
+
 @pytest.fixture
-def project(tmp_path):
+def project(tmp_path, template_cache):
     """A project folder whose commands use a background server (stopped after the test)."""
     home = tmp_path / ".bottlenecks"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "MLFLOW_"))}
     env.update({"BOTTLENECKS_PREFECT_SERVER": "on", "BOTTLENECKS_PREFECT_IDLE": "120",
+                "BOTTLENECKS_CACHE": str(template_cache),
                 "BOTTLENECKS_HOME": str(home), "PYTHONPATH": os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]),
                 "PREFECT_SERVER_ANALYTICS_ENABLED": "false"})
     yield tmp_path, home, env
@@ -76,6 +83,22 @@ def test_a_stale_record_is_replaced(project):
         assert url == record["url"] != "http://127.0.0.1:9/api" and record["pid"] not in (dead.pid, os.getpid())
         assert prefect_server.healthy(url)
         prefect_server.stop(home)
+
+
+def test_a_new_folder_starts_from_the_migrated_database_template(project, template_cache):
+    folder, home, env = project
+    first = _command(env, folder, code=USE).stdout.strip()
+    prefect_server.stop(home)
+    assert list(template_cache.glob("prefect-*.db"))  # made by this or an earlier server
+    other = folder / "other"
+    other.mkdir()
+    env = {**env, "BOTTLENECKS_HOME": str(other / ".bottlenecks")}
+    try:
+        url = _command(env, other, code=USE).stdout.strip()
+        assert url != first and prefect_server.healthy(url)
+        assert "database: copied" in (other / ".bottlenecks" / prefect_server.LOG).read_text()
+    finally:
+        prefect_server.stop(other / ".bottlenecks")
 
 
 def test_an_idle_server_stops_itself(project):
