@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -47,12 +48,21 @@ def pipeline(path: Path, steps: int, work: float = 0.0, stamp: str = "") -> Path
 
 def timed(command: str, file: Path, env: dict, *extra: str, cwd: Path = REPO) -> float:
     """Run ``bottlenecks COMMAND FILE`` in a fresh process; return its wall time."""
+    return timed_cpu(command, file, env, *extra, cwd=cwd)[0]
+
+
+def timed_cpu(command: str, file: Path, env: dict, *extra: str, cwd: Path = REPO) -> tuple[float, float]:
+    """Like ``timed``, also the CPU seconds the command used: on a loaded machine the wall time is
+    mostly waiting for a core, the CPU time is what it costs."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "flows.cli", command, str(file), *extra], cwd=cwd, env=env,
                           capture_output=True, text=True)
+    wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"{command} failed:\n{proc.stderr[-2000:]}")
-    return time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def timed_run(file: Path, env: dict, *extra: str) -> float:
@@ -75,19 +85,24 @@ def startup(tmp: Path, repeats: int) -> dict[str, float]:
            if not k.startswith(("PREFECT_", "MLFLOW_")) and k != "BOTTLENECKS_HOME"}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
     env["BOTTLENECKS_CACHE"] = str(tmp / "cache")  # the first folder is the machine's first: no template
-    figures: dict[str, list[float]] = {"check": [], "plan": [], "first step": [], "first run": [], "cached rerun": []}
+    figures: dict[str, list[float]] = {"check": [], "plan": [], "first step": [], "first run": [], "cached rerun": [],
+                                       "check cpu": [], "plan cpu": [], "cached rerun cpu": []}
     for r in range(repeats):
         folder = tmp / f"project-{r}"
         folder.mkdir()
         stamp = folder / "stamps.txt"
         small = pipeline(folder / "small.yaml", 6, stamp=str(stamp))
-        figures["check"].append(timed("check", small, env, cwd=folder))
+        wall, cpu = timed_cpu("check", small, env, cwd=folder)
+        figures["check"].append(wall)
+        figures["check cpu"].append(cpu)
         try:
             begin = time.time()
             figures["first run"].append(timed("run", small, env, cwd=folder))
             figures["first step"].append(float(stamp.read_text().split()[0]) - begin)
-            figures["plan"].append(timed("plan", small, env, cwd=folder))
-            figures["cached rerun"].append(timed("run", small, env, cwd=folder))
+            for name, command in (("plan", "plan"), ("cached rerun", "run")):
+                wall, cpu = timed_cpu(command, small, env, cwd=folder)
+                figures[name].append(wall)
+                figures[f"{name} cpu"].append(cpu)
         finally:
             stop_servers(folder, env)
     return {**{k: statistics.median(v) for k, v in figures.items()}, "first ever": figures["first step"][0]}
@@ -105,11 +120,12 @@ def main() -> None:
     if args.only != "engine":
         with tempfile.TemporaryDirectory() as tmp:
             s = startup(Path(tmp), args.repeats)
-        print(f"check (6 steps):          {s['check']:.2f} s   (target <= 1.5 s)")
-        print(f"plan (6 steps, cached):   {s['plan']:.2f} s   (target <= 1.5 s)")
+        print(f"check (6 steps):          {s['check']:.2f} s   (target <= 1.5 s); CPU {s['check cpu']:.2f} s")
+        print(f"plan (6 steps, cached):   {s['plan']:.2f} s   (target <= 1.5 s); CPU {s['plan cpu']:.2f} s")
         print(f"first run, new folder:    {s['first step']:.1f} s to its first step (target <= 15 s); "
               f"{s['first run']:.1f} s in all; the machine's first (no database template): {s['first ever']:.1f} s")
-        print(f"cached rerun (6 steps):   {s['cached rerun']:.2f} s   (target <= 3 s)")
+        print(f"cached rerun (6 steps):   {s['cached rerun']:.2f} s   (target <= 3 s); CPU {s['cached rerun cpu']:.2f} s "
+              "(the command; the server's share is not counted)")
     if args.only == "startup":
         print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         return
