@@ -104,8 +104,12 @@ def test_a_new_folder_starts_from_the_migrated_database_template(project, templa
 def test_an_idle_server_stops_itself(project):
     folder, home, env = project
     env["BOTTLENECKS_PREFECT_IDLE"] = "2"
-    url = _command(env, folder, code=USE).stdout.strip()
-    pid = prefect_server.read_record(home)["pid"]
+    # the record is read inside the command: 2 s after it exits the server may be gone already
+    code = USE.replace("print(prefect_server.use(settings.home()))",
+                       "prefect_server.use(settings.home()); r = prefect_server.read_record(settings.home()); "
+                       "print(r['url'], r['pid'])")
+    url, pid = _command(env, folder, code=code).stdout.split()
+    pid = int(pid)
     deadline = time.monotonic() + 60
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.5)
