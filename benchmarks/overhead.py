@@ -1,14 +1,18 @@
 """Engine overhead: N trivial steps through Prefect + MLflow against the same calls made directly.
 
-Prints per-step orchestration overhead, cold and warm startup, and the speed-up of a fully cached
-rerun. Each engine measurement is a fresh `bottlenecks run` process, as a user would run it.
+Prints what a user waits for (``check``, ``plan``, the first run in a new folder until its first
+step starts, a fully cached rerun of a small pipeline), then per-step orchestration overhead, cold
+and warm startup and the speed-up of a fully cached rerun. Each figure is a fresh `bottlenecks`
+process, as a user would run it.
 
     python benchmarks/overhead.py --steps 20
+    python benchmarks/overhead.py --only startup      # the first four figures (about a minute)
 """
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -23,29 +27,85 @@ from components import Context, component  # noqa: E402
 
 
 @component("bench.noop", outputs=["value"])
-def noop(ctx: Context, *, i: int = 0, work: float = 0.0) -> dict:
+def noop(ctx: Context, *, i: int = 0, work: float = 0.0, stamp: str = "") -> dict:
     """Wait `work` seconds (a stand-in for real compute), log one metric, return i."""
+    if stamp:  # when the step began, for the time-to-first-step figure
+        with open(stamp, "a") as fh:
+            fh.write(f"{time.time()}\n")
     time.sleep(work)
     ctx.log_metric("i", i)
     return {"value": i}
 
 
-def pipeline(path: Path, steps: int, work: float = 0.0) -> Path:
+def pipeline(path: Path, steps: int, work: float = 0.0, stamp: str = "") -> Path:
     values = ", ".join(str(i) for i in range(steps))
     path.write_text(f"name: overhead-{steps}-{work}\nsettings: {{workers: 1}}\nsteps:\n"
                     f"  noop:\n    uses: benchmarks.overhead:noop\n"
-                    f"    with: {{i: \"${{matrix.i}}\", work: {work}}}\n"
+                    f"    with: {{i: \"${{matrix.i}}\", work: {work}, stamp: \"{stamp}\"}}\n"
                     f"    matrix: {{i: [{values}]}}\n")
     return path
 
 
-def timed_run(file: Path, env: dict, *extra: str) -> float:
+def timed(command: str, file: Path, env: dict, *extra: str, cwd: Path = REPO) -> float:
+    """Run ``bottlenecks COMMAND FILE`` in a fresh process; return its wall time."""
+    return timed_cpu(command, file, env, *extra, cwd=cwd)[0]
+
+
+def timed_cpu(command: str, file: Path, env: dict, *extra: str, cwd: Path = REPO) -> tuple[float, float]:
+    """Like ``timed``, also the CPU seconds the command used: on a loaded machine the wall time is
+    mostly waiting for a core, the CPU time is what it costs."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "flows.cli", "run", str(file), *extra], cwd=REPO, env=env,
+    proc = subprocess.run([sys.executable, "-m", "flows.cli", command, str(file), *extra], cwd=cwd, env=env,
                           capture_output=True, text=True)
+    wall = time.perf_counter() - start
     if proc.returncode != 0:
-        raise SystemExit(f"run failed:\n{proc.stderr[-2000:]}")
-    return time.perf_counter() - start
+        raise SystemExit(f"{command} failed:\n{proc.stderr[-2000:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def timed_run(file: Path, env: dict, *extra: str) -> float:
+    return timed("run", file, env, *extra)
+
+
+def stop_servers(folder: Path, env: dict) -> None:
+    """Stop the background Prefect server a run in ``folder`` may have left (none before it existed)."""
+    subprocess.run([sys.executable, "-m", "flows.cli", "stop"], cwd=folder, env=env, capture_output=True)
+
+
+def startup(tmp: Path, repeats: int) -> dict[str, float]:
+    """Time check, plan, the first run in a new folder (to its first step) and a cached rerun.
+
+    Each repeat is a new project folder with nothing configured, as a new user starts: the state
+    folder, the MLflow store and Prefect's home are created by the first command. The first
+    repeat also migrates the Prefect database template the later ones copy.
+    """
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PREFECT_", "MLFLOW_")) and k != "BOTTLENECKS_HOME"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+    env["BOTTLENECKS_CACHE"] = str(tmp / "cache")  # the first folder is the machine's first: no template
+    figures: dict[str, list[float]] = {"check": [], "plan": [], "first step": [], "first run": [], "cached rerun": [],
+                                       "check cpu": [], "plan cpu": [], "cached rerun cpu": []}
+    for r in range(repeats):
+        folder = tmp / f"project-{r}"
+        folder.mkdir()
+        stamp = folder / "stamps.txt"
+        small = pipeline(folder / "small.yaml", 6, stamp=str(stamp))
+        wall, cpu = timed_cpu("check", small, env, cwd=folder)
+        figures["check"].append(wall)
+        figures["check cpu"].append(cpu)
+        try:
+            begin = time.time()
+            figures["first run"].append(timed("run", small, env, cwd=folder))
+            figures["first step"].append(float(stamp.read_text().split()[0]) - begin)
+            for name, command in (("plan", "plan"), ("cached rerun", "run")):
+                wall, cpu = timed_cpu(command, small, env, cwd=folder)
+                figures[name].append(wall)
+                figures[f"{name} cpu"].append(cpu)
+        finally:
+            stop_servers(folder, env)
+    return {**{k: statistics.median(v) for k, v in figures.items()}, "first ever": figures["first step"][0]}
 
 
 def main() -> None:
@@ -53,7 +113,22 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--work", type=float, default=0.5, help="seconds per step for the cache speed-up")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only", choices=["startup", "engine"], help="measure one part only")
     args = parser.parse_args()
+    print(f"machine: {os.cpu_count()} cores, python {sys.version.split()[0]}; medians of {args.repeats} runs; "
+          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if args.only != "engine":
+        with tempfile.TemporaryDirectory() as tmp:
+            s = startup(Path(tmp), args.repeats)
+        print(f"check (6 steps):          {s['check']:.2f} s   (target <= 1.5 s); CPU {s['check cpu']:.2f} s")
+        print(f"plan (6 steps, cached):   {s['plan']:.2f} s   (target <= 1.5 s); CPU {s['plan cpu']:.2f} s")
+        print(f"first run, new folder:    {s['first step']:.1f} s to its first step (target <= 15 s); "
+              f"{s['first run']:.1f} s in all; the machine's first (no database template): {s['first ever']:.1f} s")
+        print(f"cached rerun (6 steps):   {s['cached rerun']:.2f} s   (target <= 3 s); CPU {s['cached rerun cpu']:.2f} s "
+              "(the command; the server's share is not counted)")
+    if args.only == "startup":
+        print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        return
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         env = {**os.environ, "BOTTLENECKS_HOME": str(tmp / "home"), "PREFECT_HOME": str(tmp / "prefect"),
@@ -74,7 +149,6 @@ def main() -> None:
         busy_cached = timed_run(busy, env)
         per_step = (full - warm) / (args.steps - 1) - direct / args.steps
 
-    print(f"machine: {os.cpu_count()} cores, python {sys.version.split()[0]}; medians of {args.repeats} runs")
     print(f"direct calls:             {args.steps} steps in {direct:.3f} s")
     print(f"cold start (1 step):      {cold:.1f} s   (new MLflow store, Prefect ephemeral server)")
     print(f"warm start (1 step):      {warm:.1f} s   (target <= 15 s)")
@@ -82,6 +156,7 @@ def main() -> None:
     print(f"per-step overhead:        {per_step:.3f} s (target <= 0.25 s; workers=1)")
     print(f"{args.steps} steps x {args.work} s work: {busy_run:.1f} s; all cached: {busy_cached:.1f} s; "
           f"speed-up {busy_run / busy_cached:.2f}x")
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,9 @@
 A component is ``fn(ctx, *, param: T = default, ...) -> dict``. Its parameters are validated by a
 pydantic model built from the signature; its declared ``outputs`` are the keys of the returned dict
 (JSON-serialisable values; big things are files in ``ctx.work_dir``).
+
+Looking up a shipped component reads its declaration from source (``components/library.py`` says
+which module); its module is imported only when the function is first needed.
 """
 from __future__ import annotations
 
@@ -11,9 +14,11 @@ import difflib
 import functools
 import hashlib
 import importlib
+import importlib.machinery
 import importlib.util
 import inspect
 import sys
+import threading
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -30,19 +35,41 @@ class ComponentError(Exception):
 
 @dataclass
 class Component:
-    """A registered step: the function, its parameter model and what it returns."""
+    """A registered step: the function, its parameter model and what it returns.
+
+    ``fn`` is imported from ``module`` on first use when the component was read from source.
+    """
 
     name: str
-    fn: Callable[..., dict]
+    _fn: Callable[..., dict] | None
     outputs: tuple[str, ...]
     version: str
     params_model: type[BaseModel]
     bottleneck: str | None = None
     promote: bool = False
     tags: dict[str, str] = field(default_factory=dict)
+    module: str = ""
+    _doc: str | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        if self._fn is not None:
+            self.module = self._fn.__module__
+
+    @property
+    def fn(self) -> Callable[..., dict]:
+        if self._fn is None:
+            self._fn = _imported_component(self.name, self.module).fn
+        return self._fn
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the function has been imported (False for a declaration read from source)."""
+        return self._fn is not None
 
     @property
     def doc(self) -> str:
+        if self._doc is not None:
+            return self._doc
         return inspect.getdoc(self.fn) or ""
 
     @property
@@ -58,7 +85,7 @@ class Component:
         ``__init__`` files: an edit to a model or loader a trainer uses invalidates the training
         steps, while an edit to the report code leaves them cached.
         """
-        return f"{self.version}+{_source_digest(self.fn.__module__)}"
+        return f"{self.version}+{_source_digest(self.module)}"
 
     def parameters(self) -> dict[str, tuple[Any, Any, bool]]:
         """Map parameter name to (annotation, default, required)."""
@@ -87,17 +114,31 @@ class Component:
 
 
 def _module_file(name: str) -> Path | None:
-    """The source file of module ``name``, or None (not a module, not Python source)."""
+    """The source file of module ``name``, or None (not a module, not Python source).
+
+    Found without importing it or its parent packages (``find_spec`` of ``a.b`` imports ``a``).
+    """
+    parts = name.split(".")
     try:
-        spec = importlib.util.find_spec(name)
+        spec = importlib.util.find_spec(parts[0])
+        for part in parts[1:]:
+            if spec is None or not spec.submodule_search_locations:
+                return None
+            spec = importlib.machinery.PathFinder.find_spec(part, list(spec.submodule_search_locations))
     except (ImportError, ValueError, AttributeError):
         return None
     origin = getattr(spec, "origin", None)
     return Path(origin) if origin and origin.endswith(".py") and Path(origin).is_file() else None
 
 
-def _imported(name: str, path: Path) -> set[str]:
+def _imported(name: str, path: Path) -> frozenset[str]:
     """Module names ``name`` imports anywhere in its source (``from a import b`` gives a and a.b)."""
+    stat = path.stat()  # import closures overlap: each file is parsed once until it changes
+    return _imports_in(name, path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=None)
+def _imports_in(name: str, path: Path, mtime_ns: int, size: int) -> frozenset[str]:
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out: set[str] = set()
     for node in ast.walk(ast.parse(path.read_bytes(), str(path))):
@@ -112,7 +153,7 @@ def _imported(name: str, path: Path) -> set[str]:
                 base = node.module or ""
             out.add(base)
             out.update(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
-    return out
+    return frozenset(out)
 
 
 @functools.lru_cache(maxsize=None)
@@ -157,6 +198,11 @@ def _params_model(name: str, fn: Callable) -> type[BaseModel]:
             raise ComponentError(f"component {name!r}: parameter {p.name!r} needs a type annotation")
         default = ... if p.default is inspect.Parameter.empty else p.default
         fields[p.name] = (hints[p.name], default)
+    return _model(name, fields)
+
+
+def _model(name: str, fields: dict[str, tuple[Any, Any]]) -> type[BaseModel]:
+    """A strict pydantic model of ``fields`` (name -> (annotation, default or ...))."""
     model_name = "Params_" + "".join(c if c.isalnum() else "_" for c in name)
     return create_model(model_name, __config__=ConfigDict(extra="forbid"), **fields)
 
@@ -182,7 +228,7 @@ def component(
     """
 
     def register(fn: Callable) -> Callable:
-        if name in _REGISTRY and _REGISTRY[name].fn is not fn:
+        if name in _REGISTRY and _REGISTRY[name]._fn is not fn:
             prev = _REGISTRY[name].fn
             if (prev.__module__, prev.__qualname__) != (fn.__module__, fn.__qualname__):
                 raise ComponentError(
@@ -191,7 +237,7 @@ def component(
                 )
         _REGISTRY[name] = Component(
             name=name,
-            fn=fn,
+            _fn=fn,
             outputs=tuple(outputs),
             version=version,
             params_model=_params_model(name, fn),
@@ -204,17 +250,24 @@ def component(
     return register
 
 
-_loaded = False
+_plugins_loaded = False
+_DECLARED: dict[str, Component] = {}
+_lock = threading.RLock()   # steps run in threads; one import of a module at a time
 
 
 def load_builtin() -> None:
-    """Import the shipped component modules and users' entry-point plugins (once)."""
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    importlib.import_module("components.library")
-    load_plugins()
+    """Import every shipped component module and users' entry-point plugins."""
+    from components import library
+
+    library.import_all()
+    _load_plugins_once()
+
+
+def _load_plugins_once() -> None:
+    global _plugins_loaded
+    if not _plugins_loaded:
+        _plugins_loaded = True
+        load_plugins()
 
 
 def load_plugins() -> None:
@@ -227,7 +280,7 @@ def load_plugins() -> None:
 
 
 def registry() -> dict[str, Component]:
-    """All registered components by name."""
+    """All registered components by name (imports every component module)."""
     load_builtin()
     return dict(_REGISTRY)
 
@@ -239,13 +292,58 @@ def suggest(word: str, choices) -> str:
 
 
 def get(name: str) -> Component:
-    """Look up a component by registry name or ``package.module:function``."""
-    load_builtin()
+    """Look up a component by registry name or ``package.module:function``.
+
+    A shipped component comes from its declaration in source, without importing its module;
+    a name that is not shipped loads the entry-point plugins.
+    """
+    from components import library
+
     if name in _REGISTRY:
         return _REGISTRY[name]
     if ":" in name:
         return _from_import_path(name)
-    raise ComponentError(f"unknown component {name!r}{suggest(name, _REGISTRY)}")
+    if name in library.MODULES:
+        return _declared(name, library.MODULES[name])
+    _load_plugins_once()
+    if name in _REGISTRY:
+        return _REGISTRY[name]
+    raise ComponentError(f"unknown component {name!r}{suggest(name, set(library.MODULES) | set(_REGISTRY))}")
+
+
+def _declared(name: str, module: str) -> Component:
+    """The component ``name`` read from the source of ``module``; imported when that cannot tell."""
+    from components import declared
+
+    with _lock:
+        if name in _DECLARED:
+            return _DECLARED[name]
+        path = _module_file(module)
+        try:
+            found = declared.read(module, path, name) if path else None
+        except declared.Unreadable:
+            found = None
+        if found is None:
+            return _imported_component(name, module)
+        kw = found.keywords
+        comp = Component(name=name, _fn=None, outputs=tuple(kw.get("outputs", ())), version=kw.get("version", "1"),
+                         params_model=_model(name, found.fields), bottleneck=kw.get("bottleneck"),
+                         promote=kw.get("promote", False), module=module, _doc=found.doc)
+        _DECLARED[name] = comp
+        return comp
+
+
+def _imported_component(name: str, module: str) -> Component:
+    """Import ``module`` and return the component it registers as ``name``."""
+    with _lock:
+        try:
+            importlib.import_module(module)
+        except ImportError as e:
+            raise ComponentError(f"cannot import module {module!r} of component {name!r}: {e}") from e
+        if name not in _REGISTRY:
+            raise ComponentError(f"module {module!r} does not register component {name!r} "
+                                 "(components/library.py names it)")
+        return _REGISTRY[name]
 
 
 def _from_import_path(spec: str) -> Component:
@@ -265,7 +363,7 @@ def _from_import_path(spec: str) -> Component:
     if comp is None:
         if not callable(fn):
             raise ComponentError(f"{spec!r} is not callable")
-        comp = Component(name=spec, fn=fn, outputs=(), version="1", params_model=_params_model(spec, fn))
+        comp = Component(name=spec, _fn=fn, outputs=(), version="1", params_model=_params_model(spec, fn))
         fn.component = comp
     _REGISTRY.setdefault(spec, comp)
     return comp

@@ -77,8 +77,12 @@ def run(
     except connect.ServerUnreachable as e:
         err.print(f"[red]{escape(str(e))}[/]\nnothing was run.")
         raise typer.Exit(1)
-    from flows.runner import run as run_plan
+    background = _use_background_prefect()
+    from flows.runner import run as run_plan  # imports Prefect and MLflow while the server boots
     from flows.view import StepView
+
+    if background:
+        _background_ready()
 
     _component_logs_to(err)
     err.print(f"[bold]{escape(plan.name)}[/] profile={plan.profile or '-'} steps={len(plan.instances)} "
@@ -109,6 +113,31 @@ def run(
         if skipped:
             err.print(f"[yellow]not run because an upstream step failed:[/] {escape(', '.join(skipped))}")
         err.print("fix the cause and rerun: finished steps come from the cache")
+        raise typer.Exit(1)
+
+
+def _use_background_prefect() -> bool:
+    """Point Prefect at this folder's background server (spawned on first use) before it is imported."""
+    from flows import prefect_server
+
+    if not prefect_server.enabled():
+        return False
+    url = prefect_server.begin(settings.home())
+    os.environ["PREFECT_API_URL"] = url
+    err.print(f"Prefect UI {url.removesuffix('/api')} (a background server; `bottlenecks stop` stops it)",
+              highlight=False)
+    return True
+
+
+def _background_ready() -> None:
+    """Wait for a background server this command spawned; exit 1 (nothing run) if it never answers."""
+    from flows import prefect_server
+
+    try:
+        prefect_server.ready()
+    except prefect_server.ServerError as e:
+        err.print(f"[red]{escape(str(e))}[/]\nnothing was run; set BOTTLENECKS_PREFECT_SERVER=off to run with "
+                  "a temporary Prefect server inside the command")
         raise typer.Exit(1)
 
 
@@ -214,6 +243,18 @@ def schema(output: Annotated[Optional[Path], typer.Option("--output", "-o", help
         err.print(f"wrote {output}")
     else:
         print(text)
+
+
+@app.command()
+def stop() -> None:
+    """Stop this folder's background Prefect server (the next `bottlenecks run` starts it again)."""
+    from flows import prefect_server
+
+    record = prefect_server.stop(settings.home())
+    if record:
+        out.print(f"stopped the background Prefect server at {record['url']} (pid {record['pid']})")
+    else:
+        out.print("no background Prefect server was running here")
 
 
 @app.command()

@@ -31,16 +31,18 @@ class ThreadExecutor:
     name = "threads"
 
     def __init__(self, workers: int, gpus: list[str], threads: int):
-        from flows import threadsafe
-
-        threadsafe.patch_matplotlib()
-        threadsafe.patch_tqdm()
         self.slots, self.gpus, self.threads = workers + len(gpus), gpus, threads
         self.stop = threading.Event()
+        self._patching = threading.Lock()
 
     def run(self, payload: StepPayload, gpu: int, on_event: Events) -> StepResult:
         if self.stop.is_set():
             raise Stopped()
+        from flows import threadsafe
+
+        with self._patching:  # when a step first computes: a cached run never imports matplotlib
+            threadsafe.patch_matplotlib()
+            threadsafe.patch_tqdm()
         payload.threads = payload.threads or self.threads
         return run_step(payload, on_event, self.stop)
 

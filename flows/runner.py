@@ -28,7 +28,7 @@ from prefect.cache_policies import NO_CACHE  # noqa: E402
 from prefect.states import Cancelled, Completed  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 
-from flows import executors  # noqa: E402
+from flows import executors, links  # noqa: E402
 from flows.cache import StepCache  # noqa: E402
 from flows.plan import Instance, Plan  # noqa: E402
 from flows.pool import Stopped  # noqa: E402
@@ -355,6 +355,7 @@ def run(plan: Plan, *, use_cache: bool = True, view=None) -> RunResult:
         signals.reinstall()
         result.flow_run_id = flow_run.get_id()
         tracker.log(parent, tags={"prefect_flow_run_id": result.flow_run_id or ""})
+        links.announce(view.console, tracker.experiment_id, parent, result.flow_run_id)
         futures = {}
         for iid, inst in plan.instances.items():
             upstream = {d: futures[d] for d in inst.deps}

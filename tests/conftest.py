@@ -12,6 +12,9 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 for _var in ("PREFECT_API_URL",):
     os.environ.pop(_var, None)
+# Prefect's temporary server inside each command, never a background one that outlives the tests
+# (tests/test_prefect_server.py starts its own and stops it)
+os.environ["BOTTLENECKS_PREFECT_SERVER"] = "off"
 
 import pytest  # noqa: E402
 

@@ -1,5 +1,4 @@
-"""Components: data prep (translation corpora, images, synthetic probe tasks) and their loaders."""
-from components.data import (  # noqa: F401
-    adding, agreement, digits, lookup, mnist, patches, recall, spell, strips, synthetic_translation, variable_length,
-    wmt,
-)
+"""Components: data prep (translation corpora, images, synthetic probe tasks) and their loaders.
+
+Modules are imported one by one as steps need them (``components/library.py`` lists them).
+"""

@@ -1,14 +1,4 @@
-"""Components: probes (measure the four bottlenecks) and evaluation."""
-from components.probes import (  # noqa: F401
-    attention_entropy,
-    attention_maps,
-    bleu,
-    capacity,
-    classify,
-    gradient_decay,
-    long_lag,
-    param_count,
-    permutation,
-    position_similarity,
-    timing,
-)
+"""Components: probes (measure the four bottlenecks) and evaluation.
+
+Modules are imported one by one as steps need them (``components/library.py`` lists them).
+"""

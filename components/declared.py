@@ -1,0 +1,142 @@
+"""Read a component's declaration (its ``@component`` call and signature) from its module's source.
+
+`bottlenecks check` and `plan` validate pipelines from these declarations, so they need not import
+a component's module (and torch with it); the module is imported when one of its steps runs. A
+declaration that only running the module can tell (a computed default, a type defined in the
+module) raises ``Unreadable`` and the caller imports the module instead.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+_KEYWORDS = {"outputs", "version", "bottleneck", "promote"}
+
+
+class Unreadable(Exception):
+    """The declaration cannot be read without running the module."""
+
+
+@dataclass
+class Declaration:
+    """What ``@component(...)`` and the function signature say, evaluated."""
+
+    name: str
+    module: str
+    doc: str
+    keywords: dict[str, Any]
+    fields: dict[str, tuple[Any, Any]]   # parameter -> (annotation, default or ...)
+
+
+def read(module: str, path: Path, name: str) -> Declaration | None:
+    """Return the declaration of component ``name`` in ``module`` (source at ``path``), or None."""
+    tree = ast.parse(path.read_bytes(), str(path))
+    names = _Names(module, path, tree)
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            for deco in node.decorator_list:
+                keywords = _component_call(deco, name)
+                if keywords is not None:
+                    return Declaration(name, module, ast.get_docstring(node) or "", keywords,
+                                       _fields(node, names))
+    return None
+
+
+def _component_call(deco: ast.expr, name: str) -> dict[str, Any] | None:
+    """The literal keywords of ``@component(name, ...)``, None for another decorator."""
+    if not (isinstance(deco, ast.Call) and deco.args and isinstance(deco.args[0], ast.Constant)
+            and deco.args[0].value == name):
+        return None
+    func = deco.func
+    if not ((isinstance(func, ast.Name) and func.id == "component")
+            or (isinstance(func, ast.Attribute) and func.attr == "component")):
+        return None
+    if len(deco.args) > 1:
+        raise Unreadable("positional arguments after the name")
+    out = {}
+    for kw in deco.keywords:
+        if kw.arg not in _KEYWORDS:
+            raise Unreadable(f"keyword {kw.arg!r}")
+        try:
+            out[kw.arg] = ast.literal_eval(kw.value)
+        except ValueError:
+            raise Unreadable(f"{kw.arg}= is not a literal") from None
+    return out
+
+
+def _fields(fn: ast.FunctionDef, names: _Names) -> dict[str, tuple[Any, Any]]:
+    """Parameter -> (annotation, default) after ``ctx``, evaluated as the module would."""
+    args = fn.args
+    if args.vararg or args.kwarg:
+        raise Unreadable("*args/**kwargs")  # the import gives the registry's own error
+    positional = args.posonlyargs + args.args
+    defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+    params = list(zip(positional, defaults)) + list(zip(args.kwonlyargs, args.kw_defaults))
+    if not params or params[0][0].arg != "ctx":
+        raise Unreadable("first parameter is not ctx")
+    out = {}
+    for arg, default in params[1:]:
+        if arg.annotation is None:
+            raise Unreadable(f"{arg.arg} has no annotation")
+        out[arg.arg] = (names.eval(arg.annotation), ... if default is None else names.eval(default))
+    return out
+
+
+class _Names:
+    """The module-level names an annotation or default may use: imports and literal constants."""
+
+    def __init__(self, module: str, path: Path, tree: ast.Module):
+        self.file = str(path)
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        self.bound: dict[str, tuple[str, Any]] = {}   # name -> ("import", (module, attr)) | ("const", node)
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        self.bound[alias.asname] = ("import", (alias.name, None))
+                    else:
+                        top = alias.name.split(".")[0]
+                        self.bound[top] = ("import", (top, None))
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")
+                    base = ".".join(parts[:len(parts) - node.level + 1] + ([node.module] if node.module else []))
+                for alias in node.names:
+                    self.bound[alias.asname or alias.name] = ("import", (base, alias.name))
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    if isinstance(target, ast.Name):
+                        self.bound[target.id] = ("const", node.value)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self.bound[node.name] = ("defined", None)
+
+    def value(self, ident: str) -> Any:
+        kind, what = self.bound.get(ident, ("builtin", None))
+        if kind == "import":
+            module, attr = what
+            mod = importlib.import_module(module)
+            if attr is None:
+                return mod
+            if hasattr(mod, attr):
+                return getattr(mod, attr)
+            return importlib.import_module(f"{module}.{attr}")  # a submodule not yet imported
+        if kind == "const" and what is not None:
+            try:
+                return ast.literal_eval(what)
+            except ValueError:
+                raise Unreadable(f"{ident} is computed") from None
+        if kind == "builtin" and hasattr(builtins, ident):
+            return getattr(builtins, ident)
+        raise Unreadable(f"{ident} is defined by running the module")
+
+    def eval(self, expr: ast.expr) -> Any:
+        """Evaluate an annotation or default with the names it uses."""
+        used = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+        scope = {ident: self.value(ident) for ident in used}
+        return eval(compile(ast.Expression(expr), self.file, "eval"), {"__builtins__": builtins}, scope)

@@ -1,0 +1,34 @@
+"""Where to follow a run while it works: its MLflow run page and its Prefect flow-run page."""
+from __future__ import annotations
+
+import os
+
+LOCAL_MLFLOW_UI = "http://127.0.0.1:5000"   # where `bottlenecks ui` serves the local store
+
+
+def _mlflow_server() -> str | None:
+    uri = os.environ.get("MLFLOW_TRACKING_URI", "")
+    return uri.rstrip("/") if uri.startswith(("http://", "https://")) else None
+
+
+def mlflow_run(experiment_id: str, run_id: str) -> str:
+    """The MLflow UI page of a run (on `bottlenecks ui` for the local store)."""
+    return f"{_mlflow_server() or LOCAL_MLFLOW_UI}/#/experiments/{experiment_id}/runs/{run_id}"
+
+
+def prefect_flow_run(flow_run_id: str | None) -> str | None:
+    """The Prefect UI page of a flow run, or None when no Prefect server outlives the run."""
+    api = os.environ.get("PREFECT_API_URL", "").rstrip("/")
+    if not api or not flow_run_id:
+        return None
+    ui = os.environ.get("PREFECT_UI_URL") or api.removesuffix("/api")
+    return f"{ui.rstrip('/')}/runs/flow-run/{flow_run_id}"
+
+
+def announce(console, experiment_id: str, run_id: str, flow_run_id: str | None) -> None:
+    """Print where to follow the run (before its steps start)."""
+    hint = "" if _mlflow_server() else " (serve it with `bottlenecks ui`)"
+    console.print(f"follow: MLflow {mlflow_run(experiment_id, run_id)}{hint}", highlight=False, soft_wrap=True)
+    url = prefect_flow_run(flow_run_id)
+    if url:
+        console.print(f"follow: Prefect {url}", highlight=False, soft_wrap=True)
