@@ -2,8 +2,8 @@
 from components import Context, component
 
 
-@component("bench.noop", outputs=["ok"])
-def noop(ctx: Context) -> dict:
+@component("bench.import_torch", outputs=["ok"])
+def import_torch(ctx: Context) -> dict:
     """Import torch and return at once."""
     import torch  # noqa: F401 - what a real step's worker pays once
 

@@ -7,6 +7,7 @@ process, as a user would run it.
 
     python benchmarks/overhead.py --steps 20
     python benchmarks/overhead.py --only startup      # the first four figures (about a minute)
+    python benchmarks/overhead.py --only engine --executor threads processes dask
 """
 from __future__ import annotations
 
@@ -108,31 +109,12 @@ def startup(tmp: Path, repeats: int) -> dict[str, float]:
     return {**{k: statistics.median(v) for k, v in figures.items()}, "first ever": figures["first step"][0]}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--work", type=float, default=0.5, help="seconds per step for the cache speed-up")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--only", choices=["startup", "engine"], help="measure one part only")
-    args = parser.parse_args()
-    print(f"machine: {os.cpu_count()} cores, python {sys.version.split()[0]}; medians of {args.repeats} runs; "
-          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    if args.only != "engine":
-        with tempfile.TemporaryDirectory() as tmp:
-            s = startup(Path(tmp), args.repeats)
-        print(f"check (6 steps):          {s['check']:.2f} s   (target <= 1.5 s); CPU {s['check cpu']:.2f} s")
-        print(f"plan (6 steps, cached):   {s['plan']:.2f} s   (target <= 1.5 s); CPU {s['plan cpu']:.2f} s")
-        print(f"first run, new folder:    {s['first step']:.1f} s to its first step (target <= 15 s); "
-              f"{s['first run']:.1f} s in all; the machine's first (no database template): {s['first ever']:.1f} s")
-        print(f"cached rerun (6 steps):   {s['cached rerun']:.2f} s   (target <= 3 s); CPU {s['cached rerun cpu']:.2f} s "
-              "(the command; the server's share is not counted)")
-    if args.only == "startup":
-        print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-        return
+def engine(args, executor: str) -> None:
+    """Per-step overhead, warm start and the cached speed-up with one executor."""
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         env = {**os.environ, "BOTTLENECKS_HOME": str(tmp / "home"), "PREFECT_HOME": str(tmp / "prefect"),
-               "MLFLOW_TRACKING_URI": f"sqlite:///{tmp / 'mlflow.db'}"}
+               "MLFLOW_TRACKING_URI": f"sqlite:///{tmp / 'mlflow.db'}", "BOTTLENECKS_EXECUTOR": executor}
         env.pop("PREFECT_API_URL", None)
         one, many = pipeline(tmp / "one.yaml", 1), pipeline(tmp / "many.yaml", args.steps)
         busy = pipeline(tmp / "busy.yaml", args.steps, args.work)
@@ -148,14 +130,43 @@ def main() -> None:
         busy_run = timed_run(busy, env, "--no-cache")
         busy_cached = timed_run(busy, env)
         per_step = (full - warm) / (args.steps - 1) - direct / args.steps
+        stop_servers(REPO, env)
 
+    print(f"[executor {executor}]")
     print(f"direct calls:             {args.steps} steps in {direct:.3f} s")
-    print(f"cold start (1 step):      {cold:.1f} s   (new MLflow store, Prefect ephemeral server)")
+    print(f"cold start (1 step):      {cold:.1f} s   (new MLflow store, Prefect server)")
     print(f"warm start (1 step):      {warm:.1f} s   (target <= 15 s)")
     print(f"{args.steps} trivial steps:         {full:.1f} s")
     print(f"per-step overhead:        {per_step:.3f} s (target <= 0.25 s; workers=1)")
     print(f"{args.steps} steps x {args.work} s work: {busy_run:.1f} s; all cached: {busy_cached:.1f} s; "
           f"speed-up {busy_run / busy_cached:.2f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--work", type=float, default=0.5, help="seconds per step for the cache speed-up")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only", choices=["startup", "engine"], help="measure one part only")
+    parser.add_argument("--executor", nargs="+", default=["processes"], choices=["threads", "processes", "dask"],
+                        help="executors to measure the engine part with (e.g. --executor threads processes dask)")
+    args = parser.parse_args()
+    print(f"machine: {os.cpu_count()} cores, python {sys.version.split()[0]}; medians of {args.repeats} runs; "
+          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if args.only != "engine":
+        with tempfile.TemporaryDirectory() as tmp:
+            s = startup(Path(tmp), args.repeats)
+        print(f"check (6 steps):          {s['check']:.2f} s   (target <= 1.5 s); CPU {s['check cpu']:.2f} s")
+        print(f"plan (6 steps, cached):   {s['plan']:.2f} s   (target <= 1.5 s); CPU {s['plan cpu']:.2f} s")
+        print(f"first run, new folder:    {s['first step']:.1f} s to its first step (target <= 15 s); "
+              f"{s['first run']:.1f} s in all; the machine's first (no database template): {s['first ever']:.1f} s")
+        print(f"cached rerun (6 steps):   {s['cached rerun']:.2f} s   (target <= 3 s); CPU {s['cached rerun cpu']:.2f} s "
+              "(the command; the server's share is not counted)")
+    if args.only == "startup":
+        print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        return
+    for executor in args.executor:
+        engine(args, executor)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

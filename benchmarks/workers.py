@@ -56,7 +56,7 @@ def main() -> None:
 
     def step(i: int) -> float:
         run = client.create_run(exp).info.run_id
-        payload = StepPayload(instance=f"s{i}", component="bench.noop", params={}, key=f"k{i}",
+        payload = StepPayload(instance=f"s{i}", component="bench.import_torch", params={}, key=f"k{i}",
                               work_dir=str(tmp / f"w{i}"), run_id=run, seed=0,
                               tracking_uri=os.environ["MLFLOW_TRACKING_URI"], home=str(tmp / "home"),
                               module="benchmarks.noop_component")
