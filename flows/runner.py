@@ -105,6 +105,7 @@ class StepRunner:
         self.executor = executor
         self.stopping = threading.Event()
         self.active: dict[str, str] = {}   # instance -> MLflow run id, while it runs
+        self._artifacts: dict[str, tuple] = {}   # instance -> (Prefect progress artifact, last update)
         self._lock = threading.Lock()
 
     def tags(self, inst: Instance) -> dict[str, str]:
@@ -217,11 +218,41 @@ class StepRunner:
         if kind == "progress":
             self.view.progress_of(iid, event.get("completed", 0), event.get("total"),
                                   event.get("description", ""))
+            self._prefect_progress(iid, event)
         elif kind == "log":
             import logging
 
             logging.getLogger("bottlenecks").log(event.get("level", logging.WARNING),
                                                  f"{iid}: {event.get('message', '')}")
+
+    def _prefect_progress(self, iid: str, event: dict) -> None:
+        """Mirror a step's progress onto its Prefect task run (a progress artifact), at most every
+        few seconds; only from the task's own thread, where Prefect knows the task run."""
+        total = event.get("total")
+        if not total:
+            return
+        percent = min(100.0, 100.0 * float(event.get("completed", 0)) / float(total))
+        now = time.monotonic()
+        with self._lock:
+            artifact, last = self._artifacts.get(iid, (None, 0.0))
+            if artifact is not None and percent < 100.0 and now - last < 5.0:
+                return
+            self._artifacts[iid] = (artifact, now)
+        try:
+            from prefect.artifacts import create_progress_artifact, update_progress_artifact
+            from prefect.context import TaskRunContext
+
+            if TaskRunContext.get() is None:
+                return
+            description = f"{iid}: {event.get('description') or 'progress'}"
+            if artifact is None:
+                artifact = create_progress_artifact(percent, description=description)
+            else:
+                update_progress_artifact(artifact, percent, description=description)
+            with self._lock:
+                self._artifacts[iid] = (artifact, now)
+        except Exception:  # progress is a courtesy; never fail a step over it
+            pass
 
     def stop(self, signum: int) -> None:
         """End the workers and mark every unfinished step run KILLED (safe from any thread)."""

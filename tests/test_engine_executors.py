@@ -202,3 +202,22 @@ def test_a_signal_stops_the_run_marks_it_killed_and_leaves_no_process(tmp_path, 
 
     with get_client(sync_client=True) as client:
         assert client.read_flow_run(flow_run_id).state.type.value == "CANCELLED"
+
+
+def test_step_progress_reaches_prefect_as_a_progress_artifact(tmp_path, home):
+    path = write(tmp_path, f"""\
+        name: exec-progress
+        steps:
+          train: {{uses: "{C}:slow_train", with: {{steps: 8, seconds_per_step: 0.05}}}}
+        """)
+    result = run(build(path))
+    assert result.ok
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    with get_client(sync_client=True) as client:
+        found = client.read_artifacts(artifact_filter=ArtifactFilter(
+            flow_run_id=ArtifactFilterFlowRunId(any_=[result.flow_run_id])))
+    progress = [a for a in found if a.type == "progress"]
+    assert len(progress) == 1 and progress[0].data == 100.0
+    assert progress[0].description.startswith("train: count")
