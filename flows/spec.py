@@ -31,7 +31,7 @@ TOP_KEYS = ("name", "description", "params", "settings", "default_profile", "pro
 STEP_KEYS = ("uses", "with", "matrix", "needs", "retries", "retry_delay", "cache", "description")
 PROFILE_KEYS = ("description", "params", "settings", "steps")
 PROFILE_STEP_KEYS = ("uses", "with", "matrix", "retries", "cache")
-SETTINGS_KEYS = {"workers": int, "seed": int, "device": str, "torch_threads": int}
+SETTINGS_KEYS = {"workers": int, "seed": int, "device": str, "torch_threads": int, "max_step_runs": int}
 SCHEDULE_KEYS = ("cron", "timezone", "profile", "parameters")
 
 
