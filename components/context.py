@@ -49,6 +49,7 @@ class Context:
     artifacts: list[Path] = field(default_factory=list)
     models: dict[str, Any] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
+    datasets: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.work_dir = Path(self.work_dir)
@@ -78,6 +79,12 @@ class Context:
     def log_model(self, model: Any, name: str = "model") -> None:
         """Record a trained torch model (the MLflow context logs it with the PyTorch flavour)."""
         self.models[name] = model
+
+    def log_dataset(self, name: str, source: str, digest: str, sizes: dict[str, int] | None = None,
+                    context: str = "training") -> None:
+        """Record the dataset a run reads (an MLflow input: name, content digest, folder, split sizes)."""
+        self.datasets.append({"name": name, "source": str(source), "digest": digest,
+                              "sizes": dict(sizes or {}), "context": context})
 
     def set_tags(self, tags: dict[str, str]) -> None:
         """Record tags (e.g. ``bottleneck: B2``)."""

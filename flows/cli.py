@@ -71,6 +71,9 @@ def run(
     err.print(f"[bold]{escape(plan.name)}[/] profile={plan.profile or '-'} steps={len(plan.instances)} "
               f"workers={plan.settings['workers']} tracking={os.environ.get('MLFLOW_TRACKING_URI')}")
     result = run_plan(plan, use_cache=not no_cache, view=StepView(list(plan.instances), console=err))
+    if result.zombies:  # runs a dead process had left RUNNING, marked KILLED at the start
+        from flows.zombies import summary
+        err.print(f"[yellow]{escape(summary(result.zombies))}[/]")
     counts = {s: list(result.status.values()).count(s) for s in ("done", "cached", "failed", "skipped")}
     err.print(f"finished in {result.seconds:.1f}s: " + ", ".join(f"{v} {k}" for k, v in counts.items() if v))
     err.print(f"MLflow parent run {result.parent_run_id} (experiment {escape(plan.name)}); "

@@ -28,6 +28,7 @@ threadsafe.patch_tqdm()
 from flows.cache import StepCache  # noqa: E402
 from flows.plan import Instance, Plan  # noqa: E402
 from flows.refs import Ref  # noqa: E402
+from flows.note import run_note  # noqa: E402
 from flows.tracking import MlflowContext, Tracker, flatten, git_commit  # noqa: E402
 
 
@@ -46,6 +47,7 @@ class RunResult:
     errors: dict[str, str] = field(default_factory=dict)
     outputs: dict[str, dict] = field(default_factory=dict)
     seconds: float = 0.0
+    zombies: list = field(default_factory=list)   # runs a dead process had left RUNNING, now KILLED
 
     @property
     def ok(self) -> bool:
@@ -178,13 +180,14 @@ def run(plan: Plan, *, use_cache: bool = True, view=None) -> RunResult:
 
     view = view or StepView(list(plan.instances), enabled=False)
     tracker = Tracker(plan.name)
+    swept = tracker.sweep_zombies()
     parent_tags = {"pipeline": plan.name, "spec_hash": plan.spec_hash, "profile": plan.profile or "",
                    "pipeline_file": os.path.basename(plan.pipeline.file), "git_commit": git_commit(),
                    "overrides": " ".join(plan.overrides)}
     parent = tracker.start(f"{plan.name}", parent_tags)
     tracker.log(parent, params=flatten({**plan.params, "profile": plan.profile or "",
                                         "workers": plan.settings["workers"]}))
-    result = RunResult(plan.name, parent)
+    result = RunResult(plan.name, parent, zombies=swept)
     executor = Executor(plan, tracker, parent, StepCache(settings.home()), use_cache, view, result)
     started = time.monotonic()
 
@@ -222,6 +225,7 @@ def run(plan: Plan, *, use_cache: bool = True, view=None) -> RunResult:
             raise StepFailed(f"failed steps: {names}")
         return {"parent_run_id": parent}
 
+    interrupted = None
     with view:
         try:
             pipeline_flow(return_state=True)
@@ -230,11 +234,18 @@ def run(plan: Plan, *, use_cache: bool = True, view=None) -> RunResult:
             where = os.environ.get("PREFECT_API_URL") or "the embedded Prefect server"
             result.errors["(servers)"] = (f"lost a server (Prefect API at {where}, MLflow at "
                                           f"{os.environ.get('MLFLOW_TRACKING_URI')}): {type(e).__name__}: {e}")
+        except BaseException as e:  # Ctrl-C and the like: the run is KILLED, never FINISHED
+            interrupted = f"interrupted ({type(e).__name__})"
+            raise
         finally:
             result.seconds = time.monotonic() - started
             try:
                 tracker.log(parent, tags={"status_counts": json.dumps(_counts(result))})
-                tracker.finish(parent, ok=result.ok)
+                tracker.note(parent, run_note(plan, result, interrupted))
+                if interrupted:
+                    tracker.kill(parent, interrupted)
+                else:
+                    tracker.finish(parent, ok=result.ok)
             except Exception as e:  # the tracking server went away mid-run: report it, don't crash
                 result.errors["(tracking)"] = f"could not close parent run {parent}: {type(e).__name__}: {e}"
     return result

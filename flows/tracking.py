@@ -15,13 +15,17 @@ from pathlib import Path
 from typing import Any
 
 import mlflow
-from mlflow.entities import Metric, Param, RunTag
+from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
 from components.context import Context
-from flows import settings
+from flows import settings, zombies
 
 PARAM_MAX = 500
+NOTE_MAX = 7_500  # MLflow's run tags hold 8,000 characters; the note is one
+# The MLflow 3 UI opens an experiment of this kind on its runs table, not the GenAI overview
+# (the value of ExperimentKind.CUSTOM_MODEL_DEVELOPMENT in MLflow's UI).
+EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 _KEY_BAD = re.compile(r"[^A-Za-z0-9_\-. :/]")
 
 
@@ -61,8 +65,11 @@ class Tracker:
                 self.experiment_id = self.client.get_experiment_by_name(experiment).experiment_id
         else:
             self.experiment_id = exp.experiment_id
+        if exp is None or EXPERIMENT_KIND[0] not in exp.tags:  # a kind the user chose stays
+            self.client.set_experiment_tag(self.experiment_id, *EXPERIMENT_KIND)
 
     def start(self, name: str, tags: dict[str, str], parent: str | None = None) -> str:
+        tags = {**zombies.owner_tags(), **tags}  # host and pid: a later run can tell it died
         if parent:
             tags = {**tags, "mlflow.parentRunId": parent}
         run = self.client.create_run(self.experiment_id, run_name=name,
@@ -81,8 +88,24 @@ class Tracker:
         for j in range(100, len(params_l), 100):
             self.client.log_batch(run_id, params=params_l[j:j + 100])
 
-    def finish(self, run_id: str, ok: bool) -> None:
-        self.client.set_terminated(run_id, "FINISHED" if ok else "FAILED")
+    def finish(self, run_id: str, ok: bool, status: str | None = None) -> None:
+        self.client.set_terminated(run_id, status or ("FINISHED" if ok else "FAILED"))
+
+    def kill(self, run_id: str, reason: str) -> None:
+        """End an interrupted parent run and its unfinished step runs as KILLED, saying why."""
+        self.log(run_id, tags={zombies.REASON: reason})
+        zombies.kill_children(self.client, self.experiment_id, run_id, reason)
+        self.finish(run_id, ok=False, status="KILLED")
+
+    def note(self, run_id: str, markdown: str) -> None:
+        """Set the run's description (the Markdown MLflow shows on the run page)."""
+        if len(markdown) > NOTE_MAX:
+            markdown = markdown[:NOTE_MAX].rsplit("\n", 1)[0] + "\n\n(cut here; the full text is an artifact)\n"
+        self.client.set_tag(run_id, "mlflow.note.content", markdown)
+
+    def sweep_zombies(self) -> list[zombies.Killed]:
+        """Mark runs of this experiment that a dead process left RUNNING as KILLED."""
+        return zombies.sweep(self.client, self.experiment_id)
 
     def copy_results(self, source_run: str, target_run: str, params: bool = True) -> None:
         """Copy the latest metrics (and the params) of one run onto another."""
@@ -145,6 +168,16 @@ class MlflowContext(Context):
     def set_tags(self, tags: dict[str, str]) -> None:
         super().set_tags(tags)
         self.tracker.log(self.run_id, tags=tags)
+
+    def log_dataset(self, name: str, source: str, digest: str, sizes: dict[str, int] | None = None,
+                    context: str = "training") -> None:
+        super().log_dataset(name, source, digest, sizes, context)
+        sizes = dict(sizes or {})
+        profile = json.dumps({"num_rows": sum(sizes.values()), **{f"{k}_rows": v for k, v in sizes.items()}})
+        dataset = Dataset(name=name, digest=digest, source_type="local",
+                          source=json.dumps({"uri": Path(source).resolve().as_uri()}), profile=profile)
+        self.tracker.client.log_inputs(self.run_id, datasets=[
+            DatasetInput(dataset, tags=[InputTag("mlflow.data.context", context)])])
 
     def log_model(self, model: Any, name: str = "model") -> None:
         super().log_model(model, name)

@@ -16,6 +16,7 @@ from components import Context, component
 from components.train import checkpoint as C
 from components.train.build import TrainError, build_model, data_overrides
 from components.train.evaluate import evaluate
+from components.train.lineage import describe
 from components.train.optim import clip_gradients, make_optimizer, make_scheduler
 from components.train.tasks import Task
 
@@ -104,6 +105,7 @@ def train_model(
     device = ctx.device
     with _determinism(deterministic, device):
         task = Task(data, device)
+        ctx.log_dataset(**describe(data, task.meta))  # MLflow's Dataset column and lineage
         config = {**data_overrides(task.meta, model), **(overrides or {})}
         torch.manual_seed(seed)
         net = build_model(model, config).to(device)
