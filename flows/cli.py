@@ -207,6 +207,8 @@ def ui(port: Annotated[int, typer.Option(help="port on 127.0.0.1")] = 5000) -> N
     if root:
         cmd += ["--default-artifact-root", root]
     out.print(f"MLflow UI on http://127.0.0.1:{port} (Ctrl-C to stop)")
+    from flows.tracking import experiment_links
+    out.print("\n".join(experiment_links(f"http://127.0.0.1:{port}")), highlight=False)
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
     raise typer.Exit(subprocess.call(cmd, env=env))
 

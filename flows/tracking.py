@@ -116,6 +116,22 @@ class Tracker:
         now = int(time.time() * 1000)
         metrics = [Metric(k, v, now, 0) for k, v in run.data.metrics.items()]
         self.log(target_run, params=dict(run.data.params) if params else None, metrics=metrics)
+        if run.inputs and run.inputs.dataset_inputs:  # a cached training step still shows its data
+            self.client.log_inputs(target_run, datasets=list(run.inputs.dataset_inputs))
+
+    def log_dataset(self, run_id: str, dataset: DatasetInput) -> None:
+        """Record a dataset input on a step run and on its parent (the row the runs table shows)."""
+        parent = self.client.get_run(run_id).data.tags.get("mlflow.parentRunId")
+        for target in (run_id, parent) if parent else (run_id,):
+            self.client.log_inputs(target, datasets=[dataset])
+
+
+def experiment_links(base: str) -> list[str]:
+    """One URL per experiment that opens its runs table (MLflow 3.17 takes the page kind from
+    the ``workflowType`` query, not from the experiment's tag)."""
+    exps = MlflowClient().search_experiments(max_results=200, order_by=["last_update_time DESC"])
+    return [f"{e.name}: {base}/#/experiments/{e.experiment_id}?workflowType=machine_learning"
+            for e in exps if e.name != "Default"]
 
 
 def _artifact_location(experiment: str) -> str | None:
@@ -176,8 +192,7 @@ class MlflowContext(Context):
         profile = json.dumps({"num_rows": sum(sizes.values()), **{f"{k}_rows": v for k, v in sizes.items()}})
         dataset = Dataset(name=name, digest=digest, source_type="local",
                           source=json.dumps({"uri": Path(source).resolve().as_uri()}), profile=profile)
-        self.tracker.client.log_inputs(self.run_id, datasets=[
-            DatasetInput(dataset, tags=[InputTag("mlflow.data.context", context)])])
+        self.tracker.log_dataset(self.run_id, DatasetInput(dataset, tags=[InputTag("mlflow.data.context", context)]))
 
     def log_model(self, model: Any, name: str = "model") -> None:
         super().log_model(model, name)

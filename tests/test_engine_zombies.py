@@ -78,7 +78,7 @@ def test_a_sigkilled_run_is_killed_by_the_next_run_and_flagged_by_history(tmp_pa
     env = {**os.environ, "BOTTLENECKS_HOME": str(home), "PREFECT_HOME": str(tmp_path / "prefect")}
     with open(tmp_path / "log", "w") as log:
         proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "run", str(path)], env=env,
-                                stdout=log, stderr=subprocess.STDOUT)
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + 240
         while not started.exists():  # the slow step's run exists in MLflow before it starts
@@ -87,6 +87,10 @@ def test_a_sigkilled_run_is_killed_by_the_next_run_and_flagged_by_history(tmp_pa
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+        try:  # the embedded Prefect server it started outlives it: end that too
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     before = {r.data.tags["mlflow.runName"]: r for r in runs_of(name).values()}
     assert {k: r.info.status for k, r in before.items()} == {name: "RUNNING", "nums": "FINISHED", "slow": "RUNNING"}
 
