@@ -50,6 +50,7 @@ class Context:
     models: dict[str, Any] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
     datasets: list[dict[str, Any]] = field(default_factory=list)
+    model_examples: dict[str, tuple] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.work_dir = Path(self.work_dir)
@@ -76,9 +77,12 @@ class Context:
             raise FileNotFoundError(f"artifact {path} does not exist")
         self.artifacts.append(path)
 
-    def log_model(self, model: Any, name: str = "model") -> None:
-        """Record a trained torch model (the MLflow context logs it with the PyTorch flavour)."""
+    def log_model(self, model: Any, name: str = "model", example: tuple | None = None) -> None:
+        """Record a trained torch model (the MLflow context logs it with the PyTorch flavour);
+        ``example`` is (inputs, outputs) as arrays, for its signature."""
         self.models[name] = model
+        if example is not None:
+            self.model_examples[name] = example
 
     def log_dataset(self, name: str, source: str, digest: str, sizes: dict[str, int] | None = None,
                     context: str = "training") -> None:

@@ -194,18 +194,24 @@ class MlflowContext(Context):
                           source=json.dumps({"uri": Path(source).resolve().as_uri()}), profile=profile)
         self.tracker.log_dataset(self.run_id, DatasetInput(dataset, tags=[InputTag("mlflow.data.context", context)]))
 
-    def log_model(self, model: Any, name: str = "model") -> None:
-        super().log_model(model, name)
+    def log_model(self, model: Any, name: str = "model", example: tuple | None = None) -> None:
+        super().log_model(model, name, example)
         import mlflow.pytorch
 
         import torch
+
+        io = {}
+        if example is not None:  # the model page shows its inputs and outputs
+            from mlflow.models import infer_signature
+
+            io = {"signature": infer_signature(example[0], example[1]), "input_example": example[0]}
 
         # pickle: the default pt2 export traces fixed shapes and breaks variable-length models.
         # Pinned requirements: inferring them costs ~15 s a model (it imports and probes packages).
         requirements = [f"torch=={torch.__version__.split('+')[0]}"]
         with mlflow.start_run(run_id=self.run_id, nested=True):
             mlflow.pytorch.log_model(model, name=name, serialization_format="pickle",
-                                     pip_requirements=requirements)
+                                     pip_requirements=requirements, **io)
 
     def progress(self, total: float | None = None, description: str = ""):
         if self.view is None:

@@ -104,6 +104,15 @@ def test_the_parent_run_row_shows_the_datasets_and_a_cached_rerun_keeps_them(res
         d.dataset.digest for d in client.get_run(result.outputs["rnn"]["run_id"]).inputs.dataset_inputs]
 
 
+def test_models_that_take_one_tensor_carry_a_signature(result):
+    rnn = mlflow.models.get_model_info(f"runs:/{result.outputs['rnn']['run_id']}/model")
+    inputs, outputs = rnn.signature.inputs.to_dict(), rnn.signature.outputs.to_dict()
+    assert inputs[0]["type"] == "tensor" and inputs[0]["tensor-spec"]["shape"][0] == -1
+    assert outputs[0]["type"] == "tensor"
+    luong = mlflow.models.get_model_info(f"runs:/{result.outputs['luong']['run_id']}/model")
+    assert luong.signature is None   # source, lengths and target: not what the flavour passes
+
+
 def test_ui_links_open_each_experiment_on_its_runs_table(result):
     exp = mlflow.MlflowClient().get_experiment_by_name("mlflow-view")
     assert (f"mlflow-view: http://127.0.0.1:5000/#/experiments/{exp.experiment_id}?workflowType=machine_learning"

@@ -16,6 +16,7 @@ from components import Context, component
 from components.train import checkpoint as C
 from components.train.build import TrainError, build_model, data_overrides
 from components.train.evaluate import evaluate
+from components.train.example import io_example
 from components.train.lineage import describe
 from components.train.optim import clip_gradients, make_optimizer, make_scheduler
 from components.train.tasks import Task
@@ -203,5 +204,6 @@ def train_model(
         C.save_model(out, net, model, config, **info, summary=summary)
         (ctx.work_dir / "summary.json").write_text(json.dumps(summary, indent=2))
         ctx.log_artifact(ctx.work_dir / "summary.json")
-        ctx.log_model(net.cpu() if device != "cpu" else net, "model")
+        net = net.cpu() if device != "cpu" else net
+        ctx.log_model(net, "model", example=io_example(net, batches(0)))  # the signature MLflow shows
         return {"checkpoint": str(out), "summary": summary}
