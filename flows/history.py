@@ -1,5 +1,6 @@
 """Results of one pipeline over time: the parent runs in MLflow, their key metrics and claim
-verdicts as a table, regressions against the recent median, and a trend plot.
+verdicts as a table, regressions against the recent median (and a failed, killed or dead newest
+run), and a trend plot.
 
 A parent run is a run of the pipeline's experiment tagged ``pipeline`` without an
 ``mlflow.parentRunId`` tag. Its own metrics are the key metrics; when it has none (the runner
