@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from components.registry import Component, ComponentError, get
 from components.registry import suggest as _suggest
 from flows import plansize, refs
-from flows.errors import Collector, Located, PipelineInvalid
+from flows.errors import Collector, Located
 from flows.refs import Ref
 from flows.spec import PROFILE_STEP_KEYS, Pipeline, Step, overlay, parse
 from flows.yamlload import YList, YMap, load, read

@@ -9,7 +9,7 @@ nesting depth it will reach (through aliases and merge keys too), and stops at t
 from __future__ import annotations
 
 import yaml
-from yaml.events import (AliasEvent, DocumentEndEvent, MappingEndEvent, MappingStartEvent, ScalarEvent,
+from yaml.events import (AliasEvent, MappingEndEvent, MappingStartEvent, ScalarEvent,
                          SequenceEndEvent, SequenceStartEvent, StreamEndEvent)
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
@@ -36,8 +36,6 @@ class _Frame:
     def __init__(self, node, produced_at: int):
         self.node, self.key, self.height, self.produced_at = node, None, 0, produced_at
 
-
-_NO_KEY = object()
 
 
 def compose(loader) -> object | None:
