@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from components.registry import Component, ComponentError, get
@@ -215,10 +214,7 @@ class _Planner:
             if not sep or not key:
                 self.errors.errors.append(Located("--set", i, 1, f"expected KEY=VALUE, got {item!r}"))
                 continue
-            try:
-                value = yaml.safe_load(raw) if raw.strip() else ""
-            except yaml.YAMLError:
-                value = raw
+            value = _override_value(raw, i, len(item) - len(raw), self.errors)
             name = key.removeprefix("params.")
             if "." not in name:
                 if name not in params:
@@ -432,6 +428,19 @@ class _Planner:
                     self.errors.add(step.with_.vpos(field_name),
                                     f"step {step.id!r}: parameter {loc!r} of {comp.name} expects "
                                     f"{_type_name(ann)}: {err['msg']} (got {got})")
+
+
+def _override_value(raw: str, i: int, offset: int, errors: Collector) -> Any:
+    """A ``--set`` value read as YAML within the file bounds (schedules pass them from the file);
+    text that is not valid YAML stays text."""
+    if not raw.strip():
+        return ""
+    found = Collector("--set")
+    value = load(raw, found)
+    bounds = [e for e in found.errors if not e.message.startswith(("YAML syntax error", "tab character"))]
+    for e in bounds:
+        errors.errors.append(Located("--set", i, offset + e.col, e.message))
+    return raw if found.errors and not bounds else value
 
 
 def _product(axes: dict[str, list]):

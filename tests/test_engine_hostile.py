@@ -250,3 +250,21 @@ def test_the_command_line_shows_no_traceback(tmp_path):
     for path, case in zip(files, ("billion laughs", "deep flow sequences", "deep block mappings",
                                   "huge decimal integer")):
         assert f"{path}:{CASES[case][1]}" in proc.stderr
+
+
+def test_override_values_are_read_within_the_same_bounds(cli, tmp_path, home):
+    """A schedule passes `--set` values from the file, so they are no way around the bounds."""
+    path = tmp_path / "p.yaml"
+    path.write_text(STEP + "params: {p: 0}\n")
+    laughs_flow = "[" + ", ".join(f"&a{i} [" + ", ".join([f"*a{i - 1}" if i else "lol"] * 9) + "]"
+                                  for i in range(9)) + "]"
+    started = time.perf_counter()
+    result = cli.invoke(app, ["check", str(path), "--set", "p=" + laughs_flow])
+    assert result.exit_code == 2
+    assert ("--set:1:218: the file expands to more than 20,000 YAML values (alias *a3 adds a copy of 7,381 "
+            "values); anchors and aliases count once per use. Keep big lists in a data file the step reads"
+            in result.output)
+    assert time.perf_counter() - started < 2.0
+    plan = build(path, sets=["p=[1, {a: 2}]"])
+    assert plan.params["p"] == [1, {"a": 2}]
+    assert build(path, sets=["p=@not yaml"]).params["p"] == "@not yaml"
