@@ -7,6 +7,7 @@ the step's own run inside the worker thread.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import subprocess
 import threading
@@ -27,6 +28,7 @@ NOTE_MAX = 7_500  # MLflow's run tags hold 8,000 characters; the note is one
 # (the value of ExperimentKind.CUSTOM_MODEL_DEVELOPMENT in MLflow's UI).
 EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 _KEY_BAD = re.compile(r"[^A-Za-z0-9_\-. :/]")
+_DATASETS = threading.Lock()  # one process's steps create a dataset one at a time
 
 
 def git_commit() -> str | None:
@@ -117,14 +119,28 @@ class Tracker:
         metrics = [Metric(k, v, now, 0) for k, v in run.data.metrics.items()]
         self.log(target_run, params=dict(run.data.params) if params else None, metrics=metrics)
         if run.inputs and run.inputs.dataset_inputs:  # a cached training step still shows its data
-            self.client.log_inputs(target_run, datasets=list(run.inputs.dataset_inputs))
+            self._log_inputs(target_run, list(run.inputs.dataset_inputs))
 
     def log_dataset(self, run_id: str, dataset: DatasetInput) -> None:
         """Record a dataset input on a step run and on its parent (the row the runs table shows)."""
         parent = self.client.get_run(run_id).data.tags.get("mlflow.parentRunId")
         for target in (run_id, parent) if parent else (run_id,):
-            self.client.log_inputs(target, datasets=[dataset])
+            self._log_inputs(target, [dataset])
 
+    def _log_inputs(self, run_id: str, datasets: list[DatasetInput]) -> None:
+        # Steps training on one dataset race to create it in the store (a unique key): the
+        # loser's retry finds it. Lineage is worth a warning, not a failed training run.
+        for attempt in range(3):
+            try:
+                with _DATASETS:
+                    self.client.log_inputs(run_id, datasets=datasets)
+                return
+            except mlflow.exceptions.MlflowException as e:
+                if attempt == 2:
+                    names = ", ".join(d.dataset.name for d in datasets)
+                    logging.getLogger("bottlenecks.tracking").warning(
+                        "could not record dataset %s on run %s: %s", names, run_id, e)
+                time.sleep(0.2 * (attempt + 1))
 
 def experiment_links(base: str) -> list[str]:
     """One URL per experiment that opens its runs table (MLflow 3.17 takes the page kind from
