@@ -49,6 +49,8 @@ class Context:
     artifacts: list[Path] = field(default_factory=list)
     models: dict[str, Any] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
+    datasets: list[dict[str, Any]] = field(default_factory=list)
+    model_examples: dict[str, tuple] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.work_dir = Path(self.work_dir)
@@ -75,9 +77,18 @@ class Context:
             raise FileNotFoundError(f"artifact {path} does not exist")
         self.artifacts.append(path)
 
-    def log_model(self, model: Any, name: str = "model") -> None:
-        """Record a trained torch model (the MLflow context logs it with the PyTorch flavour)."""
+    def log_model(self, model: Any, name: str = "model", example: tuple | None = None) -> None:
+        """Record a trained torch model (the MLflow context logs it with the PyTorch flavour);
+        ``example`` is (inputs, outputs) as arrays, for its signature."""
         self.models[name] = model
+        if example is not None:
+            self.model_examples[name] = example
+
+    def log_dataset(self, name: str, source: str, digest: str, sizes: dict[str, int] | None = None,
+                    context: str = "training") -> None:
+        """Record the dataset a run reads (an MLflow input: name, content digest, folder, split sizes)."""
+        self.datasets.append({"name": name, "source": str(source), "digest": digest,
+                              "sizes": dict(sizes or {}), "context": context})
 
     def set_tags(self, tags: dict[str, str]) -> None:
         """Record tags (e.g. ``bottleneck: B2``)."""

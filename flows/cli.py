@@ -95,6 +95,9 @@ def run(
     except ExecutorError as e:
         err.print(f"[red]{escape(str(e))}[/]\nnothing was run.")
         raise typer.Exit(1)
+    if result.zombies:  # runs a dead process had left RUNNING, marked KILLED at the start
+        from flows.zombies import summary
+        err.print(f"[yellow]{escape(summary(result.zombies))}[/]")
     counts = {s: list(result.status.values()).count(s) for s in ("done", "cached", "failed", "skipped", "stopped")}
     err.print(f"finished in {result.seconds:.1f}s: " + ", ".join(f"{v} {k}" for k, v in counts.items() if v))
     err.print(f"MLflow parent run {result.parent_run_id} (experiment {escape(plan.name)}); "
@@ -271,6 +274,8 @@ def ui(port: Annotated[int, typer.Option(help="port on 127.0.0.1")] = 5000) -> N
     if root:
         cmd += ["--default-artifact-root", root]
     out.print(f"MLflow UI on http://127.0.0.1:{port} (Ctrl-C to stop)")
+    from flows.tracking import experiment_links
+    out.print("\n".join(experiment_links(f"http://127.0.0.1:{port}")), highlight=False)
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
     raise typer.Exit(subprocess.call(cmd, env=env))
 

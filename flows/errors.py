@@ -25,8 +25,11 @@ class PipelineInvalid(Exception):
         super().__init__("\n".join(str(e) for e in self.errors))
 
 
+MAX_ERRORS = 100  # a file generated wrong can hold thousands; the first hundred show the pattern
+
+
 class Collector:
-    """Gather located errors for one file instead of stopping at the first."""
+    """Gather located errors for one file instead of stopping at the first (up to ``MAX_ERRORS``)."""
 
     def __init__(self, file: str):
         self.file = file
@@ -35,6 +38,9 @@ class Collector:
     def add(self, pos: tuple[int, int] | None, message: str) -> None:
         line, col = pos or (1, 1)
         self.errors.append(Located(self.file, line, col, message))
+        if len(self.errors) >= MAX_ERRORS:
+            self.errors.append(Located(self.file, line, col, f"stopped checking after {MAX_ERRORS} errors"))
+            raise PipelineInvalid(self.errors)
 
     def raise_if_any(self) -> None:
         if self.errors:

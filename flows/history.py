@@ -1,5 +1,6 @@
 """Results of one pipeline over time: the parent runs in MLflow, their key metrics and claim
-verdicts as a table, regressions against the recent median, and a trend plot.
+verdicts as a table, regressions against the recent median (and a failed, killed or dead newest
+run), and a trend plot.
 
 A parent run is a run of the pipeline's experiment tagged ``pipeline`` without an
 ``mlflow.parentRunId`` tag. Its own metrics are the key metrics; when it has none (the runner
@@ -64,7 +65,7 @@ class Flag:
     """One regression found in the newest run."""
 
     metric: str
-    kind: str          # "threshold", "flip" or "failed"
+    kind: str          # "threshold", "flip", "failed" or "killed"
     newest: float | None
     baseline: float | None
     message: str
@@ -151,7 +152,19 @@ def table(pipeline: str, last: int = 10, metrics: list[str] | None = None) -> pd
                          "status": [r.info.status for r in runs]}, index=ids)
     frame = pd.concat([info, values], axis=1)
     frame.attrs["logged"] = {rid: set(row) for rid, row in zip(ids, rows)}
+    frame.attrs["why"] = {r.info.run_id: _why_unfinished(r) for r in runs}
     return frame
+
+
+def _why_unfinished(run) -> str | None:
+    """Why a KILLED run was killed, or why a RUNNING one cannot still be running."""
+    from flows import zombies
+
+    if run.info.status == "KILLED":
+        return run.data.tags.get(zombies.REASON) or "no reason recorded"
+    if run.info.status == "RUNNING":
+        return zombies.why_dead(run)
+    return None
 
 
 def regressions(frame: pd.DataFrame, thresholds: Thresholds) -> list[Flag]:
@@ -161,8 +174,14 @@ def regressions(frame: pd.DataFrame, thresholds: Thresholds) -> list[Flag]:
     newest = frame.iloc[-1]
     before = frame.iloc[:-1]
     flags: list[Flag] = []
+    why = frame.attrs.get("why", {}).get(frame.index[-1])
     if newest["status"] == "FAILED":
         flags.append(Flag("status", "failed", None, None, f"the newest run {frame.index[-1][:8]} FAILED"))
+    elif newest["status"] == "KILLED":
+        flags.append(Flag("status", "killed", None, None, f"the newest run {frame.index[-1][:8]} was KILLED: {why}"))
+    elif newest["status"] == "RUNNING" and why:
+        flags.append(Flag("status", "killed", None, None, f"the newest run {frame.index[-1][:8]} never finished: "
+                                                          f"{why}; the next run marks it KILLED"))
     for metric in frame.columns.drop(list(INFO_COLUMNS)):
         now = newest[metric]
         history = before[metric].dropna()

@@ -12,16 +12,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
-from components.registry import Component, ComponentError, get, suggest
-from flows import refs
-from flows.errors import Collector, Located, PipelineInvalid
+from components.registry import Component, ComponentError, get
+from components.registry import suggest as _suggest
+from flows import plansize, refs
+from flows.errors import Collector, Located
 from flows.refs import Ref
 from flows.resources import device_class, gpus, wants_gpu
 from flows.spec import PROFILE_STEP_KEYS, Pipeline, Step, check_resources, overlay, parse
-from flows.yamlload import YList, YMap, load
+from flows.yamlload import YList, YMap, load, read
 
 RESERVED_OUTPUTS = ("run_id",)
 
@@ -82,6 +82,13 @@ def label(bindings: dict[str, Any]) -> str:
     return ",".join(f"{k}={v}" for k, v in bindings.items())
 
 
+def suggest(word: str, choices) -> str:
+    """Did-you-mean among at most a few hundred names: difflib compares every pair of names, and
+    a generated file may hold thousands of them."""
+    choices = list(choices)
+    return _suggest(word, choices) if len(choices) <= 300 else ""
+
+
 def default_settings() -> dict[str, Any]:
     cpus = os.cpu_count() or 1
     return {"workers": min(4, cpus), "seed": 0, "device": "auto", "torch_threads": 0,
@@ -95,14 +102,9 @@ def build(path: str | Path, *, profile: str | None = None, sets: list[str] | Non
     path = Path(path)
     file = str(path)
     errors = Collector(file)
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise PipelineInvalid([Located(file, 1, 1, f"cannot read pipeline file: {e.strerror}")]) from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise PipelineInvalid([Located(file, 1, 1, f"file is not UTF-8 text (byte {e.start})")]) from None
+    text = read(path, errors)
+    if text is None:
+        errors.raise_if_any()
     root = load(text, errors)
     if errors.errors:
         errors.raise_if_any()
@@ -121,25 +123,27 @@ class _Planner:
         self.components: dict[str, Component] = {}
         self.axes: dict[str, dict[str, list]] = {}
         self.instances: dict[str, list[Instance]] = {}
+        self._groups: dict[tuple, dict[tuple, list[dict]]] = {}
 
     def run(self) -> Plan:
         params, settings = self._apply_profile()
         self._apply_overrides(params)
         self._check_params(params)
         for step in self.pipe.steps.values():
-            self._component(step)
             self.axes[step.id] = self._matrix(step, params)
         order = self._order() or list(self.pipe.steps)  # on a cycle, keep checking in file order
+        self._check_size(settings)  # before importing or expanding anything: refused, not built
+        for step in self.pipe.steps.values():
+            self._component(step)
         all_instances: dict[str, Instance] = {}
         for sid in order:
             step = self.pipe.steps[sid]
             comp = self.components.get(sid)
             insts = []
+            needed = {instance_id(n, b) for n in step.needs for b in _product(self.axes.get(n, {}))}
             for bindings in _product(self.axes[sid]):
                 inst = Instance(instance_id(sid, bindings), step, comp, bindings, {})
                 inst.params = self._resolve(step, step.with_, bindings, params, inst)
-                needed = {iid for n in step.needs for iid in
-                          (instance_id(n, b) for b in _product(self.axes.get(n, {})))}
                 inst.deps = sorted(set(inst.deps) | needed)
                 if comp is not None:
                     self._validate_params(step, comp, inst)
@@ -233,10 +237,7 @@ class _Planner:
             if not sep or not key:
                 self.errors.errors.append(Located("--set", i, 1, f"expected KEY=VALUE, got {item!r}"))
                 continue
-            try:
-                value = yaml.safe_load(raw) if raw.strip() else ""
-            except yaml.YAMLError:
-                value = raw
+            value = _override_value(raw, i, len(item) - len(raw), self.errors)
             name = key.removeprefix("params.")
             if "." not in name:
                 if name not in params:
@@ -258,6 +259,15 @@ class _Planner:
             if _any(v, lambda x: isinstance(x, str) and "${" in x):
                 self.errors.add(self.pipe.params.vpos(k), f"param {k!r}: params are plain values and cannot "
                                                           "contain ${...} references")
+
+    def _check_size(self, settings: dict) -> None:
+        steps = self.pipe.steps
+        links = [(c, p, True) for c, p in sorted(self.ref_links)]
+        links += [(s.id, n, False) for s in steps.values() for n in s.needs if n in steps and n != s.id]
+        root = self.pipe.root
+        where = root.kpos("settings") if "settings" in root else root.pos
+        if not plansize.check(self.axes, links, steps, settings, self.errors, where):
+            self.errors.raise_if_any()
 
     # -- steps ---------------------------------------------------------------------------------------
     def _component(self, step: Step) -> None:
@@ -299,12 +309,14 @@ class _Planner:
         """Topological order of steps from references and `needs`; cycles are errors."""
         graph: dict[str, set[str]] = {sid: set() for sid in self.pipe.steps}
         self.first_ref: dict[tuple[str, str], tuple[int, int]] = {}
+        self.ref_links: set[tuple[str, str]] = set()
         for step in self.pipe.steps.values():
             for dep, pos in _step_refs(step.with_):
                 if dep in ("params", "matrix"):
                     continue
                 if dep in self.pipe.steps:
                     graph[step.id].add(dep)
+                    self.ref_links.add((step.id, dep))
                     self.first_ref.setdefault((step.id, dep), pos)
             for i, need in enumerate(step.needs):
                 pos = step.needs_node.ipos(i) if step.needs_node is not None else step.node.vpos("needs")
@@ -388,10 +400,8 @@ class _Planner:
             return INVALID
         ref = Ref(producer.id, t.name)
         p_axes = self.axes.get(producer.id, {})
-        shared = [a for a in p_axes if a in bindings]
-        for b in _product(p_axes):
-            if any(str(b[a]) != str(bindings[a]) for a in shared):
-                continue
+        shared = tuple(a for a in p_axes if a in bindings)
+        for b in self._matching(producer.id, shared).get(tuple(str(bindings[a]) for a in shared), ()):
             rest = {a: v for a, v in b.items() if a not in shared}
             ref.sources[label(rest) if rest else None] = instance_id(producer.id, b)
         if not ref.sources:
@@ -401,6 +411,16 @@ class _Planner:
             return INVALID
         inst.deps.extend(ref.sources.values())
         return ref
+
+    def _matching(self, producer: str, shared: tuple[str, ...]) -> dict[tuple, list[dict]]:
+        """The producer's bindings grouped by their values on the axes it shares with a consumer."""
+        key = (producer, shared)
+        if key not in self._groups:
+            groups: dict[tuple, list[dict]] = {}
+            for b in _product(self.axes.get(producer, {})):
+                groups.setdefault(tuple(str(b[a]) for a in shared), []).append(b)
+            self._groups[key] = groups
+        return self._groups[key]
 
     def _validate_params(self, step: Step, comp: Component, inst: Instance) -> None:
         concrete = {k: v for k, v in inst.params.items() if not _any(v, lambda x: isinstance(x, (Ref, _Invalid)))}
@@ -444,6 +464,19 @@ def place_on(plan: Plan, offered: int) -> None:
     if changed:
         for inst in plan.instances.values():  # topological: producers' keys first
             inst.key = _cache_key(inst, plan.instances, plan.settings)
+
+
+def _override_value(raw: str, i: int, offset: int, errors: Collector) -> Any:
+    """A ``--set`` value read as YAML within the file bounds (schedules pass them from the file);
+    text that is not valid YAML stays text."""
+    if not raw.strip():
+        return ""
+    found = Collector("--set")
+    value = load(raw, found)
+    bounds = [e for e in found.errors if not e.message.startswith(("YAML syntax error", "tab character"))]
+    for e in bounds:
+        errors.errors.append(Located("--set", i, offset + e.col, e.message))
+    return raw if found.errors and not bounds else value
 
 
 def _product(axes: dict[str, list]):

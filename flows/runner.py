@@ -36,6 +36,7 @@ from flows.refs import Ref  # noqa: E402
 from flows.resources import gpus as selected_gpus  # noqa: E402
 from flows.tracking import Tracker, flatten, git_commit  # noqa: E402
 from flows.worker import StepPayload, StepResult  # noqa: E402
+from flows.note import run_note  # noqa: E402
 
 
 class StepFailed(Exception):
@@ -55,6 +56,7 @@ class RunResult:
     seconds: float = 0.0
     workers: dict[str, dict] = field(default_factory=dict)  # instance -> {pid, host, device}
     stopped_by: int | None = None   # the signal that stopped the run
+    zombies: list = field(default_factory=list)   # runs a dead process had left RUNNING, now KILLED
 
     @property
     def ok(self) -> bool:
@@ -353,13 +355,14 @@ def run(plan: Plan, *, use_cache: bool = True, view=None) -> RunResult:
     cache = StepCache(settings.home())
     executor = _executor(plan, _to_compute(plan, cache, use_cache))
     tracker = Tracker(plan.name)
+    swept = tracker.sweep_zombies()
     parent_tags = {"pipeline": plan.name, "spec_hash": plan.spec_hash, "profile": plan.profile or "",
                    "pipeline_file": os.path.basename(plan.pipeline.file), "git_commit": git_commit(),
                    "overrides": " ".join(plan.overrides), "executor": executor.name}
     parent = tracker.start(f"{plan.name}", parent_tags)
     tracker.log(parent, params=flatten({**plan.params, "profile": plan.profile or "",
                                         "workers": plan.settings["workers"]}))
-    result = RunResult(plan.name, parent)
+    result = RunResult(plan.name, parent, zombies=swept)
     runner = StepRunner(plan, tracker, parent, cache, use_cache, view, result, executor)
     started = time.monotonic()
 
@@ -415,6 +418,7 @@ def run(plan: Plan, *, use_cache: bool = True, view=None) -> RunResult:
             raise StepFailed(f"failed steps: {names}")
         return {"parent_run_id": parent}
 
+    interrupted = None
     signals = _Signals(runner.stop)
     with view, signals:
         try:
@@ -427,16 +431,30 @@ def run(plan: Plan, *, use_cache: bool = True, view=None) -> RunResult:
             where = os.environ.get("PREFECT_API_URL") or "the embedded Prefect server"
             result.errors["(servers)"] = (f"lost a server (Prefect API at {where}, MLflow at "
                                           f"{os.environ.get('MLFLOW_TRACKING_URI')}): {type(e).__name__}: {e}")
+        except BaseException as e:  # Ctrl-C and the like: the run is KILLED, never FINISHED
+            interrupted = f"interrupted ({type(e).__name__})"
+            raise
         finally:
             executor.close()
             result.seconds = time.monotonic() - started
             status = "KILLED" if result.stopped_by is not None else ("FINISHED" if result.ok else "FAILED")
             try:
                 tracker.log(parent, tags={"status_counts": json.dumps(_counts(result))})
-                tracker.client.set_terminated(parent, status)
+                tracker.note(parent, run_note(plan, result, interrupted or _stopped(result)))
+                if result.stopped_by is not None or interrupted:
+                    tracker.kill(parent, interrupted or _stopped(result))
+                else:
+                    tracker.client.set_terminated(parent, status)
             except Exception as e:  # the tracking server went away mid-run: report it, don't crash
                 result.errors["(tracking)"] = f"could not close parent run {parent}: {type(e).__name__}: {e}"
     return result
+
+
+def _stopped(result: RunResult) -> str | None:
+    """``stopped by SIGTERM`` for a run a signal stopped, else None."""
+    if result.stopped_by is None:
+        return None
+    return f"stopped by {signal.Signals(result.stopped_by).name}"
 
 
 def _promote_reports(plan: Plan, result: RunResult, tracker: Tracker) -> None:

@@ -31,8 +31,8 @@ TOP_KEYS = ("name", "description", "params", "settings", "default_profile", "pro
 STEP_KEYS = ("uses", "with", "matrix", "needs", "retries", "retry_delay", "cache", "resources", "description")
 PROFILE_KEYS = ("description", "params", "settings", "steps")
 PROFILE_STEP_KEYS = ("uses", "with", "matrix", "retries", "cache", "resources")
-SETTINGS_KEYS = {"workers": int, "seed": int, "device": str, "torch_threads": int, "executor": str,
-                 "devices": (str, list), "cluster": dict, "lease_timeout": (int, float)}
+SETTINGS_KEYS = {"workers": int, "seed": int, "device": str, "torch_threads": int, "max_step_runs": int,
+                 "executor": str, "devices": (str, list), "cluster": dict, "lease_timeout": (int, float)}
 CLUSTER_KEYS = ("address",)
 SCHEDULE_KEYS = ("cron", "timezone", "profile", "parameters")
 

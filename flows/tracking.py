@@ -7,6 +7,7 @@ the step's own run inside the worker thread.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import subprocess
 import threading
@@ -15,14 +16,19 @@ from pathlib import Path
 from typing import Any
 
 import mlflow
-from mlflow.entities import Metric, Param, RunTag
+from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
 from components.context import Context
-from flows import settings
+from flows import settings, zombies
 
 PARAM_MAX = 500
+NOTE_MAX = 7_500  # MLflow's run tags hold 8,000 characters; the note is one
+# The MLflow 3 UI opens an experiment of this kind on its runs table, not the GenAI overview
+# (the value of ExperimentKind.CUSTOM_MODEL_DEVELOPMENT in MLflow's UI).
+EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 _KEY_BAD = re.compile(r"[^A-Za-z0-9_\-. :/]")
+_DATASETS = threading.Lock()  # one process's steps create a dataset one at a time
 
 
 def git_commit() -> str | None:
@@ -61,8 +67,11 @@ class Tracker:
                 self.experiment_id = self.client.get_experiment_by_name(experiment).experiment_id
         else:
             self.experiment_id = exp.experiment_id
+        if exp is None or EXPERIMENT_KIND[0] not in exp.tags:  # a kind the user chose stays
+            self.client.set_experiment_tag(self.experiment_id, *EXPERIMENT_KIND)
 
     def start(self, name: str, tags: dict[str, str], parent: str | None = None) -> str:
+        tags = {**zombies.owner_tags(), **tags}  # host and pid: a later run can tell it died
         if parent:
             tags = {**tags, "mlflow.parentRunId": parent}
         run = self.client.create_run(self.experiment_id, run_name=name,
@@ -81,8 +90,24 @@ class Tracker:
         for j in range(100, len(params_l), 100):
             self.client.log_batch(run_id, params=params_l[j:j + 100])
 
-    def finish(self, run_id: str, ok: bool) -> None:
-        self.client.set_terminated(run_id, "FINISHED" if ok else "FAILED")
+    def finish(self, run_id: str, ok: bool, status: str | None = None) -> None:
+        self.client.set_terminated(run_id, status or ("FINISHED" if ok else "FAILED"))
+
+    def kill(self, run_id: str, reason: str) -> None:
+        """End an interrupted parent run and its unfinished step runs as KILLED, saying why."""
+        self.log(run_id, tags={zombies.REASON: reason})
+        zombies.kill_children(self.client, self.experiment_id, run_id, reason)
+        self.finish(run_id, ok=False, status="KILLED")
+
+    def note(self, run_id: str, markdown: str) -> None:
+        """Set the run's description (the Markdown MLflow shows on the run page)."""
+        if len(markdown) > NOTE_MAX:
+            markdown = markdown[:NOTE_MAX].rsplit("\n", 1)[0] + "\n\n(cut here; the full text is an artifact)\n"
+        self.client.set_tag(run_id, "mlflow.note.content", markdown)
+
+    def sweep_zombies(self) -> list[zombies.Killed]:
+        """Mark runs of this experiment that a dead process left RUNNING as KILLED."""
+        return zombies.sweep(self.client, self.experiment_id)
 
     def copy_results(self, source_run: str, target_run: str, params: bool = True) -> None:
         """Copy the latest metrics (and the params) of one run onto another."""
@@ -93,6 +118,36 @@ class Tracker:
         now = int(time.time() * 1000)
         metrics = [Metric(k, v, now, 0) for k, v in run.data.metrics.items()]
         self.log(target_run, params=dict(run.data.params) if params else None, metrics=metrics)
+        if run.inputs and run.inputs.dataset_inputs:  # a cached training step still shows its data
+            self._log_inputs(target_run, list(run.inputs.dataset_inputs))
+
+    def log_dataset(self, run_id: str, dataset: DatasetInput) -> None:
+        """Record a dataset input on a step run and on its parent (the row the runs table shows)."""
+        parent = self.client.get_run(run_id).data.tags.get("mlflow.parentRunId")
+        for target in (run_id, parent) if parent else (run_id,):
+            self._log_inputs(target, [dataset])
+
+    def _log_inputs(self, run_id: str, datasets: list[DatasetInput]) -> None:
+        # Steps training on one dataset race to create it in the store (a unique key): the
+        # loser's retry finds it. Lineage is worth a warning, not a failed training run.
+        for attempt in range(3):
+            try:
+                with _DATASETS:
+                    self.client.log_inputs(run_id, datasets=datasets)
+                return
+            except mlflow.exceptions.MlflowException as e:
+                if attempt == 2:
+                    names = ", ".join(d.dataset.name for d in datasets)
+                    logging.getLogger("bottlenecks.tracking").warning(
+                        "could not record dataset %s on run %s: %s", names, run_id, e)
+                time.sleep(0.2 * (attempt + 1))
+
+def experiment_links(base: str) -> list[str]:
+    """One URL per experiment that opens its runs table (MLflow 3.17 takes the page kind from
+    the ``workflowType`` query, not from the experiment's tag)."""
+    exps = MlflowClient().search_experiments(max_results=200, order_by=["last_update_time DESC"])
+    return [f"{e.name}: {base}/#/experiments/{e.experiment_id}?workflowType=machine_learning"
+            for e in exps if e.name != "Default"]
 
 
 def _artifact_location(experiment: str) -> str | None:
@@ -146,18 +201,33 @@ class MlflowContext(Context):
         super().set_tags(tags)
         self.tracker.log(self.run_id, tags=tags)
 
-    def log_model(self, model: Any, name: str = "model") -> None:
-        super().log_model(model, name)
+    def log_dataset(self, name: str, source: str, digest: str, sizes: dict[str, int] | None = None,
+                    context: str = "training") -> None:
+        super().log_dataset(name, source, digest, sizes, context)
+        sizes = dict(sizes or {})
+        profile = json.dumps({"num_rows": sum(sizes.values()), **{f"{k}_rows": v for k, v in sizes.items()}})
+        dataset = Dataset(name=name, digest=digest, source_type="local",
+                          source=json.dumps({"uri": Path(source).resolve().as_uri()}), profile=profile)
+        self.tracker.log_dataset(self.run_id, DatasetInput(dataset, tags=[InputTag("mlflow.data.context", context)]))
+
+    def log_model(self, model: Any, name: str = "model", example: tuple | None = None) -> None:
+        super().log_model(model, name, example)
         import mlflow.pytorch
 
         import torch
+
+        io = {}
+        if example is not None:  # the model page shows its inputs and outputs
+            from mlflow.models import infer_signature
+
+            io = {"signature": infer_signature(example[0], example[1]), "input_example": example[0]}
 
         # pickle: the default pt2 export traces fixed shapes and breaks variable-length models.
         # Pinned requirements: inferring them costs ~15 s a model (it imports and probes packages).
         requirements = [f"torch=={torch.__version__.split('+')[0]}"]
         with mlflow.start_run(run_id=self.run_id, nested=True):
             mlflow.pytorch.log_model(model, name=name, serialization_format="pickle",
-                                     pip_requirements=requirements)
+                                     pip_requirements=requirements, **io)
 
     def progress(self, total: float | None = None, description: str = ""):
         if self.view is None:

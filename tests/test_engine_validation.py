@@ -11,8 +11,7 @@ HEAD = f"name: t\nsteps:\n  a:\n    uses: {C}:numbers\n"
 
 CASES = {
     "yaml syntax": ("name: t\nsteps: [a\n",
-                    "3:1: YAML syntax error: expected ',' or ']', but got '<stream end>' "
-                    "(while parsing a flow sequence)"),
+                    "3:1: YAML syntax error: did not find expected ',' or ']' (while parsing a flow sequence)"),
     "tab indentation": ("name: t\nsteps:\n\ta: {uses: x}\n",
                         "3:1: tab character in indentation; YAML indents with spaces only"),
     "duplicate key": (HEAD + f"  a:\n    uses: {C}:numbers\n",

@@ -18,6 +18,8 @@ from components.train import precision as P
 from components.train.average import Snapshots, average_checkpoints
 from components.train.build import TrainError, build_model, data_overrides
 from components.train.evaluate import evaluate
+from components.train.example import io_example
+from components.train.lineage import describe
 from components.train.optim import clip_gradients, make_optimizer, make_scheduler
 from components.train.prefetch import Prefetcher
 from components.train.step import accumulate_gradients
@@ -121,6 +123,7 @@ def train_model(
     cuda = device.startswith("cuda")
     with _determinism(deterministic, device), P.tf32(cuda):
         task = Task(data, device)
+        ctx.log_dataset(**describe(data, task.meta))  # MLflow's Dataset column and lineage
         config = {**data_overrides(task.meta, model), **(overrides or {})}
         torch.manual_seed(seed)
         net = build_model(model, config).to(device)
@@ -229,7 +232,8 @@ def train_model(
         C.save_model(out, net, model, config, **info, summary=summary)
         (ctx.work_dir / "summary.json").write_text(json.dumps(summary, indent=2))
         ctx.log_artifact(ctx.work_dir / "summary.json")
-        ctx.log_model(net.cpu() if device != "cpu" else net, "model")
+        net = net.cpu() if device != "cpu" else net
+        ctx.log_model(net, "model", example=io_example(net, batches(0)))  # the signature MLflow shows
         return {"checkpoint": str(out), "summary": summary}
 
 

@@ -1,0 +1,119 @@
+"""Runs left RUNNING by a process that is gone (SIGKILL, a crash, a reboot) are marked KILLED.
+
+Every parent and step run carries its owner's host, pid and the pid's start time as tags. At the
+start of a run, the RUNNING runs of the same experiment are checked: one whose owner was on this
+host and is no longer alive (or whose pid now belongs to another process) is a zombie. An owner
+on another host cannot be asked, so its run counts as a zombie only once it is older than
+``STALE_HOURS`` (no pipeline run here takes that long); neither can a run without owner tags.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+HOST, PID, STARTED = "bottlenecks.host", "bottlenecks.pid", "bottlenecks.pid_started"
+REASON = "bottlenecks.killed_reason"
+STALE_HOURS = float(os.environ.get("BOTTLENECKS_STALE_RUN_HOURS", 72))
+
+
+def _start_token(pid: int) -> str | None:
+    """An id of the process ``pid`` that changes when the pid is reused (boot id + start tick)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        return f"{boot}:{stat.rsplit(')', 1)[1].split()[19]}"  # field 22, after the command name
+    except (OSError, IndexError):
+        pass
+    try:
+        import psutil  # where there is no /proc (macOS, Windows)
+
+        return f"psutil:{psutil.Process(pid).create_time():.3f}"
+    except Exception:  # not installed, or no such process
+        return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def owner_tags() -> dict[str, str]:
+    """Tags naming this process as the owner of a run."""
+    return {HOST: socket.gethostname(), PID: str(os.getpid()), STARTED: _start_token(os.getpid()) or ""}
+
+
+def why_dead(run, now_ms: int | None = None) -> str | None:
+    """Why a RUNNING ``run`` cannot still be running, or None when it may be."""
+    tags = run.data.tags
+    host, pid, started = tags.get(HOST), tags.get(PID, ""), tags.get(STARTED, "")
+    age_h = ((now_ms or int(time.time() * 1000)) - run.info.start_time) / 3_600_000
+    if host == socket.gethostname() and pid.isdigit():
+        if not _alive(int(pid)):
+            return f"its process {pid} on {host} is gone (killed or crashed)"
+        token = _start_token(int(pid))
+        if started and token and token != started:
+            return f"pid {pid} on {host} now belongs to another process (the owner is gone)"
+        return None
+    if age_h > STALE_HOURS:
+        owner = f"process {pid} on {host}" if host else "an unrecorded process"
+        return f"started {age_h:.0f} h ago by {owner}, longer than any run takes ({STALE_HOURS:g} h)"
+    return None
+
+
+@dataclass
+class Killed:
+    """One run marked KILLED."""
+
+    run_id: str
+    name: str
+    reason: str
+
+
+def sweep(client, experiment_id: str) -> list[Killed]:
+    """Mark the experiment's zombie runs KILLED (end time now, reason tag); return them."""
+    now = int(time.time() * 1000)
+    killed = []
+    for run in _running(client, experiment_id):
+        reason = why_dead(run, now)
+        if reason is None:
+            continue
+        client.set_tag(run.info.run_id, REASON, reason)
+        client.set_terminated(run.info.run_id, "KILLED", end_time=now)
+        killed.append(Killed(run.info.run_id, run.info.run_name or run.info.run_id[:8], reason))
+    return killed
+
+
+def kill_children(client, experiment_id: str, parent_id: str, reason: str) -> None:
+    """Mark a parent run's RUNNING step runs KILLED (the parent was interrupted)."""
+    now = int(time.time() * 1000)
+    for run in _running(client, experiment_id, f" and tags.mlflow.parentRunId = '{parent_id}'"):
+        client.set_tag(run.info.run_id, REASON, reason)
+        client.set_terminated(run.info.run_id, "KILLED", end_time=now)
+
+
+def summary(killed: list[Killed]) -> str:
+    """One line for the terminal."""
+    first = killed[0]
+    return (f"marked {len(killed)} run(s) KILLED that a dead process had left RUNNING, e.g. {first.name} "
+            f"{first.run_id[:8]}: {first.reason} (tag {REASON})")
+
+
+def _running(client, experiment_id: str, extra: str = ""):
+    token = None
+    while True:
+        page = client.search_runs([experiment_id], f"attributes.status = 'RUNNING'{extra}",
+                                  max_results=1000, page_token=token)
+        yield from page
+        token = page.token
+        if not token:
+            return

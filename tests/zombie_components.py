@@ -1,0 +1,24 @@
+"""Components for the zombie-run tests: a slow step to kill, a step that interrupts its process."""
+import os
+import signal
+import time
+from pathlib import Path
+
+from components import Context, component
+
+
+@component("enginetest.slow", outputs=["slept"])
+def slow(ctx: Context, *, seconds: float = 120.0, started: str = "") -> dict:
+    """Sleep, after writing ``started`` (so a test knows the step is under way)."""
+    if started:
+        Path(started).write_text(str(os.getpid()))
+    time.sleep(seconds)
+    return {"slept": seconds}
+
+
+@component("enginetest.interrupt", outputs=["never"])
+def interrupt(ctx: Context, *, wait: float = 5.0) -> dict:
+    """Send SIGINT to this process (Ctrl-C), then keep the step busy a little."""
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(wait)
+    return {"never": "finished"}
