@@ -14,7 +14,7 @@ from tests.scorecard_claims import unmeasured_references, unresolved
 pytestmark = pytest.mark.slow
 PIPELINE = Path(__file__).resolve().parents[1] / "pipelines" / "four_bottlenecks.yaml"
 TINY = ["recall_steps=20", "mt_steps=20", "lookup_steps=20", "image_steps=20", "caption_steps=20",
-        "seeds=[0]", "timing_lengths=[32,64,256]", "timing.fit_min=0", "timing.repeats=1",
+        "seeds=[0]", "timing_lengths=[64,256,1024]", "timing.fit_min=0", "timing.repeats=1",
         "explode.steps=30", "mt_data.n_train=2000", "grad.length=40"]
 VERDICTS = {"holds", "fails", "device-dependent", "not measured"}
 
