@@ -21,7 +21,7 @@ C = "tests.engine_components"
 
 
 @component("optionstest.meet", outputs=["met"])
-def meet(ctx: Context, *, me: str, other: str, folder: str, wait: float = 3.0) -> dict:
+def meet(ctx: Context, *, me: str, other: str, folder: str, wait: float = 6.0) -> dict:
     """Mark that this step runs, then wait up to ``wait`` s for the other step: did they overlap?"""
     Path(folder, me).touch()
     deadline = time.monotonic() + wait
