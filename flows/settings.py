@@ -34,6 +34,13 @@ def configure() -> Path:
     env.setdefault("DO_NOT_TRACK", "1")
     env.setdefault("MLFLOW_TRACKING_URI", f"sqlite:///{root / 'mlflow.db'}")
     env.setdefault("MLFLOW_ENABLE_ASYNC_LOGGING", "false")
+    # A team server that went away should fail the step within about a minute, naming its URL,
+    # rather than after MLflow's ~4 minutes of backoff per request (its defaults are sized for
+    # rate-limited hosted servers); a restart of a few seconds is still ridden out.
+    env.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "3")
+    env.setdefault("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1")
+    env.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
+    env.setdefault("PREFECT_CLIENT_MAX_RETRIES", "3")
     env.setdefault("MLFLOW_LOGGING_LEVEL", "ERROR")
     env.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
     env.setdefault("GIT_PYTHON_REFRESH", "quiet")

@@ -214,9 +214,7 @@ class TeamServers:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "MLFLOW_"))}
         env.update({"MLFLOW_TRACKING_URI": self.mlflow_url, "PREFECT_API_URL": self.prefect_url,
                     "BOTTLENECKS_HOME": str(home), "PREFECT_HOME": str(home / "prefect"),
-                    # a dead server should fail the test in seconds, not after minutes of retries
-                    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1", "MLFLOW_HTTP_REQUEST_TIMEOUT": "10",
-                    "PREFECT_CLIENT_MAX_RETRIES": "1",
+                    # no retry settings here: a dead server is tested with the product's defaults
                     "PREFECT_SERVER_ANALYTICS_ENABLED": "false", **extra})
         return env
 

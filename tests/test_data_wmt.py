@@ -144,6 +144,44 @@ def test_hub_rows_become_pairs(tmp_path, monkeypatch):
         wmt(tmp_path, "c", source="hf", tgt_lang="fr")
 
 
+HUB_CARD = """\
+---
+configs:
+- config_name: de-en
+  data_files:
+  - {split: train, path: de-en/train-*.parquet}
+  - {split: validation, path: de-en/validation-*.parquet}
+  - {split: test, path: de-en/test-*.parquet}
+---
+"""
+
+
+@needs_data
+def test_the_real_load_dataset_reads_a_local_dataset_laid_out_like_the_hub(tmp_path, monkeypatch):
+    """The unpatched ``datasets.load_dataset(dataset, config, split=...)`` call on a dataset folder
+    with Parquet shards and a card naming the config, as wmt14 is stored on the Hub."""
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)  # a local folder needs no network
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    en, de = (read_lines(DATA / "multi30k" / f"val.{s}.gz") for s in ("en", "de"))
+    repo = tmp_path / "wmt-local"
+    (repo / "de-en").mkdir(parents=True)
+    (repo / "README.md").write_text(HUB_CARD)
+    for split, (a, b) in {"train": (0, 600), "validation": (600, 800), "test": (800, 1014)}.items():
+        rows = [{"de": d, "en": e} for e, d in zip(en[a:b], de[a:b])]
+        datasets.Dataset.from_dict({"translation": rows}).to_parquet(str(repo / "de-en" / f"{split}-00000-of-00001.parquet"))
+    ds, meta, _ = wmt(tmp_path, source="hf", dataset=str(repo), cache_dir=str(tmp_path / "cache"), **NOCLEAN)
+    assert (meta["source"], meta["dataset"], meta["config"]) == ("hf", str(repo), "de-en")
+    assert meta["counts"] == {"train": 600, "valid": 200, "test": 214}
+    assert list(ds["test"]["src"]) == en[800:] and list(ds["test"]["tgt"]) == de[800:]
+    assert sorted(ds["train"]["src"]) == sorted(en[:600])
+    sampled, meta, _ = wmt(tmp_path, "b", source="hf", dataset=str(repo), cache_dir=str(tmp_path / "cache"),
+                           src_lang="de", tgt_lang="en", max_pairs=100,
+                           hf_splits={"train": "train[:50%]", "valid": "validation", "test": "test"}, **NOCLEAN)
+    assert meta["counts"]["train"] == 100 and set(sampled["train"]["src"]) <= set(de[:300])
+    with pytest.raises(DataError, match=r"cannot load .*wmt-local/fr-en"):
+        wmt(tmp_path, "c", source="hf", dataset=str(repo), config="fr-en", cache_dir=str(tmp_path / "cache"))
+
+
 def test_synthetic_translation_follows_the_lexicon_rule(tmp_path):
     def run(sub, seed):
         out = get("data.synthetic_translation")(Context(work_dir=tmp_path / sub), vocab=12, min_len=3,

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from components.models import ModelError, build, names
-from components.models.decoding import length_penalty
+from components.models.decoding import Generates, length_penalty
 
 torch.set_num_threads(1)
 ENC_DEC = ["seq2seq-tiny", "luong-tiny", "bahdanau-tiny", "transformer-tiny"]
@@ -86,15 +86,51 @@ def test_bahdanau_batched_teacher_forcing_equals_stepping_the_decoder(cell):
             assert torch.allclose(a, attn[:, i], atol=1e-6)
 
 
-def test_beam_search_returns_eos_then_padding_and_ranks_with_gnmt_penalty():
+class ScriptedDecoder(Generates, torch.nn.Module):
+    """A decoder with fixed next-token probabilities, so the best beam is known by hand.
+
+    From BOS: EOS 0.45, A 0.35, B 0.2. After k A's: A 0.99 (EOS 0.99 once k == 4).
+    Short [EOS] has log P -0.80; long [A A A A EOS] has log P -1.09 but length 5, so with
+    the GNMT penalty (alpha 1: lp = 10/6) it scores -0.65 and wins; with alpha 0 [EOS] wins.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.config = type("Config", (), {"pad_id": 0})()
+
+    def encode(self, src, src_lengths):
+        return src.float()  # (B, T_src): unused, but beams index it
+
+    def init_state(self, memory):
+        return torch.zeros(memory.shape[0], dtype=torch.long)  # (B,) A's emitted so far
+
+    def step(self, prev, state, memory):
+        probs = torch.full((prev.shape[0], 5), 1e-6)
+        first, after_a = prev == BOS, prev == A
+        probs[first, EOS], probs[first, A], probs[first, B_TOKEN] = 0.45, 0.35, 0.2
+        count = state + after_a.long()
+        long_enough = after_a & (count >= 4)
+        probs[after_a & ~long_enough, A] = 0.99
+        probs[long_enough, EOS] = 0.99
+        probs[prev == B_TOKEN, EOS] = 0.01  # B leads nowhere likely
+        return probs.log(), count, None
+
+
+A, B_TOKEN = 3, 4
+
+
+@pytest.mark.parametrize("alpha,best", [(0.0, [EOS]), (1.0, [A, A, A, A, EOS])])  # trimmed to the longest best
+def test_beam_search_ranks_finished_hypotheses_by_the_gnmt_length_penalty(alpha, best):
     assert torch.allclose(length_penalty(torch.tensor([1, 7]), 0.6), torch.tensor([1.0, 2.0 ** 0.6]))
+    src, lengths = torch.full((2, 3), 5), torch.tensor([3, 2])
+    out = ScriptedDecoder().beam_search(src, lengths, beam=3, max_len=8, bos=BOS, eos=EOS, length_penalty=alpha)
+    assert out.tolist() == [best, best]  # EOS ends a row; padding (pad_id 0) follows it
+
+
+def test_beam_search_rejects_bad_lengths_and_widths():
     torch.manual_seed(0)
     model = build("luong-tiny", tgt_vocab_size=6)
     src, lengths = _batch()
-    out = model.beam_search(src, lengths, beam=4, max_len=12, bos=BOS, eos=EOS, length_penalty=1.0)
-    for row in out.tolist():
-        if EOS in row:
-            assert all(t == model.config.pad_id for t in row[row.index(EOS) + 1:])
     with pytest.raises(ModelError, match="max_len must be >= 1"):
         model.greedy(src, lengths, max_len=0, bos=BOS, eos=EOS)
     with pytest.raises(ModelError, match="beam must be >= 1"):

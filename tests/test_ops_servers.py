@@ -264,7 +264,10 @@ def test_two_runs_of_one_pipeline_at_once_share_the_cache_safely(servers, tmp_pa
     procs = [cli(servers, home, "run", str(path), wait=False) for _ in range(2)]
     try:
         wait_for(started.exists, 120, "a run to start the step")
-        time.sleep(3)   # the other run is now waiting on the step's lock, not computing it too
+        # hold the step until the other run has begun too (its parent run exists), so it meets the
+        # step's lock rather than a cached result; the lock itself is tested in test_cache_lock.py
+        wait_for(lambda: len([r for r in mlflow_runs(servers, "srv-twice") if "mlflow.parentRunId" not in r["tags"]])
+                 == 2, 120, "the second run to start")
         release.write_text("go")
         outputs = [p.communicate(timeout=180)[0] for p in procs]
     finally:

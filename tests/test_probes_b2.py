@@ -8,8 +8,10 @@ import pytest
 import torch
 
 from components import Context, get
+from components.train.checkpoint import save_model
 
 sys.path.insert(0, str(Path(__file__).parent))
+from test_train_standins import linear_rnn  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -33,13 +35,19 @@ def test_zoo_models_at_init_order_as_the_story_says(tmp_path):
     assert abs(rho["transformer-encoder-small"] - 1) < 0.01  # no distance decay
 
 
-def test_trained_checkpoint_reports_rho_and_rho_init(tmp_path):
-    data = get("data.delayed_recall")(Context(tmp_path / "d"), lag=5, n_train=128, n_valid=32, n_test=32)["dataset"]
-    ckpt = get("train.model")(Context(tmp_path / "t"), data=data, model="rnn-tiny", steps=20, batch_size=32)["checkpoint"]
+def test_a_checkpoint_reports_rho_of_its_weights_and_rho_init_of_its_architecture(tmp_path):
+    # a linear RNN built with decay 0.9 whose saved recurrence was changed to 0.5 * I: the trained
+    # weights decay by exactly 0.5 per step, a fresh copy of the architecture by 0.9
+    net = linear_rnn(decay=0.9)
+    with torch.no_grad():
+        net.W.copy_(0.5 * torch.eye(8))
+    ckpt = tmp_path / "model.pt"
+    save_model(ckpt, net, "test_train_standins:linear_rnn", {"decay": 0.9})
     ctx = Context(tmp_path / "p")
-    s = get("probe.gradient_decay")(ctx, model=ckpt, length=30, batch=4)["summary"]
-    assert 0 < s["rho"] < 1.5 and 0 < s["rho_init"] < 1 and s["rho"] != s["rho_init"]
-    assert len(ctx.metrics["grad_norm/trained"]) == 30 and ctx.artifacts
+    s = get("probe.gradient_decay")(ctx, model=str(ckpt), length=30, batch=4)["summary"]
+    assert s["rho"] == pytest.approx(0.5, abs=5e-4) and s["rho_init"] == pytest.approx(0.9, abs=5e-4)
+    assert s["grad/d_5"] == pytest.approx(0.5 ** 5, rel=1e-3)
+    assert len(ctx.metrics["grad_norm/trained"]) == 30 and len(ctx.metrics["grad_norm/init"]) == 30
 
 
 def test_long_lag_reports_accuracy_per_lag_and_longest_solved(tmp_path):

@@ -25,12 +25,16 @@ def test_timing_counts_steps_flops_and_memory_per_model(tmp_path):
     for T in (128, 512, 1024):
         assert s[f"seq_steps_per_layer/rnn/T_{T}"] == T and s[f"seq_steps/rnn/T_{T}"] == T
         assert s[f"seq_steps_per_layer/sdpa/T_{T}"] == 1 and s[f"seq_steps/sdpa/T_{T}"] == 2
-        assert s[f"time_s/rnn/T_{T}"] > 0 and s[f"memory_mb/sdpa/T_{T}"] >= 0
     # Table 1: self-attention n^2 d (d_model 32), recurrent n d^2 (hidden 16)
     assert s["flops_per_layer/sdpa/T_512"] == 512 * 512 * 32 and s["flops_per_layer/rnn/T_512"] == 512 * 16 * 16
     # the explicit T x T weights cost memory that the fused kernel never materialises
     assert s["memory_mb/naive/T_1024"] > 2 * s["memory_mb/sdpa/T_1024"]
-    assert s["memory_exp/naive"] > s["memory_exp/rnn"]
+    # known growth: the RNN's activations and the fused kernel's memory are linear in T, the explicit
+    # T x T weights quadratic (measured 1.05, 1.02 and 1.82 here)
+    assert 0.8 <= s["memory_exp/rnn"] <= 1.3 and 0.8 <= s["memory_exp/sdpa"] <= 1.3
+    assert s["memory_exp/naive"] > 1.6
+    # T steps one after the other: 8x the length costs the RNN well over 2x the time (measured 11-13x)
+    assert s["time_s/rnn/T_1024"] > 2 * s["time_s/rnn/T_128"] > 0
     assert s["threads"] == 1 and s["memory_method"].startswith("VmHWM")
     assert Path(out["plot"]).exists() and Path(out["table"]).exists()
     assert ctx.params["device"] == "cpu" and ctx.params["dtype"] == "float32"

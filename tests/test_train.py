@@ -17,7 +17,7 @@ from components.train import load_model
 from components.train.build import TrainError
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_train_standins import write_sequence_data  # noqa: E402
+from test_train_standins import RECORDED_DTYPES, write_sequence_data  # noqa: E402
 
 MODEL = "test_train_standins:tiny_rnn"
 
@@ -192,11 +192,16 @@ def test_a_generate_task_refuses_a_model_that_is_not_one_to_many(tmp_path):
         get("train.model")(Context(tmp_path / "r"), data=data, model="transformer-tagger-small", steps=2)
 
 
-def test_bf16_autocast_trains_on_cpu(tmp_path):
+@pytest.mark.parametrize("bf16,dtype", [(True, torch.bfloat16), (False, torch.float32)])
+def test_bf16_runs_the_training_forward_under_bfloat16_autocast(tmp_path, bf16, dtype):
+    RECORDED_DTYPES.clear()
     data = write_sequence_data(tmp_path / "data", n=64)
-    s = get("train.model")(Context(tmp_path / "r"), data=str(data), model="transformer-encoder-tiny",
-                           overrides={"vocab_size": 8, "num_classes": 8}, steps=5, batch_size=16, bf16=True)["summary"]
+    s = get("train.model")(Context(tmp_path / "r"), data=str(data), model="test_train_standins:dtype_recording_rnn",
+                           steps=5, batch_size=16, bf16=bf16)["summary"]
     assert s["steps"] == 5 and not s["diverged"]
+    # the head's matmul ran in bfloat16 in every training step (evaluation stays float32)
+    assert RECORDED_DTYPES[:5] == [dtype] * 5, RECORDED_DTYPES
+    assert set(RECORDED_DTYPES[5:]) == {torch.float32}
 
 
 def test_translation_run_extended_in_place_resumes_to_the_same_weights(tmp_path):

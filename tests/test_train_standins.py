@@ -36,6 +36,24 @@ def tiny_rnn(vocab_size: int = 8, num_classes: int = 8, hidden: int = 16, pad_id
     return TinyRNN(vocab_size, num_classes, hidden, pad_id, dropout)
 
 
+RECORDED_DTYPES: list[torch.dtype] = []  # the head's output dtype, one entry per forward
+
+
+class DtypeRecordingRNN(TinyRNN):
+    """TinyRNN that records the dtype its head computes in (bfloat16 under bf16 autocast)."""
+
+    def forward(self, x, lengths=None):
+        out = super().forward(x, lengths)
+        RECORDED_DTYPES.append(out.dtype)
+        return out
+
+
+def dtype_recording_rnn(vocab_size: int = 8, num_classes: int = 8, hidden: int = 16, pad_id: int = 0,
+                        dropout: float = 0.0) -> DtypeRecordingRNN:
+    """Factory used as ``model: test_train_standins:dtype_recording_rnn``."""
+    return DtypeRecordingRNN(vocab_size, num_classes, hidden, pad_id, dropout)
+
+
 def write_sequence_data(path: Path, n: int = 256, seq_len: int = 6, vocab: int = 8, seed: int = 0,
                         target: str = "last") -> Path:
     """Write a classify task: the label is the last (or first) token of the sequence."""

@@ -1,0 +1,58 @@
+"""Checks on a written scorecard.json: why a claim is not measured, and that every reference resolved."""
+from __future__ import annotations
+
+import re
+
+# evaluate() writes "<ref> has 1 seed[; <ref> has 1 seed]: the claim needs <n>" when a check resolved
+# every reference but has fewer seeds than it asks for; any other reason is data that was missing
+SEED_RULE = re.compile(r"(?:[^;]+ has \d+ seeds?; )*[^;]+ has \d+ seeds?: the claim needs (\d+)")
+NOT_MEASURED = "not measured"
+
+
+def seed_rule(reason: str, needs: int) -> bool:
+    """True when ``reason`` is only the seed rule asking for ``needs`` seeds."""
+    m = SEED_RULE.fullmatch(reason)
+    return bool(m) and int(m.group(1)) == needs
+
+
+def unresolved(card: dict, needs: int) -> list[str]:
+    """Every check or architecture cell that is not measured for another reason than the seed rule."""
+    problems = []
+    for claim in card["claims"]:
+        for check in claim["checks"]:
+            if check["verdict"] == NOT_MEASURED and not seed_rule(check["reason"], needs):
+                problems.append(f"claim {claim['id']} [{check['check']}]: {check['reason']}")
+    for arch, row in card["architectures"].items():
+        for b, cell in row.items():
+            if cell.get("verdict") == NOT_MEASURED and not seed_rule(cell.get("reason", ""), needs):
+                problems.append(f"architecture {arch} {b}: {cell.get('reason')}")
+    return problems
+
+
+def references(check: dict) -> list[str]:
+    """The measurement references a claim's check compares (constants and ${...} left out)."""
+    refs = []
+    for key in ("value", "a", "b", "base", "than", "to", "low", "high", "values", "minus", "y"):
+        for v in check.get(key) if isinstance(check.get(key), list) else [check.get(key)]:
+            if isinstance(v, str) and "${" not in v and not _number(v):
+                refs.append(v.strip())
+    return refs
+
+
+def unmeasured_references(card: dict, expect: list[dict]) -> list[str]:
+    """References of the pipeline's ``expect:`` claims that the scorecard shows no measured value for."""
+    claims = {str(c["id"]): c for c in card["claims"]}
+    missing = []
+    for spec in expect:
+        measured = claims[str(spec["id"])]["measured"]
+        for check in spec.get("checks") or [spec]:
+            missing += [f"claim {spec['id']}: {ref}" for ref in references(check) if ref not in measured]
+    return missing
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
