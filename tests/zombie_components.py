@@ -18,7 +18,7 @@ def slow(ctx: Context, *, seconds: float = 120.0, started: str = "") -> dict:
 
 @component("enginetest.interrupt", outputs=["never"])
 def interrupt(ctx: Context, *, wait: float = 5.0) -> dict:
-    """Send SIGINT to this process (Ctrl-C), then keep the step busy a little."""
-    os.kill(os.getpid(), signal.SIGINT)
+    """Send SIGINT (Ctrl-C) to the process running the pipeline, then keep the step busy a little."""
+    os.kill(int(os.environ.get("BOTTLENECKS_PARENT_PID", os.getpid())), signal.SIGINT)
     time.sleep(wait)
     return {"never": "finished"}
