@@ -94,7 +94,8 @@ def train_model(
 
     Returns:
         ``checkpoint`` (model file for ``load_model``) and ``summary`` (final valid/test loss and
-        accuracy, diverged, diverged_step, steps, seconds, params).
+        accuracy, diverged, diverged_step, steps, seconds, params, tokens_per_s: source
+        tokens, or examples, per second of this process's training).
     """
     params = {k: v for k, v in locals().items() if k != "ctx"}
     if steps < 0 or batch_size < 1 or checkpoint_every < 0 or eval_every < 0 or log_every < 1:
@@ -143,6 +144,7 @@ def train_model(
 
         diverged_step = None
         window_loss, window_correct, window_count, window_tokens = 0.0, 0, 0, 0
+        run_tokens = 0  # this process's tokens, for the summary's throughput (a resumed run counts its part)
         t0, window_t0 = time.perf_counter(), time.perf_counter()
         step = start
         with ctx.progress(total=steps, description=f"train {model}") as bar:
@@ -168,7 +170,9 @@ def train_model(
                 window_loss += loss_value
                 window_correct += int(correct)
                 window_count += count
-                window_tokens += task.tokens(batch)
+                n_tokens = task.tokens(batch)
+                window_tokens += n_tokens
+                run_tokens += n_tokens
                 if logging_step:
                     now = time.perf_counter()
                     rate = window_tokens / max(now - window_t0, 1e-9)
@@ -184,13 +188,15 @@ def train_model(
                 if checkpoint_every and step % checkpoint_every == 0 and step < steps:
                     save_state(step, elapsed + time.perf_counter() - t0)
                 bar.advance()
-        seconds = elapsed + time.perf_counter() - t0
+        run_seconds = time.perf_counter() - t0
+        seconds = elapsed + run_seconds
         if diverged_step is None:
             save_state(step, seconds)
 
         summary: dict[str, Any] = {"diverged": diverged_step is not None, "diverged_step": diverged_step,
                                    "steps": step, "seconds": round(seconds, 3), "params": n_params,
-                                   "resumed_from_step": resumed_from}
+                                   "resumed_from_step": resumed_from,
+                                   "tokens_per_s": round(run_tokens / run_seconds, 1) if run_tokens else None}
         for split in ("valid", "test"):
             for k, v in evaluate(net, task, split, eval_batch_size).items():
                 summary[f"{split}_{k}"] = v
