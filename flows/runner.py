@@ -26,6 +26,7 @@ threadsafe.patch_matplotlib()
 threadsafe.patch_tqdm()
 
 from flows.cache import StepCache  # noqa: E402
+from flows.order import submission_order  # noqa: E402
 from flows.plan import Instance, Plan  # noqa: E402
 from flows.refs import Ref  # noqa: E402
 from flows.tracking import MlflowContext, Tracker, flatten, git_commit  # noqa: E402
@@ -200,7 +201,8 @@ def run(plan: Plan, *, use_cache: bool = True, view=None) -> RunResult:
         result.flow_run_id = flow_run.get_id()
         tracker.log(parent, tags={"prefect_flow_run_id": result.flow_run_id or ""})
         futures = {}
-        for iid, inst in plan.instances.items():
+        for iid in submission_order(plan, int(plan.settings["workers"])):  # longest branches first
+            inst = plan.instances[iid]
             upstream = {d: futures[d] for d in inst.deps}
             futures[iid] = step_task.with_options(
                 name=inst.step.id, task_run_name=iid, retries=inst.step.retries,
