@@ -14,6 +14,7 @@ MODULES: dict[str, str] = {
     "data.delayed_recall": "components.data.recall",
     "data.digit_strips": "components.data.strips",
     "data.digits": "components.data.digits",
+    "data.documents": "components.data.documents",
     "data.mnist": "components.data.mnist",
     "data.multi_lookup": "components.data.lookup",
     "data.patches": "components.data.patches",
@@ -32,6 +33,7 @@ MODULES: dict[str, str] = {
     "probe.permutation": "components.probes.permutation",
     "probe.position_similarity": "components.probes.position_similarity",
     "probe.timing": "components.probes.timing",
+    "report.bleu_by_length": "components.report.bleu_plot",
     "report.scorecard": "components.report.scorecard",
     "train.model": "components.train.trainer",
 }

@@ -30,6 +30,7 @@ from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 
 from flows import executors, links  # noqa: E402
 from flows.cache import StepCache  # noqa: E402
+from flows.order import submission_order  # noqa: E402
 from flows.plan import Instance, Plan  # noqa: E402
 from flows.pool import Stopped  # noqa: E402
 from flows.refs import Ref  # noqa: E402
@@ -195,13 +196,13 @@ class StepRunner:
         return outputs
 
     def _device(self, inst: Instance) -> str:
-        """A fixed ``settings.device`` wins; else the worker's pinning decides (threads: the GPU
-        count the plan gave the step)."""
+        """``settings.device: cpu`` keeps every step on the CPU; otherwise a worker's pinning
+        decides (in threads, where nothing is pinned: a fixed device, or the step's GPU count)."""
         fixed = str(self.plan.settings.get("device", "auto"))
-        if fixed != "auto":
-            return fixed
+        if fixed == "cpu":
+            return "cpu"
         if self.executor.name == "threads":
-            return "cuda" if inst.gpu else "cpu"
+            return fixed if fixed != "auto" else ("cuda" if inst.gpu else "cpu")
         return ""
 
     def _close_run(self, iid: str, run_id: str, status: str, error: str | None = None) -> None:
@@ -391,7 +392,8 @@ def run(plan: Plan, *, use_cache: bool = True, view=None) -> RunResult:
         tracker.log(parent, tags={"prefect_flow_run_id": result.flow_run_id or ""})
         links.announce(view.console, tracker.experiment_id, parent, result.flow_run_id)
         futures = {}
-        for iid, inst in plan.instances.items():
+        for iid in submission_order(plan, max(1, executor.slots)):  # longest branches first
+            inst = plan.instances[iid]
             upstream = {d: futures[d] for d in inst.deps}
             futures[iid] = step_task.with_options(
                 name=inst.step.id, task_run_name=iid, retries=inst.step.retries,

@@ -25,7 +25,7 @@ def test_reduced_comparison_produces_a_scorecard_in_mlflow(home, tmp_path):
 
     parent = mlflow.get_run(result.parent_run_id)
     assert parent.data.tags["pipeline"] == "four-bottlenecks"
-    assert parent.data.metrics["claims/total"] == 18
+    assert parent.data.metrics["claims/total"] == 20
     names = {a.path for a in mlflow.MlflowClient().list_artifacts(result.parent_run_id)}
     assert {"scorecard.json", "scorecard.md", "scorecard.html"} <= names
 
@@ -33,7 +33,7 @@ def test_reduced_comparison_produces_a_scorecard_in_mlflow(home, tmp_path):
                                                 dst_path=str(tmp_path))
     card = json.loads(Path(local).read_text())
     claims = {int(c["id"]): c for c in card["claims"]}
-    assert sorted(claims) == list(range(1, 19))
+    assert sorted(claims) == list(range(1, 21))
     for claim in claims.values():
         assert {"id", "claim", "expected", "measured", "verdict", "run_id"} <= set(claim)
         assert claim["verdict"] in VERDICTS

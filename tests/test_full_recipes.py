@@ -65,14 +65,19 @@ def test_the_rnn_recipes_run_end_to_end_at_toy_size_on_cpu(full, tmp_path):
         assert s["steps"] == 4 and not s["diverged"] and s["precision"] == "fp32"
 
 
-def test_the_transformer_base_recipe_runs_end_to_end_at_toy_size_on_cpu(tmp_path):
-    """The mapping the full profile's comment gives issue 12's mt_transformer step, at toy sizes."""
+def test_the_transformer_base_recipe_runs_end_to_end_at_toy_size_on_cpu(tmp_path, full):
+    """The full profile's mt_transformer step as resolved, at toy sizes."""
     from components import Context, get
 
     data = _toy_data(tmp_path)
-    recipe = {"model": "transformer-base", "max_tokens": 3125, "accumulate": 8, "optimizer": "adam",
-              "betas": [0.9, 0.98], "lr": 0.0007, "schedule": "inverse_sqrt", "warmup": 4000, "label_smoothing": 0.1,
-              "bf16": True, "steps": 100000, "checkpoint_every": 1000, "average_last": 5}
+    resolved = full["mt_transformer"][0].params
+    recipe = {k: resolved[k] for k in ("model", "max_tokens", "accumulate", "optimizer", "betas", "lr", "schedule",
+                                       "warmup", "label_smoothing", "bf16", "steps", "checkpoint_every",
+                                       "average_last")}
+    assert recipe == {"model": "transformer-base", "max_tokens": 3125, "accumulate": 8, "optimizer": "adam",
+                      "betas": [0.9, 0.98], "lr": 0.0007, "schedule": "inverse_sqrt", "warmup": 4000,
+                      "label_smoothing": 0.1, "bf16": True, "steps": 100000, "checkpoint_every": 1000,
+                      "average_last": 5}
     toy = {**recipe, "model": "transformer-tiny", "max_tokens": 60, "steps": 6, "checkpoint_every": 1,
            "warmup": 3}
     out = get("train.model")(Context(tmp_path / "t"), data=data, **toy)

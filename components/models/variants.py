@@ -104,6 +104,12 @@ def transformer_small():
     return TransformerConfig(norm_first=True)
 
 
+@variant("transformer-medium", Transformer)
+def transformer_medium():
+    """Encoder-decoder Transformer, d_model 128, d_ff 512, 3+3 pre-LN layers (standard-profile translation)."""
+    return TransformerConfig(d_model=128, d_ff=512, n_encoder_layers=3, n_decoder_layers=3, norm_first=True)
+
+
 @variant("transformer-base", Transformer)
 def transformer_base():
     """Paper size: Transformer base (Vaswani 2017), d_model 512, 8 heads, d_ff 2048, 6+6, 37k joint vocab."""

@@ -1,6 +1,7 @@
 """eval.bleu (B3): BLEU and chrF overall and per source-length bucket, with bootstrap CIs."""
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 import numpy as np
@@ -26,11 +27,30 @@ def score(hyps: list[str], refs: list[str], tokenize: str, n_bootstrap: int) -> 
     return out
 
 
-@component("eval.bleu", outputs=["summary", "plot", "samples"], bottleneck="B3")
+def merge_checkpoints(checkpoints: dict[str, str] | list[dict[str, str]]) -> dict[str, str]:
+    """Merge a list of label -> checkpoint maps (one per training step) into one, in order."""
+    if isinstance(checkpoints, dict):
+        return dict(checkpoints)
+    merged: dict[str, str] = {}
+    for group in checkpoints:
+        for label, path in group.items():
+            if label in merged:
+                raise P.ProbeError(f"eval.bleu: label {label!r} appears in two checkpoint groups; "
+                                   "give each model its own label")
+            merged[label] = path
+    return merged
+
+
+def longest(src_text: list[str]) -> int:
+    """Index of the longest source sentence in words (the first of equals)."""
+    return max(range(len(src_text)), key=lambda i: (len(src_text[i].split()), -i))
+
+
+@component("eval.bleu", outputs=["summary", "plot", "samples", "examples"], bottleneck="B3")
 def eval_bleu(
     ctx: Context,
     *,
-    checkpoints: dict[str, str],
+    checkpoints: dict[str, str] | list[dict[str, str]],
     data: str | None = None,  # default: each checkpoint's own training data folder
     split: Literal["valid", "test"] = "test",
     beam: int = 1,  # 1: greedy
@@ -47,16 +67,23 @@ def eval_bleu(
     """Translate a split with each model, detokenise, and score with sacrebleu by source length.
 
     Args:
-        checkpoints: label -> checkpoint of an encoder-decoder (``{"seq2seq": ..., "luong": ...}``).
+        checkpoints: label -> checkpoint of an encoder-decoder (``{"seq2seq": ..., "luong": ...}``),
+            or a list of such maps merged in order (a matrixed step's checkpoints plus another
+            step's: ``["${mt.checkpoint}", {transformer: "${mt_transformer.checkpoint}"}]``).
 
     Returns:
         ``summary``: ``bleu/<label>``, ``chrf/<label>``, ``bleu_ci/<label>`` and per bucket
         ``bleu/<label>/len_<a-b>``, ``chrf/...``, ``count/len_<a-b>`` (source words), and
         ``bleu/<label>/shortest`` / ``longest`` for the first and last non-empty bucket; ``plot``:
-        BLEU against source length for every model; ``samples``: CSV of sample translations.
+        BLEU against source length for every model; ``samples``: CSV of sample translations;
+        ``examples``: JSON with the longest source sentence, its reference and every model's output.
         Hypotheses and references are written as ``hyps.<label>.txt`` and ``refs.<label>.txt``.
     """
     names = bucket_names(buckets)
+    checkpoints = merge_checkpoints(checkpoints)
+    if not checkpoints:
+        raise P.ProbeError("eval.bleu: no checkpoints to evaluate")
+    example: dict[str, Any] = {}
     summary: dict[str, Any] = {}
     curves: dict[str, list[float]] = {}
     samples: dict[str, list[str]] = {}
@@ -94,6 +121,14 @@ def eval_bleu(
         samples.setdefault("source", src_text[:n_samples])
         samples.setdefault("reference", refs[:n_samples])
         samples[f"hyp_{label}"] = hyps[:n_samples]
+        if not example and n:
+            i = longest(src_text)
+            example = {"split": split, "index": i, "words": len(src_text[i].split()), "source": src_text[i],
+                       "reference": refs[i], "hyps": {}}
+        if example and example["index"] < n and src_text[example["index"]] == example["source"]:
+            example["hyps"][label] = hyps[example["index"]]
+        elif example:  # another data folder: its sentence at that index is not the same source
+            ctx.log.warning("eval.bleu: %s was scored on other data; left out of the side-by-side example", label)
         summary["n"] = n
     summary = P.flat(summary)
     P.log_summary(ctx, summary)
@@ -106,9 +141,18 @@ def eval_bleu(
     fig, ax = plt.subplots(figsize=(7, 4))
     x = np.arange(len(names))
     for label, ys in curves.items():
-        ax.plot(x, ys, "o-", label=label)
+        line, = ax.plot(x, ys, "o-", label=label)
+        ci = [summary.get(P.key("bleu_ci", label, f"len_{b}")) for b in names]
+        if all(isinstance(c, (int, float)) for c in ci):  # sacrebleu's 95% bootstrap over the bucket's sentences
+            lo, hi = np.array(ys, float) - ci, np.array(ys, float) + ci
+            ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.15, linewidth=0)
     counts = [summary[P.key("count", f"len_{b}")] for b in names]
     ax.set_xticks(x, [f"{b}\n(n={c})" for b, c in zip(names, counts)], fontsize=8)
-    ax.set(xlabel="source length (words)", ylabel=f"BLEU ({tokenize})", title=f"BLEU by source length ({split})")
+    ax.set(xlabel="source length (words)", ylabel=f"BLEU ({tokenize})", title=f"BLEU by source length ({split})"
+           + (f", 95% bootstrap bands ({n_bootstrap} resamples)" if n_bootstrap > 1 else ""))
     ax.legend()
-    return {"summary": summary, "plot": P.save_figure(ctx, fig, "bleu_by_length.png"), "samples": str(table)}
+    examples = ctx.path("examples.json")
+    examples.write_text(json.dumps(example, indent=2, ensure_ascii=False) + "\n")
+    ctx.log_artifact(examples)
+    return {"summary": summary, "plot": P.save_figure(ctx, fig, "bleu_by_length.png"), "samples": str(table),
+            "examples": str(examples)}

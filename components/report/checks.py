@@ -36,7 +36,8 @@ def describe(c: dict[str, Any]) -> str:
     k = c["check"]
     sym = {"below": "<", "above": ">", "at_most": "<=", "at_least": ">="}
     if k in sym:
-        return f"{_op(c['value'])} {sym[k]} {_op(c['than'])}"
+        slack = f" {'-' if k == 'at_least' else '+'} {_op(c['tolerance'])}" if c.get("tolerance") else ""
+        return f"{_op(c['value'])} {sym[k]} {_op(c['than'])}{slack}"
     if k in ("between", "exponent_between"):
         what = _op(c["value"]) if c.get("value") is not None else f"exponent of {_op(c['y'][0])}... vs x"
         lo = f"{_op(c['low'])} <= " if c["low"] is not None else ""
@@ -105,7 +106,7 @@ def _apply(c, singles, lists, spread_factor, measured) -> Outcome:
     k = c["check"]
     v = singles.get("value")
     if k in ("below", "above", "at_most", "at_least"):
-        return _against(v.values, singles["than"].values, k)
+        return _against(v.values, singles["than"].values, k, c.get("tolerance") or 0.0)
     if k == "between":
         return rules.every(v.values, lambda x: _inside(x, c["low"], c["high"]), _interval(c))
     if k == "finite":
@@ -130,10 +131,12 @@ def _inside(x: float, low: float | None, high: float | None) -> bool:
     return (low is None or x >= low) and (high is None or x <= high)
 
 
-def _against(values, than, kind) -> Outcome:
+def _against(values, than, kind, tolerance: float = 0.0) -> Outcome:
     tests = {"below": lambda a, b: a < b, "above": lambda a, b: a > b,
-             "at_most": lambda a, b: a <= b, "at_least": lambda a, b: a >= b}
+             "at_most": lambda a, b: a <= b + tolerance, "at_least": lambda a, b: a >= b - tolerance}
     word = {"below": "below", "above": "above", "at_most": "at most", "at_least": "at least"}[kind]
+    if tolerance:
+        word += f" (tolerance {fmt(tolerance)})"
     return _pairwise(values, than, tests[kind], word)
 
 

@@ -65,6 +65,14 @@ def to_html(card: dict[str, Any], plots: dict[str, str]) -> str:
             h.append(f"<tr><th>{escape(arch)}</th>{''.join(cells)}</tr>")
         h.append("</table><p><small>Mean over seeds (each seed in brackets); hover a cell for its "
                  "measurement.</small></p>")
+    ex = card.get("examples") or {}
+    if ex:
+        h.append(f"<h2>One long sentence, every model</h2><p><small>{escape(str(ex.get('words', '?')))} source "
+                 f"words, {escape(str(ex.get('split', '')))} split</small></p><table>"
+                 f"<tr><th>source</th><td>{escape(ex['source'])}</td></tr>"
+                 f"<tr><th>reference</th><td>{escape(ex['reference'])}</td></tr>")
+        h += [f"<tr><th>{escape(label)}</th><td>{escape(hyp)}</td></tr>" for label, hyp in ex["hyps"].items()]
+        h.append("</table>")
     if plots:
         h.append("<h2>Plots</h2>")
         for name, path in plots.items():

@@ -36,6 +36,11 @@ def to_markdown(card: dict[str, Any]) -> str:
             refs = "; ".join(f"{b}: `{cell['ref']}`" + (f" ({cell['reason']})" if cell["reason"] else "")
                              for b, cell in row.items())
             out.append(f"- **{arch}**: {refs}")
+    ex = card.get("examples") or {}
+    if ex:
+        out += ["", f"## One long sentence, every model ({ex.get('words', '?')} source words, {ex.get('split', '')})", "",
+                "| | text |", "|---|---|", f"| source | {_esc(ex['source'])} |", f"| reference | {_esc(ex['reference'])} |"]
+        out += [f"| {_esc(label)} | {_esc(hyp)} |" for label, hyp in ex["hyps"].items()]
     settings = [c for c in card["claims"] if c["settings"]]
     if settings:
         out += ["", "## Settings the verdicts depend on", ""]

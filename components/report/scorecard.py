@@ -45,6 +45,7 @@ def scorecard(
     run_ids: dict[str, Any] | None = None,
     architectures: Architectures = None,
     plots: dict[str, Any] | None = None,
+    examples: str | None = None,
     title: str = "The four-bottleneck comparison",
     device: str = "",
     min_seeds: int = 1,
@@ -62,6 +63,8 @@ def scorecard(
         architectures: architecture -> {B1..B4: reference or checked cell}: the scorecard's rows;
             a row named ``"{arch}"`` is a template repeated for every value of the ``arch`` axis.
         plots: plot name -> PNG path (or instance label -> path) embedded in the HTML.
+        examples: a JSON file of one source sentence, its reference and each model's output
+            (``report.bleu_by_length``'s ``examples``), shown side by side in both documents.
         title: the report's heading.
         device: the device the measurements ran on; empty means this step's device. Claims with
             ``device: gpu`` are ``device-dependent`` elsewhere.
@@ -84,7 +87,7 @@ def scorecard(
     summary = summarise(claims)
     card = {"title": title, "device": device, "min_seeds": min_seeds, "spread_factor": spread_factor,
             "summary": summary, "claims": claims, "architectures": rows, "plots": sorted(pngs),
-            "plots_left_out": skipped}
+            "plots_left_out": skipped, "examples": _examples(examples)}
     json_path, md_path, html_path = ctx.path("scorecard.json"), ctx.path("scorecard.md"), ctx.path("scorecard.html")
     json_path.write_text(json.dumps(card, indent=2, allow_nan=False) + "\n")
     md_path.write_text(to_markdown(card))
@@ -124,6 +127,20 @@ def metrics(summary: dict[str, int], claims: list[dict[str, Any]], rows: dict[st
             if isinstance(cell["mean"], float):
                 out[f"arch/{metric_name(arch)}/{b}"] = cell["mean"]
     return out
+
+
+def _examples(path: str | None) -> dict[str, Any]:
+    """Read the side-by-side translations (empty when none were given)."""
+    if not path:
+        return {}
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise ValueError(f"report.scorecard: examples {path!r} is not a readable JSON file: {e}") from None
+    if data and not {"source", "reference", "hyps"} <= set(data):
+        raise ValueError(f"report.scorecard: examples {path!r} needs source, reference and hyps; "
+                         f"got {sorted(data)}")
+    return data
 
 
 def _plots(plots: dict[str, Any]) -> tuple[dict[str, str], dict[str, str]]:

@@ -25,11 +25,12 @@ class Kind:
 
 
 _THRESHOLD = dict(required=("value", "than"), refs=("value", "than"))
+_SLACK = dict(_THRESHOLD, optional={"tolerance": 0.0})  # "matches or beats": within tolerance counts
 KINDS: dict[str, Kind] = {
     "below": Kind(**_THRESHOLD, help="value < than in every seed"),
     "above": Kind(**_THRESHOLD, help="value > than in every seed"),
-    "at_most": Kind(**_THRESHOLD, help="value <= than in every seed"),
-    "at_least": Kind(**_THRESHOLD, help="value >= than in every seed"),
+    "at_most": Kind(**_SLACK, help="value <= than + tolerance in every seed"),
+    "at_least": Kind(**_SLACK, help="value >= than - tolerance in every seed"),
     "between": Kind(("value",), {"low": None, "high": None}, refs=("value",),
                     help="low <= value <= high in every seed"),
     "equals": Kind(("value", "to"), {"tolerance": 0.0}, refs=("value", "to"),

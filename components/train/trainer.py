@@ -107,7 +107,8 @@ def train_model(
 
     Returns:
         ``checkpoint`` (model file for ``load_model``) and ``summary`` (final valid/test loss and
-        accuracy, diverged, diverged_step, steps, seconds, params).
+        accuracy, diverged, diverged_step, steps, seconds, params, tokens_per_s: source
+        tokens, or examples, per second of this process's training).
     """
     params = {k: v for k, v in locals().items() if k != "ctx"}
     if steps < 0 or batch_size < 1 or checkpoint_every < 0 or eval_every < 0 or log_every < 1:
@@ -173,6 +174,7 @@ def train_model(
         check_every = log_every if cuda else 1
         diverged_step, first_bad = None, torch.zeros((), dtype=torch.long, device=device)
         window = _Window(device)
+        run_tokens = 0  # this process's tokens, for the summary's throughput (a resumed run counts its part)
         t0 = time.perf_counter()
         step = start
         loader = Prefetcher(batches, start * accumulate, depth, pin=cuda)
@@ -196,7 +198,9 @@ def train_model(
                 opt.step()
                 sched.step()
                 step += 1
-                window.add(loss, correct, count, sum(task.tokens(b) for b in micro))
+                n_tokens = sum(task.tokens(b) for b in micro)
+                window.add(loss, correct, count, n_tokens)
+                run_tokens += n_tokens
                 if logging_step:
                     metrics = window.read(log_every) | {"train/lr": sched.get_last_lr()[0],
                                                         "train/grad_norm": _item(grad_norm)}
@@ -210,14 +214,16 @@ def train_model(
                 if checkpoint_every and step % checkpoint_every == 0 and step < steps:
                     save_state(step, elapsed + time.perf_counter() - t0)
                 bar.advance()
-        seconds = elapsed + time.perf_counter() - t0
+        run_seconds = time.perf_counter() - t0
+        seconds = elapsed + run_seconds
         if diverged_step is None:
             save_state(step, seconds)
 
         summary: dict[str, Any] = {"diverged": diverged_step is not None, "diverged_step": diverged_step,
                                    "steps": step,
                                    "seconds": round(seconds, 3), "params": n_params,
-                                   "resumed_from_step": resumed_from, "precision": precision}
+                                   "resumed_from_step": resumed_from, "precision": precision,
+                                   "tokens_per_s": round(run_tokens / run_seconds, 1) if run_tokens else None}
         if snapshots is not None and diverged_step is None:
             paths = snapshots.paths()
             net.load_state_dict(average_checkpoints(paths))
