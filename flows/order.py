@@ -19,16 +19,10 @@ BASE_SECONDS = 5.0     # start-up, evaluation, a probe without a step count
 Cost = Callable[[Instance], float]
 
 
-# Components whose cost no ``steps`` parameter shows (seconds on the quick profile, 2-core CPU,
-# 2026-12-01): started late, the timing probe left one worker idle for half its 40 s at the end.
-COMPONENT_SECONDS = {"probe.timing": 40.0}
-
-
 def estimate(inst: Instance) -> float:
     """Estimated seconds of an instance: proportional to its ``steps`` parameter when it has one."""
     steps = inst.params.get("steps")
-    fixed = COMPONENT_SECONDS.get(inst.component.name, 0.0) if inst.component is not None else 0.0
-    return BASE_SECONDS + fixed + (STEP_SECONDS * steps if isinstance(steps, int) and steps > 0 else 0.0)
+    return BASE_SECONDS + (STEP_SECONDS * steps if isinstance(steps, int) and steps > 0 else 0.0)
 
 
 def _successors(plan: Plan) -> dict[str, list[str]]:
