@@ -56,6 +56,16 @@ def flatten(params: dict[str, Any], prefix: str = "") -> dict[str, str]:
 class Tracker:
     """Create and finish the runs of one pipeline run in one experiment."""
 
+    @classmethod
+    def for_runs(cls, uri: str = "") -> "Tracker":
+        """A tracker that only logs to existing runs (a worker's: no experiment lookup)."""
+        if uri:  # the parent's store, whatever this process's environment says (model logging uses it too)
+            mlflow.set_tracking_uri(uri)
+        tracker = cls.__new__(cls)
+        tracker.client = MlflowClient(tracking_uri=uri or None)
+        tracker.experiment_id = None
+        return tracker
+
     def __init__(self, experiment: str):
         self.client = MlflowClient()
         exp = self.client.get_experiment_by_name(experiment)

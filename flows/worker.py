@@ -111,7 +111,7 @@ def run_step(payload: StepPayload, emit: Emit, stop: threading.Event | None = No
             f"worker on host {host} cannot see {missing[0]} (produced by an upstream step): the "
             f"state folder {payload.home} must be on a filesystem every worker mounts at the same "
             "path (set BOTTLENECKS_HOME to it on every host)"), host=host, pid=pid, device=device)
-    tracker = _logging_tracker(Tracker, payload.tracking_uri)
+    tracker = Tracker.for_runs(payload.tracking_uri)
     ctx = _WorkerContext(tracker=tracker, run_id=payload.run_id, view=_EventView(emit, stop),
                          work_dir=Path(payload.work_dir), device=device, seed=payload.seed,
                          step_name=payload.instance, stop=stop)
@@ -155,19 +155,6 @@ def _component(payload: StepPayload):
                                  "the run; worker processes cannot import it: move it to a module, or use "
                                  "settings.executor: threads") from None
         raise
-
-
-def _logging_tracker(cls, uri: str):
-    """A ``Tracker`` that only logs to existing runs (no experiment lookup)."""
-    import mlflow
-    from mlflow.tracking import MlflowClient
-
-    if uri:  # the parent's store, whatever this worker's environment says (model logging uses it too)
-        mlflow.set_tracking_uri(uri)
-    tracker = cls.__new__(cls)
-    tracker.client = MlflowClient(tracking_uri=uri or None)
-    tracker.experiment_id = None
-    return tracker
 
 
 def _record_failure(tracker, run_id: str, ctx, message: str, trace: str) -> None:
