@@ -78,6 +78,7 @@ def run(
         err.print(f"[red]{escape(str(e))}[/]\nnothing was run.")
         raise typer.Exit(1)
     background = _use_background_prefect()
+    _refresh_prefect_settings()
     from flows.runner import run as run_plan  # imports Prefect and MLflow while the server boots
     from flows.view import StepView
 
@@ -130,6 +131,15 @@ def _use_background_prefect() -> bool:
     err.print(f"Prefect UI {url.removesuffix('/api')} (a background server; `bottlenecks stop` stops it)",
               highlight=False)
     return True
+
+
+def _refresh_prefect_settings() -> None:
+    """In a zygote's child Prefect was imported before this command's settings (its API URL, its
+    home) were in the environment: read them again."""
+    if "prefect.context" in sys.modules:
+        from prefect.context import refresh_global_settings_context
+
+        refresh_global_settings_context()
 
 
 def _background_ready() -> None:
@@ -250,9 +260,15 @@ def schema(output: Annotated[Optional[Path], typer.Option("--output", "-o", help
 
 @app.command()
 def stop() -> None:
-    """Stop this folder's background Prefect server (the next `bottlenecks run` starts it again)."""
+    """Stop this folder's background Prefect server and the warm process runs are handed to (the next
+    `bottlenecks run` starts them again)."""
     from flows import prefect_server
 
+    from flows import daemon
+
+    zygote = daemon.stop()
+    if zygote:
+        out.print(f"stopped the warm process runs were handed to (pid {zygote})")
     record = prefect_server.stop(settings.home())
     if record:
         out.print(f"stopped the background Prefect server at {record['url']} (pid {record['pid']})")
@@ -284,6 +300,12 @@ from flows.ops_cli import register as _register_ops; _register_ops(app)  # noqa:
 
 
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "run":
+        from flows import daemon
+
+        rc = daemon.hand_over(sys.argv[1:])   # a warm process that has the engine imported
+        if rc is not None:
+            sys.exit(rc)
     app()
 
 

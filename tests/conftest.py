@@ -15,6 +15,8 @@ for _var in ("PREFECT_API_URL",):
 # Prefect's temporary server inside each command, never a background one that outlives the tests
 # (tests/test_prefect_server.py starts its own and stops it)
 os.environ["BOTTLENECKS_PREFECT_SERVER"] = "off"
+# every command in its own process, never handed to a warm zygote (tests/test_daemon.py turns it on)
+os.environ["BOTTLENECKS_DAEMON"] = "off"
 
 import pytest  # noqa: E402
 
