@@ -82,6 +82,7 @@ def run(
     from flows.runner import run as run_plan  # imports Prefect and MLflow while the server boots
     from flows.view import StepView
 
+    _open_tracking_store()  # also while the server boots
     if background:
         _background_ready()
 
@@ -131,6 +132,17 @@ def _use_background_prefect() -> bool:
     err.print(f"Prefect UI {url.removesuffix('/api')} (a background server; `bottlenecks stop` stops it)",
               highlight=False)
     return True
+
+
+def _open_tracking_store() -> None:
+    """Give a new folder its MLflow store from a migrated template, and open it (the runner's
+    client reuses the open store), so neither waits for the Prefect server's start."""
+    from flows import mlflow_db
+
+    mlflow_db.prepare(artifact_root=settings.artifact_root())
+    from mlflow.tracking import MlflowClient
+
+    MlflowClient().search_experiments(max_results=1)
 
 
 def _refresh_prefect_settings() -> None:

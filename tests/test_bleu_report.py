@@ -122,3 +122,16 @@ def test_at_least_with_a_tolerance_means_matches_or_beats(transformer, tolerance
     assert result.verdict == verdict, result.reason
     if tolerance:
         assert "tolerance 2" in result.reason and result.expected == "bleu[*].t >= bleu[*].l - 2"
+
+
+def test_the_papers_tokenised_compound_split_bleu_is_its_own_number():
+    """Vaswani 2017's convention: Moses tokens, compounds split in one pass, no further tokenisation."""
+    from components.probes.bleu import paper_tokens, score, tokenized_bleu
+
+    assert paper_tokens(['Er traf den CDU-Vorsitzenden, sagte er "gestern".', "a-b-c"], "de") == [
+        'Er traf den CDU ##AT##-##AT## Vorsitzenden , sagte er " gestern " .', "a ##AT##-##AT## b-c"]
+    ref = ["Die Kanzlerin traf gestern in Berlin den neuen CDU-Vorsitzenden und seine Stellvertreter."]
+    hyp = ["Die Kanzlerin traf gestern in Berlin den neuen CDU-Chef und seine Stellvertreter."]
+    assert tokenized_bleu(ref, ref, "de") == pytest.approx(100.0)
+    # the split compound gives "CDU" and "-" credit that 13a (one token "CDU-Chef") does not
+    assert tokenized_bleu(hyp, ref, "de") > score(hyp, ref, "13a", 0)["bleu"] + 3   # 80.0 vs 76.1
