@@ -80,21 +80,32 @@ def run(
     background = _use_background_prefect()
     _refresh_prefect_settings()
     from flows.runner import run as run_plan  # imports Prefect and MLflow while the server boots
+    from flows.runner import start_executor
     from flows.view import StepView
+    from flows.executors import ExecutorError
 
     _open_tracking_store()  # also while the server boots
+    try:  # the workers the uncached steps need start importing now, also while the server boots
+        executor = start_executor(plan, use_cache=not no_cache)
+    except ExecutorError as e:
+        err.print(f"[red]{escape(str(e))}[/]\nnothing was run.")
+        raise typer.Exit(1)
     if background:
-        _background_ready()
+        try:
+            _background_ready()
+        except BaseException:
+            executor.close()
+            raise
 
     _component_logs_to(err)
     err.print(f"[bold]{escape(plan.name)}[/] profile={plan.profile or '-'} steps={len(plan.instances)} "
               f"workers={plan.settings['workers']} executor={plan.settings['executor']} "
               f"tracking={os.environ.get('MLFLOW_TRACKING_URI')}")
-    from flows.executors import ExecutorError
-
     try:
-        result = run_plan(plan, use_cache=not no_cache, view=StepView(list(plan.instances), console=err))
+        result = run_plan(plan, use_cache=not no_cache, view=StepView(list(plan.instances), console=err),
+                          executor=executor)
     except ExecutorError as e:
+        executor.close()
         err.print(f"[red]{escape(str(e))}[/]\nnothing was run.")
         raise typer.Exit(1)
     if result.zombies:  # runs a dead process had left RUNNING, marked KILLED at the start

@@ -348,13 +348,20 @@ class _Signals:
             signal.signal(sig, handler)
 
 
-def run(plan: Plan, *, use_cache: bool = True, view=None) -> RunResult:
-    """Execute ``plan`` as a Prefect flow run tracked in MLflow; never raises for a failed step."""
+def start_executor(plan: Plan, use_cache: bool = True):
+    """The run's executor, with the workers its uncached steps need already starting (the CLI calls
+    this before waiting for the Prefect server, so the workers' imports overlap its start)."""
+    return _executor(plan, _to_compute(plan, StepCache(settings.home()), use_cache))
+
+
+def run(plan: Plan, *, use_cache: bool = True, view=None, executor=None) -> RunResult:
+    """Execute ``plan`` as a Prefect flow run tracked in MLflow; never raises for a failed step.
+    ``executor``: one from ``start_executor`` (closed here); default: started now."""
     from flows.view import StepView
 
     view = view or StepView(list(plan.instances), enabled=False)
     cache = StepCache(settings.home())
-    executor = _executor(plan, _to_compute(plan, cache, use_cache))
+    executor = executor or _executor(plan, _to_compute(plan, cache, use_cache))
     tracker = Tracker(plan.name)
     swept = tracker.sweep_zombies()
     parent_tags = {"pipeline": plan.name, "spec_hash": plan.spec_hash, "profile": plan.profile or "",

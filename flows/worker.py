@@ -274,6 +274,19 @@ def _die_with_parent() -> None:
         pass
 
 
+def _warm() -> None:
+    """Import what every step needs and open the tracking store before the first payload is read
+    (a worker started early, while the parent waits for its servers, is then ready to compute)."""
+    try:
+        from flows.tracking import Tracker
+
+        uri = os.environ.get("MLFLOW_TRACKING_URI", "")
+        if uri.startswith("sqlite:"):
+            Tracker.for_runs(uri).client.search_experiments(max_results=1)
+    except Exception:  # the step itself reports a store that cannot be opened
+        pass
+
+
 def serve(fd: int) -> None:
     """Worker loop: receive payloads on ``fd``, send events and results back, until EOF."""
     import signal
@@ -294,6 +307,7 @@ def serve(fd: int) -> None:
             conn.send(message)
 
     send(("ready", {"pid": os.getpid(), "host": socket.gethostname()}))
+    _warm()
     while True:
         try:
             payload = conn.recv()
