@@ -65,3 +65,16 @@ def test_nothing_to_change_returns_the_input_and_bad_ranges_are_errors(pairs, tm
         get("data.documents")(Context(tmp_path / "bad"), data=pairs, k_min=3, k_max=2)
     with pytest.raises(DataError, match="no train pair has at most 1 source words"):
         get("data.documents")(Context(tmp_path / "none"), data=pairs, max_words=1)
+
+
+def test_train_on_single_pairs_and_test_on_documents(pairs, tmp_path):
+    """RNNencdec-N on documents: training keeps every single pair up to N words, only the test
+    splits are grouped (grouping first and then filtering would drop most training pairs)."""
+    out = get("data.documents")(Context(tmp_path / "docs"), data=pairs, k_min=1, k_max=4, max_words=9,
+                                group_splits=["valid", "test"])["dataset"]
+    ds, meta = load_translation(out)
+    base, _ = load_translation(pairs)
+    assert list(ds["train"]["src"]) == [s for s in base["train"]["src"] if len(s.split()) <= 9]
+    assert len(ds["test"]) < 90 and " ".join(ds["test"]["src"]) == " ".join(base["test"]["src"])
+    assert max(len(s.split()) for s in ds["test"]["src"]) > 9   # longer than any training source
+    assert meta["documents"]["group_splits"] == ["valid", "test"]

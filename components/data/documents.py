@@ -40,6 +40,7 @@ def _tokenizers(folder: Path, joint: bool):
 @component("data.documents", outputs=["dataset"], bottleneck="B3")
 def documents(ctx, *, data: str, k_min: int = 1, k_max: int = 1, max_words: int = 0,
               filter_splits: list[Literal["train", "valid", "test"]] = ["train"],  # noqa: B006 - test on all lengths
+              group_splits: list[Literal["train", "valid", "test"]] = ["train", "valid", "test"],  # noqa: B006
               seed: int = 0) -> dict:
     """Build documents of k consecutive pairs and/or drop long training pairs, from a translation dataset.
 
@@ -51,6 +52,8 @@ def documents(ctx, *, data: str, k_min: int = 1, k_max: int = 1, max_words: int 
             document is still aligned, real text. k_min = k_max = 1 keeps single pairs.
         max_words: > 0 keeps only pairs (documents) whose source has at most this many words in
             ``filter_splits`` (RNNencdec-N: train on pairs up to N words, test on every length).
+        group_splits: the splits made into documents; the others keep single pairs (train on
+            single sentences, test on documents: ``group_splits: [valid, test]``).
         seed: seed for the document sizes.
 
     Returns:
@@ -69,7 +72,7 @@ def documents(ctx, *, data: str, k_min: int = 1, k_max: int = 1, max_words: int 
     for name in SPLITS:
         pairs = list(zip(ds[name]["src"], ds[name]["tgt"]))
         pairs_in[name] = len(pairs)
-        docs = group(pairs, k_min, k_max, split_rng(seed, name)) if k_max > 1 else pairs
+        docs = group(pairs, k_min, k_max, split_rng(seed, name)) if k_max > 1 and name in group_splits else pairs
         if max_words and name in filter_splits:
             docs = [d for d in docs if len(d[0].split()) <= max_words]
             if not docs:
@@ -78,8 +81,8 @@ def documents(ctx, *, data: str, k_min: int = 1, k_max: int = 1, max_words: int 
         splits[name] = docs
     src_tok, tgt_tok = _tokenizers(folder, bool(meta.get("joint")))
     extra = {k: v for k, v in meta.items() if k not in _DERIVED}
-    extra["documents"] = {"k_min": k_min,
-                          "k_max": k_max, "max_words": max_words, "filter_splits": list(filter_splits),
+    extra["documents"] = {"k_min": k_min, "k_max": k_max, "group_splits": list(group_splits),
+                          "max_words": max_words, "filter_splits": list(filter_splits),
                           "seed": seed, "pairs_in": pairs_in}
     out = write_translation(ctx, splits, src_tok, tgt_tok, src_lang=meta["src_lang"], tgt_lang=meta["tgt_lang"],
                             meta=extra)
