@@ -13,6 +13,7 @@ from components.probes.common import ProbeError
 from components.report.bleu_plot import BleuPlotError, curves
 from components.report.checks import evaluate
 from components.report.refs import Resolver
+from tests.recording import RecordingContext
 
 
 @pytest.fixture(scope="module")
@@ -135,3 +136,13 @@ def test_the_papers_tokenised_compound_split_bleu_is_its_own_number():
     assert tokenized_bleu(ref, ref, "de") == pytest.approx(100.0)
     # the split compound gives "CDU" and "-" credit that 13a (one token "CDU-Chef") does not
     assert tokenized_bleu(hyp, ref, "de") > score(hyp, ref, "13a", 0)["bleu"] + 3   # 80.0 vs 76.1
+
+
+def test_translating_a_split_reports_progress_over_every_models_sentences(trained, tmp_path):
+    _, ckpts = trained
+    ctx = RecordingContext(tmp_path)
+    get("eval.bleu")(ctx, checkpoints={"a": ckpts["seq2seq-tiny"], "b": ckpts["luong-tiny"]}, tokenize="none",
+                     buckets=[1, 5, 9], n_bootstrap=0, batch_size=16)
+    (bar,) = ctx.handles
+    assert (bar.total, bar.completed) == (120, 120)   # 60 test sentences by 2 models, all done
+    assert bar.description == "translate b"

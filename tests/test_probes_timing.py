@@ -8,6 +8,7 @@ import torch
 
 from components import Context, get
 from components.probes.common import ProbeError
+from tests.recording import RecordingContext
 
 
 @pytest.fixture(autouse=True)
@@ -16,7 +17,7 @@ def one_thread():
 
 
 def test_timing_counts_steps_flops_and_memory_per_model(tmp_path):
-    ctx = Context(tmp_path)
+    ctx = RecordingContext(tmp_path)
     out = get("probe.timing")(ctx, models={"rnn": "rnn-tiny", "naive": "transformer-encoder-tiny",
                                            "sdpa": "transformer-encoder-tiny"},
                               overrides={"naive": {"naive": True, "num_layers": 2}, "sdpa": {"num_layers": 2}},
@@ -38,6 +39,8 @@ def test_timing_counts_steps_flops_and_memory_per_model(tmp_path):
     assert s["threads"] == 1 and s["memory_method"].startswith("VmHWM")
     assert Path(out["plot"]).exists() and Path(out["table"]).exists()
     assert ctx.params["device"] == "cpu" and ctx.params["dtype"] == "float32"
+    (bar,) = ctx.handles   # progress: one model at a time, all three done
+    assert (bar.total, bar.completed, bar.description) == (3, 3, "timing sdpa")
 
 
 def test_timing_rejects_overrides_for_unknown_labels(tmp_path):

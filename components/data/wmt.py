@@ -70,43 +70,49 @@ def wmt(ctx, *, source: Literal["hf", "files"] = "hf", src_lang: str = "en", tgt
     check_vocab(vocab_size)  # before any download or reading
     if max_pairs is not None and max_pairs < 1:
         raise DataError(f"max_pairs must be >= 1 (or null for all pairs), got {max_pairs}")
-    if source == "hf":
-        config = config or default_config(src_lang, tgt_lang)
-        unknown = set(hf_splits) - set(SPLITS)
-        if unknown or "train" not in hf_splits:
-            raise DataError(f"hf_splits needs a 'train' entry and only train/valid/test, got {sorted(hf_splits)}")
-        raw = {ours: load_hub_pairs(dataset, config, spec, src_lang, tgt_lang, streaming=streaming,
-                                    max_pairs=max_pairs if ours == "train" else None, seed=seed,
-                                    cache_dir=cache_dir)
-               for ours, spec in hf_splits.items()}
-        origin = {"source": "hf", "dataset": dataset, "config": config, "hf_splits": dict(hf_splits)}
-    else:
-        if "train" not in files:
-            raise DataError("source: files needs files.train (a list of [src_file, tgt_file]) to train the tokenizer")
-        raw = _read_files(files, data_dir, encoding)
-        if max_pairs is not None and max_pairs < len(raw["train"]):
-            raw["train"] = split_pairs(raw["train"], {"sample": max_pairs / len(raw["train"])}, seed)["sample"]
-        origin = {"source": "files", "files": {k: [list(e) for e in v] for k, v in files.items()}}
+    with ctx.progress(total=4, description="data: read") as bar:  # read, clean, BPE, encode
+        if source == "hf":
+            config = config or default_config(src_lang, tgt_lang)
+            unknown = set(hf_splits) - set(SPLITS)
+            if unknown or "train" not in hf_splits:
+                raise DataError(f"hf_splits needs a 'train' entry and only train/valid/test, got {sorted(hf_splits)}")
+            raw = {ours: load_hub_pairs(dataset, config, spec, src_lang, tgt_lang, streaming=streaming,
+                                        max_pairs=max_pairs if ours == "train" else None, seed=seed,
+                                        cache_dir=cache_dir)
+                   for ours, spec in hf_splits.items()}
+            origin = {"source": "hf", "dataset": dataset, "config": config, "hf_splits": dict(hf_splits)}
+        else:
+            if "train" not in files:
+                raise DataError("source: files needs files.train (a list of [src_file, tgt_file]) "
+                                "to train the tokenizer")
+            raw = _read_files(files, data_dir, encoding)
+            if max_pairs is not None and max_pairs < len(raw["train"]):
+                raw["train"] = split_pairs(raw["train"], {"sample": max_pairs / len(raw["train"])}, seed)["sample"]
+            origin = {"source": "files", "files": {k: [list(e) for e in v] for k, v in files.items()}}
 
-    train, dropped = clean_pairs(raw.pop("train"), max_len, max_ratio, dedup)
-    if not train:
-        raise DataError(f"no training pairs left after cleaning (removed: {dropped}): check the files "
-                        f"or loosen max_len={max_len} / max_ratio={max_ratio}")
-    carve = {name: frac for name, frac in (("valid", valid_fraction), ("test", test_fraction)) if name not in raw}
-    splits = {**split_pairs(train, carve, seed), **raw}
+        bar.update(completed=1, description="data: clean")
+        train, dropped = clean_pairs(raw.pop("train"), max_len, max_ratio, dedup)
+        if not train:
+            raise DataError(f"no training pairs left after cleaning (removed: {dropped}): check the files "
+                            f"or loosen max_len={max_len} / max_ratio={max_ratio}")
+        carve = {name: frac for name, frac in (("valid", valid_fraction), ("test", test_fraction)) if name not in raw}
+        splits = {**split_pairs(train, carve, seed), **raw}
 
-    texts = splits["train"]
-    if joint:
-        src_tok = tgt_tok = train_bpe([t for pair in texts for t in pair], vocab_size, min_frequency, lowercase)
-    else:
-        src_tok = train_bpe([s for s, _ in texts], vocab_size, min_frequency, lowercase)
-        tgt_tok = train_bpe([t for _, t in texts], vocab_size, min_frequency, lowercase)
-    for side, tok in (("src", src_tok), ("tgt", tgt_tok)):
-        if tok.get_vocab_size() > vocab_size:  # BPE keeps every character it saw, whatever the budget
-            ctx.log.warning("%s vocabulary has %d entries, more than vocab_size=%d: the training text has "
-                            "that many distinct characters", side, tok.get_vocab_size(), vocab_size)
-    ctx.log_metrics({f"dropped/{k}": v for k, v in dropped.items()})
-    folder = write_translation(ctx, splits, src_tok, tgt_tok, src_lang=src_lang, tgt_lang=tgt_lang,
-                               meta={**origin, "dropped": dropped, "seed": seed, "tokenizer": "bpe",
-                                     "requested_vocab_size": vocab_size}, num_proc=num_proc)
-    return {"dataset": str(folder)}
+        texts = splits["train"]
+        bar.update(completed=2, description=f"data: BPE on {len(texts)} pairs")
+        if joint:
+            src_tok = tgt_tok = train_bpe([t for pair in texts for t in pair], vocab_size, min_frequency, lowercase)
+        else:
+            src_tok = train_bpe([s for s, _ in texts], vocab_size, min_frequency, lowercase)
+            tgt_tok = train_bpe([t for _, t in texts], vocab_size, min_frequency, lowercase)
+        for side, tok in (("src", src_tok), ("tgt", tgt_tok)):
+            if tok.get_vocab_size() > vocab_size:  # BPE keeps every character it saw, whatever the budget
+                ctx.log.warning("%s vocabulary has %d entries, more than vocab_size=%d: the training text has "
+                                "that many distinct characters", side, tok.get_vocab_size(), vocab_size)
+        ctx.log_metrics({f"dropped/{k}": v for k, v in dropped.items()})
+        bar.update(completed=3, description="data: encode")
+        folder = write_translation(ctx, splits, src_tok, tgt_tok, src_lang=src_lang, tgt_lang=tgt_lang,
+                                   meta={**origin, "dropped": dropped, "seed": seed, "tokenizer": "bpe",
+                                         "requested_vocab_size": vocab_size}, num_proc=num_proc)
+        bar.update(completed=4)
+        return {"dataset": str(folder)}

@@ -117,51 +117,54 @@ def eval_bleu(
     summary: dict[str, Any] = {}
     curves: dict[str, list[float]] = {}
     samples: dict[str, list[str]] = {}
-    for label, ckpt in checkpoints.items():
-        folder = data or load_info(ckpt)["data"]
-        ds, meta = load_translation(folder)
-        part = ds[split]
-        n = len(part) if max_examples <= 0 else min(max_examples, len(part))
-        src_text, refs = list(part["src"][:n]), list(part["tgt"][:n])
-        model = load_model(ckpt, ctx.device)
-        ids = translate(model, list(part["src_ids"][:n]), meta, beam=beam, length_penalty=length_penalty,
-                        max_len_a=max_len_a, max_len_b=max_len_b, batch_size=batch_size, device=ctx.device)
-        hyps = detokenize(folder, ids)
-        for name, lines in (("hyps", hyps), ("refs", refs)):
-            path = ctx.path(f"{name}.{P.key(label)}.txt")
-            path.write_text("".join(line.replace("\n", " ") + "\n" for line in lines))
-            ctx.log_artifact(path)
-        overall = score(hyps, refs, tokenize, n_bootstrap)
-        for k, v in overall.items():
-            summary[P.key(k, label)] = v
-        if tokenized:
-            summary[P.key("bleu_tok", label)] = tokenized_bleu(hyps, refs, meta.get("tgt_lang", "en"))
-        which = [bucket_of(len(s.split()), buckets) for s in src_text]
-        curves[label] = []
-        for b in names:
-            idx = [i for i, w in enumerate(which) if w == b]
-            summary[P.key("count", f"len_{b}")] = len(idx)
-            s = score([hyps[i] for i in idx], [refs[i] for i in idx], tokenize, n_bootstrap if idx else 0)
-            for k, v in s.items():
-                summary[P.key(k, label, f"len_{b}")] = v
-            curves[label].append(s["bleu"])
-        # the first and last non-empty buckets under stable names, so claims hold for any bucketing
-        filled = [b for b in names if summary[P.key("count", f"len_{b}")] > 0]
-        for alias, b in (("shortest", filled[0]), ("longest", filled[-1])) if filled else ():
-            for k in ("bleu", "chrf"):
-                summary[P.key(k, label, alias)] = summary[P.key(k, label, f"len_{b}")]
-        samples.setdefault("source", src_text[:n_samples])
-        samples.setdefault("reference", refs[:n_samples])
-        samples[f"hyp_{label}"] = hyps[:n_samples]
-        if not example and n:
-            i = longest(src_text)
-            example = {"split": split, "index": i, "words": len(src_text[i].split()), "source": src_text[i],
-                       "reference": refs[i], "hyps": {}}
-        if example and example["index"] < n and src_text[example["index"]] == example["source"]:
-            example["hyps"][label] = hyps[example["index"]]
-        elif example:  # another data folder: its sentence at that index is not the same source
-            ctx.log.warning("eval.bleu: %s was scored on other data; left out of the side-by-side example", label)
-        summary["n"] = n
+    with ctx.progress(total=None, description="translate") as bar:  # sentences of every model
+        for label, ckpt in checkpoints.items():
+            folder = data or load_info(ckpt)["data"]
+            ds, meta = load_translation(folder)
+            part = ds[split]
+            n = len(part) if max_examples <= 0 else min(max_examples, len(part))
+            src_text, refs = list(part["src"][:n]), list(part["tgt"][:n])
+            model = load_model(ckpt, ctx.device)
+            bar.update(total=(bar.total or 0) + n, description=f"translate {label}")
+            ids = translate(model, list(part["src_ids"][:n]), meta, beam=beam, length_penalty=length_penalty,
+                            max_len_a=max_len_a, max_len_b=max_len_b, batch_size=batch_size, device=ctx.device,
+                            on_batch=bar.advance)
+            hyps = detokenize(folder, ids)
+            for name, lines in (("hyps", hyps), ("refs", refs)):
+                path = ctx.path(f"{name}.{P.key(label)}.txt")
+                path.write_text("".join(line.replace("\n", " ") + "\n" for line in lines))
+                ctx.log_artifact(path)
+            overall = score(hyps, refs, tokenize, n_bootstrap)
+            for k, v in overall.items():
+                summary[P.key(k, label)] = v
+            if tokenized:
+                summary[P.key("bleu_tok", label)] = tokenized_bleu(hyps, refs, meta.get("tgt_lang", "en"))
+            which = [bucket_of(len(s.split()), buckets) for s in src_text]
+            curves[label] = []
+            for b in names:
+                idx = [i for i, w in enumerate(which) if w == b]
+                summary[P.key("count", f"len_{b}")] = len(idx)
+                s = score([hyps[i] for i in idx], [refs[i] for i in idx], tokenize, n_bootstrap if idx else 0)
+                for k, v in s.items():
+                    summary[P.key(k, label, f"len_{b}")] = v
+                curves[label].append(s["bleu"])
+            # the first and last non-empty buckets under stable names, so claims hold for any bucketing
+            filled = [b for b in names if summary[P.key("count", f"len_{b}")] > 0]
+            for alias, b in (("shortest", filled[0]), ("longest", filled[-1])) if filled else ():
+                for k in ("bleu", "chrf"):
+                    summary[P.key(k, label, alias)] = summary[P.key(k, label, f"len_{b}")]
+            samples.setdefault("source", src_text[:n_samples])
+            samples.setdefault("reference", refs[:n_samples])
+            samples[f"hyp_{label}"] = hyps[:n_samples]
+            if not example and n:
+                i = longest(src_text)
+                example = {"split": split, "index": i, "words": len(src_text[i].split()), "source": src_text[i],
+                           "reference": refs[i], "hyps": {}}
+            if example and example["index"] < n and src_text[example["index"]] == example["source"]:
+                example["hyps"][label] = hyps[example["index"]]
+            elif example:  # another data folder: its sentence at that index is not the same source
+                ctx.log.warning("eval.bleu: %s was scored on other data; left out of the side-by-side example", label)
+            summary["n"] = n
     summary = P.flat(summary)
     P.log_summary(ctx, summary)
     import pandas as pd

@@ -12,8 +12,9 @@ from components.probes.common import ProbeError
 @torch.no_grad()
 def translate(model, src_ids: list[list[int]], meta: dict[str, Any], *, beam: int = 1,
               length_penalty: float = 0.6, max_len_a: float = 1.5, max_len_b: int = 10,
-              batch_size: int = 64, device: str = "cpu") -> list[list[int]]:
-    """Return output ids per source (in input order), batched by similar source length."""
+              batch_size: int = 64, device: str = "cpu", on_batch=None) -> list[list[int]]:
+    """Return output ids per source (in input order), batched by similar source length;
+    ``on_batch(n)`` is called after each batch of n sentences (progress)."""
     if not hasattr(model, "greedy"):
         raise ProbeError(f"{type(model).__name__} cannot decode: it has no greedy(); use an encoder-decoder")
     bos, eos, pad_id = int(meta["bos_id"]), int(meta["eos_id"]), int(meta["pad_id"])
@@ -30,6 +31,8 @@ def translate(model, src_ids: list[list[int]], meta: dict[str, Any], *, beam: in
             tokens = model.greedy(src, lengths, max_len, bos, eos)[0]
         for row, i in enumerate(idx):
             out[i] = strip(tokens[row].tolist(), bos, eos, pad_id)
+        if on_batch is not None:
+            on_batch(len(idx))
     return out
 
 

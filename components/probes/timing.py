@@ -93,35 +93,39 @@ def timing(
     ctx.log_params({"device": ctx.device, "dtype": dtype, "threads": threads, "torch": torch.__version__,
                     "cpu": platform.processor() or platform.machine()})
     rows, curves = [], {}
-    for label, name in models.items():
-        ov = dict(overrides.get(label, {}))
-        fields = accepted_fields(name)
-        if fields and "max_len" in fields:  # learned / sinusoidal tables must cover the longest T
-            ov.setdefault("max_len", max(lengths))
-        shape = structure(build_model(name, ov))
-        spec = {"model": name, "overrides": ov, "lengths": lengths, "batch": batch, "warmup": warmup,
-                "repeats": repeats, "threads": threads, "dtype": dtype, "device": ctx.device, "seed": seed}
-        result = _run_worker({**spec, "mode": "time"})
-        if not ctx.device.startswith("cuda"):
-            memory = _run_worker({**spec, "mode": "memory"}, EXACT_MALLOC_ENV)
-            for r, m in zip(result["rows"], memory["rows"]):
-                r["peak_bytes"] = m["peak_bytes"]
-            result["memory_method"] = memory["memory_method"]
-        summary["memory_method"] = result["memory_method"]
-        for r in result["rows"]:
-            T = r["T"]
-            per_layer, path = sequential_steps(shape["family"], T, shape["layers"])
-            row = {"model": label, "variant": name, "T": T, "seconds": r["seconds"],
-                   "memory_mb": r["peak_bytes"] / 2**20, "seq_steps": path, "seq_steps_per_layer": per_layer,
-                   "flops_per_layer": flops_per_layer(shape["family"], T, shape["width"], shape["kernel"])}
-            rows.append(row)
-            for k in ("seconds", "memory_mb", "seq_steps", "seq_steps_per_layer", "flops_per_layer"):
-                summary[P.key("time_s" if k == "seconds" else k, label, f"T_{T}")] = row[k]
-            ctx.log_metrics({P.key("time_s", label): row["seconds"], P.key("memory_mb", label): row["memory_mb"]}, T)
-        fit = [r for r in rows if r["model"] == label and r["T"] >= fit_min]
-        for what, col in (("time_exp", "seconds"), ("memory_exp", "memory_mb")):
-            summary[P.key(what, label)] = P.loglog_exponent([r["T"] for r in fit], [r[col] for r in fit])
-        curves[label] = [r for r in rows if r["model"] == label]
+    with ctx.progress(total=len(models), description="timing") as bar:
+        for label, name in models.items():
+            bar.update(description=f"timing {label}")
+            ov = dict(overrides.get(label, {}))
+            fields = accepted_fields(name)
+            if fields and "max_len" in fields:  # learned / sinusoidal tables must cover the longest T
+                ov.setdefault("max_len", max(lengths))
+            shape = structure(build_model(name, ov))
+            spec = {"model": name, "overrides": ov, "lengths": lengths, "batch": batch, "warmup": warmup,
+                    "repeats": repeats, "threads": threads, "dtype": dtype, "device": ctx.device, "seed": seed}
+            result = _run_worker({**spec, "mode": "time"})
+            if not ctx.device.startswith("cuda"):
+                memory = _run_worker({**spec, "mode": "memory"}, EXACT_MALLOC_ENV)
+                for r, m in zip(result["rows"], memory["rows"]):
+                    r["peak_bytes"] = m["peak_bytes"]
+                result["memory_method"] = memory["memory_method"]
+            summary["memory_method"] = result["memory_method"]
+            for r in result["rows"]:
+                T = r["T"]
+                per_layer, path = sequential_steps(shape["family"], T, shape["layers"])
+                row = {"model": label, "variant": name, "T": T, "seconds": r["seconds"],
+                       "memory_mb": r["peak_bytes"] / 2**20, "seq_steps": path, "seq_steps_per_layer": per_layer,
+                       "flops_per_layer": flops_per_layer(shape["family"], T, shape["width"], shape["kernel"])}
+                rows.append(row)
+                for k in ("seconds", "memory_mb", "seq_steps", "seq_steps_per_layer", "flops_per_layer"):
+                    summary[P.key("time_s" if k == "seconds" else k, label, f"T_{T}")] = row[k]
+                ctx.log_metrics({P.key("time_s", label): row["seconds"],
+                                 P.key("memory_mb", label): row["memory_mb"]}, T)
+            fit = [r for r in rows if r["model"] == label and r["T"] >= fit_min]
+            for what, col in (("time_exp", "seconds"), ("memory_exp", "memory_mb")):
+                summary[P.key(what, label)] = P.loglog_exponent([r["T"] for r in fit], [r[col] for r in fit])
+            curves[label] = [r for r in rows if r["model"] == label]
+            bar.advance()
     summary = P.flat(summary)
     P.log_summary(ctx, summary)
     import pandas as pd
