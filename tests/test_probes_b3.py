@@ -12,6 +12,7 @@ import torch
 from components import Context, get
 from components.probes.attention_maps import diagonal_mass
 from components.probes.decode import bucket_names, bucket_of
+from tests.recording import RecordingContext
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +51,11 @@ def test_bleu_matches_sacrebleu_cli_and_buckets_sum_to_total(trained, tmp_path):
 
 def test_capacity_reports_recall_per_length_bucket(trained, tmp_path):
     _, ckpts = trained
-    s = get("probe.capacity")(Context(tmp_path), checkpoints=ckpts, buckets=[2, 6, 10])["summary"]
+    ctx = RecordingContext(tmp_path)
+    s = get("probe.capacity")(ctx, checkpoints=ckpts, buckets=[2, 6, 10])["summary"]
     assert sum(s[f"count/len_{b}"] for b in ("2-5", "6-9", "10-inf")) == 120
+    (bar,) = ctx.handles  # progress over every model's sentences
+    assert bar.total == bar.completed == 120 * len(ckpts)
     buckets = ("2-5", "6-9", "10-inf")
     counts = [s[f"count/len_{b}"] for b in buckets]
     for label in ckpts:

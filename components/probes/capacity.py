@@ -38,28 +38,33 @@ def capacity(
     names = bucket_names(buckets)
     summary: dict[str, Any] = {}
     curves = {}
-    for label, ckpt in checkpoints.items():
-        ds, meta = load_translation(data or load_info(ckpt)["data"])
-        part = ds[split]
-        n = len(part) if max_examples <= 0 else min(max_examples, len(part))
-        src, tgt = list(part["src_ids"][:n]), list(part["tgt_ids"][:n])
-        hyps = translate(load_model(ckpt, ctx.device), src, meta, batch_size=batch_size, device=ctx.device)
-        bos, eos = int(meta["bos_id"]), int(meta["eos_id"])
-        refs = [[t for t in ids if t not in (bos, eos)] for ids in tgt]
-        lengths = [len([t for t in ids if t != eos]) for ids in src]
-        accs = [recall(h, r) for h, r in zip(hyps, refs)]
-        exact = [float(h == r) for h, r in zip(hyps, refs)]
-        summary[P.key("acc", label)] = sum(accs) / max(len(accs), 1)
-        curves[label] = []
-        for b in names:
-            idx = [i for i, L in enumerate(lengths) if bucket_of(L, buckets) == b]
-            summary[P.key("count", f"len_{b}")] = len(idx)
-            a = sum(accs[i] for i in idx) / len(idx) if idx else float("nan")
-            summary[P.key("acc", label, f"len_{b}")] = a
-            summary[P.key("exact", label, f"len_{b}")] = sum(exact[i] for i in idx) / len(idx) if idx else float("nan")
-            curves[label].append(a)
-        filled = [a for a in curves[label] if a == a]
-        summary[P.key("ratio", label)] = filled[-1] / filled[0] if len(filled) > 1 and filled[0] > 0 else float("nan")
+    with ctx.progress(total=None, description="recall") as bar:  # sentences of every model
+        for label, ckpt in checkpoints.items():
+            ds, meta = load_translation(data or load_info(ckpt)["data"])
+            part = ds[split]
+            n = len(part) if max_examples <= 0 else min(max_examples, len(part))
+            src, tgt = list(part["src_ids"][:n]), list(part["tgt_ids"][:n])
+            bar.update(total=(bar.total or 0) + n, description=f"recall {label}")
+            hyps = translate(load_model(ckpt, ctx.device), src, meta, batch_size=batch_size, device=ctx.device,
+                             on_batch=bar.advance)
+            bos, eos = int(meta["bos_id"]), int(meta["eos_id"])
+            refs = [[t for t in ids if t not in (bos, eos)] for ids in tgt]
+            lengths = [len([t for t in ids if t != eos]) for ids in src]
+            accs = [recall(h, r) for h, r in zip(hyps, refs)]
+            exact = [float(h == r) for h, r in zip(hyps, refs)]
+            summary[P.key("acc", label)] = sum(accs) / max(len(accs), 1)
+            curves[label] = []
+            for b in names:
+                idx = [i for i, L in enumerate(lengths) if bucket_of(L, buckets) == b]
+                summary[P.key("count", f"len_{b}")] = len(idx)
+                a = sum(accs[i] for i in idx) / len(idx) if idx else float("nan")
+                summary[P.key("acc", label, f"len_{b}")] = a
+                summary[P.key("exact", label, f"len_{b}")] = (sum(exact[i] for i in idx) / len(idx) if idx
+                                                              else float("nan"))
+                curves[label].append(a)
+            filled = [a for a in curves[label] if a == a]
+            summary[P.key("ratio", label)] = (filled[-1] / filled[0] if len(filled) > 1 and filled[0] > 0
+                                              else float("nan"))
     summary = P.flat(summary)
     P.log_summary(ctx, summary)
     plt = P.pyplot()
