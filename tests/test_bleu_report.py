@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-import torch
 
 from components import Context, get
 from components.probes.common import ProbeError
@@ -14,18 +13,14 @@ from components.report.bleu_plot import BleuPlotError, curves
 from components.report.checks import evaluate
 from components.report.refs import Resolver
 from tests.recording import RecordingContext
+from tests.toy_translation import train_toy
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """A toy translation task, two briefly trained RNNs and a Transformer."""
-    torch.set_num_threads(1)
-    root = tmp_path_factory.mktemp("bleu")
-    data = get("data.synthetic_translation")(Context(root / "data"), vocab=6, min_len=2, max_len=12,
-                                             reorder="none", n_train=800, n_valid=40, n_test=60)["dataset"]
-    ckpts = {m: get("train.model")(Context(root / m), data=data, model=m, steps=60, max_tokens=600,
-                                   lr=1e-2)["checkpoint"] for m in ("seq2seq-tiny", "luong-tiny", "transformer-tiny")}
-    return data, ckpts
+    return train_toy(tmp_path_factory.mktemp("bleu"), ("seq2seq-tiny", "luong-tiny", "transformer-tiny"), steps=60,
+                     n_test=60)
 
 
 def test_checkpoint_groups_merge_and_the_longest_sentence_is_shown_for_every_model(trained, tmp_path):

@@ -7,24 +7,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 from components import Context, get
 from components.probes.attention_maps import diagonal_mass
 from components.probes.decode import bucket_names, bucket_of
 from tests.recording import RecordingContext
+from tests.toy_translation import train_toy
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """A copy-like synthetic translation task and two briefly trained encoder-decoders."""
-    torch.set_num_threads(1)
-    root = tmp_path_factory.mktemp("b3")
-    data = get("data.synthetic_translation")(Context(root / "data"), vocab=6, min_len=2, max_len=12,
-                                             reorder="none", n_train=800, n_valid=40, n_test=120)["dataset"]
-    ckpts = {m: get("train.model")(Context(root / m), data=data, model=m, steps=150, max_tokens=600,
-                                   lr=1e-2)["checkpoint"] for m in ("seq2seq-tiny", "luong-tiny")}
-    return data, ckpts
+    return train_toy(tmp_path_factory.mktemp("b3"), ("seq2seq-tiny", "luong-tiny"), steps=150, n_test=120)
 
 
 def cli(metric: str, refs: Path, hyps: Path) -> float:
