@@ -8,7 +8,7 @@ from components import Context, get
 from components.models import build
 from components.train import load_model
 from components.train.average import average_checkpoints
-from components.train.build import TrainError
+from components.train.build import TrainError, build_model, data_overrides
 from components.train.evaluate import evaluate
 from components.train.precision import choose
 from components.train.tasks import Task, TranslationBatches
@@ -115,3 +115,35 @@ def test_prefetcher_serves_batches_in_order_and_reraises_a_collation_error_on_th
         with pytest.raises(ValueError, match="bad example at step 5"):
             next(loader)
     assert not loader._thread.is_alive()
+
+
+@pytest.mark.parametrize("name", ["seq2seq-small", "luong-dot-small", "bahdanau-small", "transformer-tiny"])
+def test_projecting_only_the_scored_positions_gives_the_full_passs_loss_and_gradients(mt, name):
+    """Translation models project only non-padding targets onto the vocabulary (most of a step's work
+    with a large vocabulary); the loss, accuracy and every gradient must equal the full projection's."""
+    task = Task(mt, "cpu")
+    torch.manual_seed(0)
+    model = build_model(name, {**data_overrides(task.meta, name), "dropout": 0.0})
+    V = model.config.tgt_vocab_size
+    assert model.projects_kept
+    batch = next(iter(task.eval_batches("train", 8)))
+    assert (batch["tgt_out"] == -100).any()          # the batch has padding to skip
+
+    def run(kept: bool):
+        model.zero_grad()
+        model.projects_kept = kept
+        out, y = task.outputs(model, batch)
+        loss, correct, counted = task.score(out, y)
+        loss.backward()
+        return out, float(loss.detach()), int(correct), int(counted), {k: p.grad.clone() for k, p in model.named_parameters()
+                                                              if p.grad is not None}
+
+    out_k, loss_k, c_k, n_k, g_k = run(True)
+    out_f, loss_f, c_f, n_f, g_f = run(False)
+    n_real = int((batch["tgt_out"] != -100).sum())
+    assert out_k.shape == (n_real, V) and out_f.shape[:2] == batch["tgt_out"].shape
+    assert loss_k == pytest.approx(loss_f, rel=1e-6) and (c_k, n_k) == (c_f, n_f) == (c_k, n_real)
+    assert g_k.keys() == g_f.keys()
+    assert all(torch.allclose(g_k[k], g_f[k], atol=1e-6) for k in g_k)
+    flat = out_f.reshape(-1, V)[(batch["tgt_out"].reshape(-1) != -100)]
+    assert torch.allclose(out_k, flat, atol=1e-6)    # the same logits, in the targets' order

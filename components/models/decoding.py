@@ -29,6 +29,19 @@ def index_batch(obj, idx: Tensor):
     return obj
 
 
+def kept(x: Tensor, keep: Tensor | None) -> Tensor:
+    """Rows of (B, T, H) at flat indices ``keep`` into B*T, as (N, H); all of x when keep is None.
+
+    Teacher-forced training projects only the scored target positions onto the vocabulary: with
+    a large vocabulary the output layer, its softmax and their gradients are most of a step, and
+    padding is a third to a half of a random batch of sentences. Models that accept ``keep`` say so
+    with ``projects_kept = True``.
+    """
+    if keep is None:
+        return x
+    return x.reshape(-1, x.shape[-1]).index_select(0, keep.to(x.device, non_blocking=True))
+
+
 @contextmanager
 def _inference(model):
     """Run without dropout or autograd; restore the model's mode after."""

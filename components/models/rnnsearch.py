@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from components.models.decoding import Generates
+from components.models.decoding import Generates, kept
 from components.models.registry import ModelError
 from components.models.rnn_attention import BahdanauAttention
 from components.models.rnn_encoder import RNNEncoder, Seq2SeqConfig
@@ -38,6 +38,7 @@ class RNNSearch(Generates, nn.Module):
     """Attention-based encoder-decoder; ``forward`` returns logits and per-step alignments."""
 
     family = "seq2seq"
+    projects_kept = True    # forward(..., keep=flat indices) projects only those target positions
 
     def __init__(self, cfg: Seq2SeqConfig):
         super().__init__()
@@ -77,8 +78,8 @@ class RNNSearch(Generates, nn.Module):
         new = self.cell(x, (s, c)) if self.config.cell == "lstm" else (self.cell(x, s), c)
         return self.out(self.drop(t)), new, a
 
-    def forward(self, src: Tensor, src_lengths: Tensor | None, tgt_in: Tensor):
-        """Teacher-forced pass: logits (B, T_tgt, V) and attention (B, T_tgt, T_src)."""
+    def forward(self, src: Tensor, src_lengths: Tensor | None, tgt_in: Tensor, keep: Tensor | None = None):
+        """Teacher-forced pass: logits (B, T_tgt, V), or (N, V) at ``keep``, and attention (B, T_tgt, T_src)."""
         if tgt_in.numel() and tgt_in.device.type == "cpu" and int(tgt_in.max()) >= self.config.tgt_vocab_size:
             raise ModelError(f"tgt id {int(tgt_in.max())} out of range for tgt_vocab_size {self.config.tgt_vocab_size}")
         memory = self.encode(src, src_lengths)
@@ -97,7 +98,7 @@ class RNNSearch(Generates, nn.Module):
         t = self.deep(self.drop(torch.cat([prev_s, emb, ctx], -1)))
         t = t.view(*t.shape[:2], self.maxout, 2).max(-1).values                 # maxout (B, T, maxout)
         attn = self.encoder.unreverse(torch.stack(attns, 1), memory["lengths"])
-        return self.out(self.drop(t)), attn
+        return self.out(kept(self.drop(t), keep)), attn
 
     def step(self, prev: Tensor, state, memory):
         logits, state, a = self._step(self.embed(prev), state, memory)

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from components.models.decoding import Generates
+from components.models.decoding import Generates, kept
 from components.models.recurrent import HAS_CELL_STATE, Recurrent
 from components.models.registry import ModelError
 from components.models.rnn_attention import LuongAttention
@@ -21,6 +21,7 @@ class Seq2Seq(Generates, nn.Module):
     """``attention='none'``: the decoder sees only the encoder's final state (bottleneck B3)."""
 
     family = "seq2seq"
+    projects_kept = True    # forward(..., keep=flat indices) projects only those target positions
 
     def __init__(self, cfg: Seq2SeqConfig):
         super().__init__()
@@ -47,8 +48,11 @@ class Seq2Seq(Generates, nn.Module):
     def init_state(self, memory):
         return (memory["h0"], memory["c0"])
 
-    def _decode(self, tgt_in: Tensor, state, memory):
-        """Run the decoder over tgt_in (B, T); return logits, new state (batch-first), attn."""
+    def _decode(self, tgt_in: Tensor, state, memory, keep: Tensor | None = None):
+        """Run the decoder over tgt_in (B, T); return logits, new state (batch-first), attn.
+
+        ``keep`` (flat indices into B*T) projects only those positions: logits (N, V).
+        """
         if tgt_in.numel() and tgt_in.device.type == "cpu" and int(tgt_in.max()) >= self.config.tgt_vocab_size:
             raise ModelError(f"tgt id {int(tgt_in.max())} out of range for tgt_vocab_size {self.config.tgt_vocab_size}")
         h0, c0 = (s.transpose(0, 1).contiguous() for s in state)                # (L, B, H)
@@ -60,12 +64,12 @@ class Seq2Seq(Generates, nn.Module):
             ctx, attn = self.attn(out, memory["keys"], memory["values"], memory["mask"])
             out = torch.tanh(self.combine(torch.cat([ctx, out], -1)))
             attn = self.encoder.unreverse(attn, memory["lengths"])
-        return self.out(self.drop(out)), (h.transpose(0, 1), c.transpose(0, 1)), attn
+        return self.out(kept(self.drop(out), keep)), (h.transpose(0, 1), c.transpose(0, 1)), attn
 
-    def forward(self, src: Tensor, src_lengths: Tensor | None, tgt_in: Tensor):
-        """Teacher-forced pass: logits (B, T_tgt, V) and attention (B, T_tgt, T_src) or None."""
+    def forward(self, src: Tensor, src_lengths: Tensor | None, tgt_in: Tensor, keep: Tensor | None = None):
+        """Teacher-forced pass: logits (B, T_tgt, V), or (N, V) at ``keep``, and attention (B, T_tgt, T_src) or None."""
         memory = self.encode(src, src_lengths)
-        logits, _, attn = self._decode(tgt_in, self.init_state(memory), memory)
+        logits, _, attn = self._decode(tgt_in, self.init_state(memory), memory, keep)
         return logits, attn
 
     def step(self, prev: Tensor, state, memory):

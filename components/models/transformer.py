@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from components.models.attention import causal_mask, combine, local_mask, padding_mask
-from components.models.decoding import Generates
+from components.models.decoding import Generates, kept
 from components.models.masks import check_lengths
 from components.models.positions import POSITIONS, Positions
 from components.models.registry import ModelError, check_choice
@@ -61,6 +61,7 @@ class Transformer(Generates, nn.Module):
     """Encoder-decoder; ``forward`` returns logits and the last layer's cross-attention (head mean)."""
 
     family = "transformer"
+    projects_kept = True    # forward(..., keep=flat indices) projects only those target positions
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
@@ -106,18 +107,18 @@ class Transformer(Generates, nn.Module):
         memory = self.encoder(self._embed(self.src_embed, src, "src"), mask)
         return {"memory": memory, "mask": key_mask, "cross": self.decoder.cross_kv(memory)}
 
-    def decode(self, tgt_in: Tensor, memory: dict, need_weights: bool = True):
-        """Return logits (B, T_tgt, V) and cross-attention (B, T_tgt, T_src) averaged over heads."""
+    def decode(self, tgt_in: Tensor, memory: dict, need_weights: bool = True, keep: Tensor | None = None):
+        """Return logits (B, T_tgt, V), or (N, V) at ``keep``, and cross-attention (B, T_tgt, T_src) averaged over heads."""
         T = tgt_in.shape[1]
         x = self._embed(self.tgt_embed, tgt_in, "tgt_in")
         causal = not self.config.window  # is_causal, no mask tensor: SDPA may use Flash
         x, w, _ = self.decoder(x, memory["memory"], None if causal else self._self_mask(T, True, tgt_in.device),
                                memory["mask"], need_weights, causal, memory.get("cross"))
-        return self.generator(x), (w.mean(1) if w is not None else None)
+        return self.generator(kept(x, keep)), (w.mean(1) if w is not None else None)
 
-    def forward(self, src: Tensor, src_lengths: Tensor | None, tgt_in: Tensor):
-        """Teacher-forced pass: (logits (B, T_tgt, V), attn (B, T_tgt, T_src))."""
-        return self.decode(tgt_in, self.encode(src, src_lengths))
+    def forward(self, src: Tensor, src_lengths: Tensor | None, tgt_in: Tensor, keep: Tensor | None = None):
+        """Teacher-forced pass: (logits (B, T_tgt, V) or (N, V) at ``keep``, attn (B, T_tgt, T_src))."""
+        return self.decode(tgt_in, self.encode(src, src_lengths), keep=keep)
 
     def init_state(self, memory) -> dict:
         """Return empty self-attention caches (B, n_heads, 0, d_k) per layer, or an empty prefix (B, 0)."""

@@ -144,6 +144,11 @@ class Task:
             col = lambda v: torch.full((y.size(0), 1), v, dtype=y.dtype, device=y.device)  # noqa: E731
             tgt = torch.cat([col(bos), y, col(eos)], dim=1)  # (B, k + 2)
             return _logits(model(b["x"], None, tgt[:, :-1])), tgt[:, 1:]
+        if getattr(model, "projects_kept", False):
+            # only scored positions reach the output layer; the indices come from the CPU copy (no sync)
+            keep = (batch["tgt_out"].reshape(-1) != -100).nonzero().squeeze(1)
+            y = b["tgt_out"].reshape(-1).index_select(0, keep.to(self.device, non_blocking=True))
+            return _logits(model(b["src"], b["src_lengths"], b["tgt_in"], keep=keep)), y
         return _logits(model(b["src"], b["src_lengths"], b["tgt_in"])), b["tgt_out"]
 
     def _generate(self, model: nn.Module, x: torch.Tensor) -> torch.Tensor:
