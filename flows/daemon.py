@@ -106,15 +106,9 @@ def _recv_exact(sock: socket.socket, n: int, buf: bytes = b"") -> bytes:
 
 
 def _recv(sock: socket.socket, with_fds: bool = False) -> tuple[dict, list[int]]:
-    fds: list[int] = []
-    if with_fds:
-        data, fds, _, _ = socket.recv_fds(sock, 65536, 3)
-        if not data:
-            raise EOFError("connection closed")
-    else:
-        data = sock.recv(65536)
-        if not data:
-            raise EOFError("connection closed")
+    data, fds, _, _ = socket.recv_fds(sock, 65536, 3) if with_fds else (sock.recv(65536), [], 0, None)
+    if not data:
+        raise EOFError("connection closed")
     data = _recv_exact(sock, _HEADER.size, data)
     (n,) = _HEADER.unpack(data[:_HEADER.size])
     body = _recv_exact(sock, _HEADER.size + n, data)[_HEADER.size:]

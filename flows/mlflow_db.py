@@ -13,7 +13,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from flows.prefect_db import template_dir
+from flows.settings import cache_dir
 
 PREFIX = "sqlite:///"
 
@@ -28,7 +28,7 @@ def database_file(uri: str) -> Path | None:
 def _template() -> Path:
     import mlflow
 
-    template = template_dir() / f"mlflow-{mlflow.__version__}.db"
+    template = cache_dir() / f"mlflow-{mlflow.__version__}.db"
     if template.exists():
         return template
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore

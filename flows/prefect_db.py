@@ -8,18 +8,13 @@ cache folder, and later new folders start from that copy. Runs in the server pro
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 import sqlite3
 from pathlib import Path
 
+from flows.settings import cache_dir
+
 PREFIX = "sqlite+aiosqlite:///"
-
-
-def template_dir() -> Path:
-    """Where the migrated empty database is kept (``BOTTLENECKS_CACHE`` or the user's cache folder)."""
-    default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "bottlenecks"
-    return Path(os.environ.get("BOTTLENECKS_CACHE", default))
 
 
 def _database_file() -> Path | None:
@@ -40,7 +35,7 @@ def prepare() -> str:
     db = _database_file()
     if db is None or db.exists():
         return "existing database"
-    template = template_dir() / f"prefect-{prefect.__version__}.db"
+    template = cache_dir() / f"prefect-{prefect.__version__}.db"
     db.parent.mkdir(parents=True, exist_ok=True)
     if template.exists():
         shutil.copyfile(template, db)

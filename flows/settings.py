@@ -15,6 +15,13 @@ def home() -> Path:
     return Path(os.environ.get("BOTTLENECKS_HOME", Path.cwd() / HOME_DIR)).resolve()
 
 
+def cache_dir() -> Path:
+    """The user's cache folder, shared by every project (``BOTTLENECKS_CACHE`` or ``$XDG_CACHE_HOME/bottlenecks``):
+    the migrated empty Prefect and MLflow stores new folders start from."""
+    default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "bottlenecks"
+    return Path(os.environ.get("BOTTLENECKS_CACHE", default))
+
+
 def configure() -> Path:
     """Point Prefect and MLflow at embedded stores unless servers are configured; silence noise."""
     root = home()
