@@ -1,8 +1,9 @@
-"""Render the README's verdict table from a recorded scorecard.json, so the table is what a run measured.
+"""Render the README's verdict tables from recorded scorecard.json files, so each table is what a run measured.
 
     python benchmarks/verdict_table.py                       # rewrite README.md from docs/scorecard-quick.json
     python benchmarks/verdict_table.py --record PATH         # first copy a run's scorecard.json there
-    python benchmarks/verdict_table.py --check               # exit 1 if README.md differs
+    python benchmarks/verdict_table.py --profile standard    # the same for docs/scorecard-standard.json
+    python benchmarks/verdict_table.py --check               # exit 1 if README.md differs (every profile)
 
 After `bottlenecks run pipelines/four_bottlenecks.yaml` the run's scorecard.json is in
 .bottlenecks/work/scorecard-*/ (and on the MLflow parent run).
@@ -21,20 +22,32 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from components.report.text import headline  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-RECORDED = REPO / "docs" / "scorecard-quick.json"
 README = REPO / "README.md"
-BEGIN, END = "<!-- verdicts: generated from docs/scorecard-quick.json", "<!-- verdicts: end -->"
-BLOCK = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.S)
+
+
+class Table:
+    """One profile's recorded scorecard and the README block rendered from it."""
+
+    def __init__(self, profile: str, marker: str):
+        self.profile, self.recorded = profile, REPO / "docs" / f"scorecard-{profile}.json"
+        self.begin = f"<!-- {marker}: generated from docs/scorecard-{profile}.json"
+        self.end = f"<!-- {marker}: end -->"
+        self.block = re.compile(re.escape(self.begin) + r".*?" + re.escape(self.end), re.S)
+
+
+TABLES = {"quick": Table("quick", "verdicts"), "standard": Table("standard", "verdicts-standard")}
+RECORDED, BEGIN, END, BLOCK = (TABLES["quick"].recorded, TABLES["quick"].begin, TABLES["quick"].end,
+                               TABLES["quick"].block)
 
 
 def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ").strip()
 
 
-def render(card: dict[str, Any]) -> str:
+def render(card: dict[str, Any], table: Table = TABLES["quick"]) -> str:
     """The generated block: the headline and one row per claim with its verdict and reason."""
     s = card["summary"]
-    lines = [f"{BEGIN} by benchmarks/verdict_table.py; do not edit -->",
+    lines = [f"{table.begin} by benchmarks/verdict_table.py; do not edit -->",
              f"**{headline(s)}** ({s['device_independent_holds']} of {s['device_independent']} "
              f"device-independent claims hold; measured on {card['device']}, at least "
              f"{card['min_seeds']} seeds per training claim).", "",
@@ -43,30 +56,35 @@ def render(card: dict[str, Any]) -> str:
         verdict = f"**{c['verdict']}**" if c["verdict"] == "fails" else c["verdict"]
         lines.append(f"| {_cell(c['id'])} | {_cell(c.get('bottleneck') or '')} | {_cell(c['claim'])} | "
                      f"{verdict} | {_cell(c['reason'])} |")
-    return "\n".join(lines + [END])
+    return "\n".join(lines + [table.end])
 
 
-def rewrite(text: str, card: dict[str, Any]) -> str:
-    """Replace the generated block in ``text`` (a README) with one rendered from ``card``."""
-    if not BLOCK.search(text):
-        raise SystemExit(f"no block starting {BEGIN!r} and ending {END!r} to replace")
-    return BLOCK.sub(lambda _: render(card), text, count=1)
+def rewrite(text: str, card: dict[str, Any], table: Table = TABLES["quick"]) -> str:
+    """Replace the profile's generated block in ``text`` (a README) with one rendered from ``card``."""
+    if not table.block.search(text):
+        raise SystemExit(f"no block starting {table.begin!r} and ending {table.end!r} to replace")
+    return table.block.sub(lambda _: render(card, table), text, count=1)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--record", type=Path, help="a run's scorecard.json to copy to docs/scorecard-quick.json first")
+    ap.add_argument("--profile", choices=sorted(TABLES), default=None,
+                    help="the table to record or rewrite (default: quick; --check alone checks every table)")
+    ap.add_argument("--record", type=Path, help="a run's scorecard.json to copy to docs/scorecard-<profile>.json first")
     ap.add_argument("--check", action="store_true", help="only compare; exit 1 if README.md is stale")
     args = ap.parse_args(argv)
+    tables = [TABLES[args.profile or "quick"]] if args.profile or not args.check else list(TABLES.values())
     if args.record:
-        shutil.copyfile(args.record, RECORDED)
-    card = json.loads(RECORDED.read_text())
+        shutil.copyfile(args.record, tables[0].recorded)
     text = README.read_text()
-    new = rewrite(text, card)
+    new = text
+    for table in tables:
+        new = rewrite(new, json.loads(table.recorded.read_text()), table)
     if args.check:
         if new != text:
-            print(f"{README.name} differs from the table rendered from {RECORDED.name}: run "
-                  "python benchmarks/verdict_table.py", file=sys.stderr)
+            print(f"{README.name} differs from the tables rendered from "
+                  f"{', '.join(t.recorded.name for t in tables)}: run python benchmarks/verdict_table.py "
+                  "[--profile standard]", file=sys.stderr)
             return 1
         return 0
     README.write_text(new)

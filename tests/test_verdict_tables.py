@@ -1,29 +1,46 @@
-"""The README's verdict table is the one rendered from the recorded quick-profile scorecard.json,
-and that recording still answers every reference of the shipped comparison's claims."""
+"""The README's verdict tables are the ones rendered from the recorded quick- and standard-profile
+scorecard.json files, and each recording still answers every reference of the shipped comparison's claims."""
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
-from benchmarks.verdict_table import BEGIN, BLOCK, README, RECORDED, render, rewrite
+from benchmarks.verdict_table import BEGIN, README, TABLES, main, render, rewrite
 from tests.scorecard_claims import unmeasured_references, unresolved
 
 PIPELINE = Path(__file__).resolve().parents[1] / "pipelines" / "four_bottlenecks.yaml"
 
 
-def card() -> dict:
-    assert RECORDED.is_file(), "record a quick-profile run: python benchmarks/verdict_table.py --record PATH"
-    return json.loads(RECORDED.read_text())
+def card(table) -> dict:
+    assert table.recorded.is_file(), (f"record a {table.profile}-profile run: "
+                                      f"python benchmarks/verdict_table.py --profile {table.profile} --record PATH")
+    return json.loads(table.recorded.read_text())
 
 
-def test_readme_table_is_rendered_from_the_recorded_scorecard():
-    block = BLOCK.search(README.read_text())
-    assert block, f"README.md has no generated verdict block ({BEGIN} ...)"
-    assert block.group(0) == render(card()), "README.md is stale: run python benchmarks/verdict_table.py"
+@pytest.fixture(params=sorted(TABLES))
+def table(request):
+    return TABLES[request.param]
+
+
+def test_readme_table_is_rendered_from_the_recorded_scorecard(table):
+    block = table.block.search(README.read_text())
+    assert block, f"README.md has no generated verdict block ({table.begin} ...)"
+    assert block.group(0) == render(card(table), table), (
+        f"README.md is stale: run python benchmarks/verdict_table.py --profile {table.profile}")
+    assert main(["--check"]) == 0
+
+
+def test_each_profiles_table_replaces_only_its_own_block():
+    quick, standard = TABLES["quick"], TABLES["standard"]
+    text = (f"{quick.begin} x -->\nQUICK\n{quick.end}\nmiddle\n{standard.begin} x -->\nSTANDARD\n{standard.end}\n")
+    out = rewrite(text, card(standard), standard)
+    assert "QUICK" in out and "STANDARD" not in out and "middle" in out
+    assert render(card(standard), standard) in out
 
 
 def test_the_rendered_table_shows_each_claims_verdict_and_reason():
-    recorded = card()
+    recorded = card(TABLES["quick"])
     text = rewrite(f"before\n{BEGIN} x -->\nSTALE-ROW\n<!-- verdicts: end -->\nafter\n", recorded)
     assert text.startswith("before\n") and text.endswith("\nafter\n") and "STALE-ROW" not in text
     for claim in recorded["claims"]:
@@ -31,8 +48,8 @@ def test_the_rendered_table_shows_each_claims_verdict_and_reason():
         assert claim["verdict"] in row and claim["reason"].replace("|", "\\|")[:80] in row
 
 
-def test_the_recorded_run_measured_every_reference_of_the_claims_it_shares_with_the_pipeline():
-    recorded = card()
+def test_the_recorded_run_measured_every_reference_of_the_claims_it_shares_with_the_pipeline(table):
+    recorded = card(table)
     assert unresolved(recorded, needs=recorded["min_seeds"]) == []
     by_id = {str(c["id"]): c for c in recorded["claims"]}
     expect = next(s for s in yaml.safe_load(PIPELINE.read_text())["steps"].values()
