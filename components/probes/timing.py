@@ -140,7 +140,7 @@ def timing(
         axes[0].loglog(Ts, [r["seconds"] for r in rs], "o-", label=f"{label} (k={summary[P.key('time_exp', label)]})")
         mem = [max(r["memory_mb"], 1e-3) for r in rs]
         axes[1].loglog(Ts, mem, "o-", label=f"{label} (k={summary[P.key('memory_exp', label)]})")
-    axes[0].set(xlabel="sequence length T", ylabel="fwd+bwd seconds (median)", title=f"time ({ctx.device}, {threads} thr)")
+    axes[0].set(xlabel="sequence length T", ylabel="fwd+bwd seconds (best of repeats)", title=f"time ({ctx.device}, {threads} thr)")
     axes[1].set(xlabel="sequence length T", ylabel="peak memory MiB", title=summary["memory_method"])
     for ax in axes:
         ax.legend(fontsize=8)
