@@ -36,8 +36,6 @@ class Table:
 
 
 TABLES = {"quick": Table("quick", "verdicts"), "standard": Table("standard", "verdicts-standard")}
-RECORDED, BEGIN, END, BLOCK = (TABLES["quick"].recorded, TABLES["quick"].begin, TABLES["quick"].end,
-                               TABLES["quick"].block)
 
 
 def _cell(text: Any) -> str:

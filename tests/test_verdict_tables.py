@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmarks.verdict_table import BEGIN, README, TABLES, main, render, rewrite
+from benchmarks.verdict_table import README, TABLES, main, render, rewrite
 from tests.scorecard_claims import unmeasured_references, unresolved
 
 PIPELINE = Path(__file__).resolve().parents[1] / "pipelines" / "four_bottlenecks.yaml"
@@ -41,7 +41,8 @@ def test_each_profiles_table_replaces_only_its_own_block():
 
 def test_the_rendered_table_shows_each_claims_verdict_and_reason():
     recorded = card(TABLES["quick"])
-    text = rewrite(f"before\n{BEGIN} x -->\nSTALE-ROW\n<!-- verdicts: end -->\nafter\n", recorded)
+    quick = TABLES["quick"]
+    text = rewrite(f"before\n{quick.begin} x -->\nSTALE-ROW\n{quick.end}\nafter\n", recorded)
     assert text.startswith("before\n") and text.endswith("\nafter\n") and "STALE-ROW" not in text
     for claim in recorded["claims"]:
         row = next(line for line in text.splitlines() if line.startswith(f"| {claim['id']} |"))
