@@ -1,9 +1,9 @@
-"""Render the README's verdict tables from recorded scorecard.json files, so each table is what a run measured.
+"""Render the verdict tables in docs/results.md from recorded scorecard.json files: each is what a run measured.
 
-    python benchmarks/verdict_table.py                       # rewrite README.md from docs/scorecard-quick.json
+    python benchmarks/verdict_table.py                       # rewrite docs/results.md from docs/scorecard-quick.json
     python benchmarks/verdict_table.py --record PATH         # first copy a run's scorecard.json there
     python benchmarks/verdict_table.py --profile standard    # the same for docs/scorecard-standard.json
-    python benchmarks/verdict_table.py --check               # exit 1 if README.md differs (every profile)
+    python benchmarks/verdict_table.py --check               # exit 1 if docs/results.md differs (every profile)
 
 After `bottlenecks run pipelines/four_bottlenecks.yaml` the run's scorecard.json is in
 .bottlenecks/work/scorecard-*/ (and on the MLflow parent run).
@@ -22,11 +22,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from components.report.text import headline  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-README = REPO / "README.md"
+RESULTS = REPO / "docs" / "results.md"
 
 
 class Table:
-    """One profile's recorded scorecard and the README block rendered from it."""
+    """One profile's recorded scorecard and the docs/results.md block rendered from it."""
 
     def __init__(self, profile: str, marker: str):
         self.profile, self.recorded = profile, REPO / "docs" / f"scorecard-{profile}.json"
@@ -58,7 +58,7 @@ def render(card: dict[str, Any], table: Table = TABLES["quick"]) -> str:
 
 
 def rewrite(text: str, card: dict[str, Any], table: Table = TABLES["quick"]) -> str:
-    """Replace the profile's generated block in ``text`` (a README) with one rendered from ``card``."""
+    """Replace the profile's generated block in ``text`` (docs/results.md) with one rendered from ``card``."""
     if not table.block.search(text):
         raise SystemExit(f"no block starting {table.begin!r} and ending {table.end!r} to replace")
     return table.block.sub(lambda _: render(card, table), text, count=1)
@@ -69,23 +69,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", choices=sorted(TABLES), default=None,
                     help="the table to record or rewrite (default: quick; --check alone checks every table)")
     ap.add_argument("--record", type=Path, help="a run's scorecard.json to copy to docs/scorecard-<profile>.json first")
-    ap.add_argument("--check", action="store_true", help="only compare; exit 1 if README.md is stale")
+    ap.add_argument("--check", action="store_true", help="only compare; exit 1 if docs/results.md is stale")
     args = ap.parse_args(argv)
     tables = [TABLES[args.profile or "quick"]] if args.profile or not args.check else list(TABLES.values())
     if args.record:
         shutil.copyfile(args.record, tables[0].recorded)
-    text = README.read_text()
+    text = RESULTS.read_text()
     new = text
     for table in tables:
         new = rewrite(new, json.loads(table.recorded.read_text()), table)
     if args.check:
         if new != text:
-            print(f"{README.name} differs from the tables rendered from "
+            print(f"docs/{RESULTS.name} differs from the tables rendered from "
                   f"{', '.join(t.recorded.name for t in tables)}: run python benchmarks/verdict_table.py "
                   "[--profile standard]", file=sys.stderr)
             return 1
         return 0
-    README.write_text(new)
+    RESULTS.write_text(new)
     return 0
 
 
