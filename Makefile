@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIPELINE ?= pipelines/four_bottlenecks.yaml
 PYTEST_ARGS ?= -n 2 --dist loadfile
 
-.PHONY: setup demo test check clean
+.PHONY: setup demo test lint check clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -21,6 +21,10 @@ demo: setup
 
 test: setup
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+lint: setup
+	$(VENV)/bin/ruff check flows components tests benchmarks
+	$(VENV)/bin/ruff format --check flows components tests benchmarks
 
 check: setup
 	$(VENV)/bin/bottlenecks check pipelines/*.yaml

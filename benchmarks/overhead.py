@@ -77,7 +77,7 @@ def stop_servers(folder: Path, env: dict) -> None:
 
 def stop_prefect_server(folder: Path, env: dict) -> None:
     """Stop only the folder's Prefect server: the zygote serves the next folder, as it would a user's."""
-    code = "import sys; from pathlib import Path; from flows import prefect_server; prefect_server.stop(Path(sys.argv[1]))"
+    code = "import sys; from pathlib import Path; from flows.services import prefect_server; prefect_server.stop(Path(sys.argv[1]))"
     subprocess.run([sys.executable, "-c", code, str(folder / ".bottlenecks")], cwd=folder, env=env, capture_output=True)
 
 

@@ -36,13 +36,13 @@ def main() -> None:
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bottlenecks-bench-"))
     os.environ.update({"BOTTLENECKS_HOME": str(tmp / "home"), "MLFLOW_TRACKING_URI": f"sqlite:///{tmp / 'm.db'}"})
-    from flows import settings
+    from flows import home
 
-    settings.configure()
+    home.configure()
     from mlflow.tracking import MlflowClient
 
-    from flows.pool import ProcessPool
-    from flows.worker import StepPayload
+    from flows.execute.pool import ProcessPool
+    from flows.execute.worker import StepPayload
 
     client = MlflowClient()
     exp = client.create_experiment("bench-workers")

@@ -1,76 +1,135 @@
-"""Where things live and how quiet the libraries are. Call ``configure()`` before importing
-prefect or mlflow: their settings are read from the environment at import time."""
+"""The pipeline's ``settings:`` block, defined once: every name, its type, default and meaning.
+
+Validation (``language/spec.py``), planning (``plan/build.py``), the JSON Schema
+(``language/schema.py``) and the table in ``docs/pipelines.md`` all read ``FIELDS``; the rest
+of the engine reads a resolved ``Settings`` by attribute. This module stands alone, below every
+layer, so that parsing a pipeline needs nothing from the layers that run it.
+"""
 from __future__ import annotations
 
-import logging
+import dataclasses
 import os
-import warnings
-from pathlib import Path
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
-HOME_DIR = ".bottlenecks"
-
-
-def home() -> Path:
-    """The project's state folder (``BOTTLENECKS_HOME`` or ``./.bottlenecks``)."""
-    return Path(os.environ.get("BOTTLENECKS_HOME", Path.cwd() / HOME_DIR)).resolve()
+EXECUTORS = ("threads", "processes", "dask")
+CLUSTER_KEYS = ("address",)
 
 
-def cache_dir() -> Path:
-    """The user's cache folder, shared by every project (``BOTTLENECKS_CACHE`` or ``$XDG_CACHE_HOME/bottlenecks``):
-    the migrated empty Prefect and MLflow stores new folders start from."""
-    default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "bottlenecks"
-    return Path(os.environ.get("BOTTLENECKS_CACHE", default))
+def _default_workers() -> int:
+    return min(4, os.cpu_count() or 1)
 
 
-def configure() -> Path:
-    """Point Prefect and MLflow at embedded stores unless servers are configured; silence noise."""
-    root = home()
-    root.mkdir(parents=True, exist_ok=True)
-    env = os.environ
-    env.setdefault("PREFECT_HOME", str(root / "prefect"))
-    env.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
-    env.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    env.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    env.setdefault("PREFECT_LOGGING_SERVER_LEVEL", "WARNING")
-    # Prefect's console lines (task failures with tracebacks) repeat what the step view shows;
-    # its API handler keeps every log for the Prefect UI.
-    env.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
-    env.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_FLOW_RUNS_LEVEL", "CRITICAL")
-    env.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_TASK_RUNS_LEVEL", "CRITICAL")
-    env.setdefault("PREFECT_RESULTS_PERSIST_BY_DEFAULT", "false")
-    env.setdefault("DO_NOT_TRACK", "1")
-    env.setdefault("MLFLOW_TRACKING_URI", f"sqlite:///{root / 'mlflow.db'}")
-    env.setdefault("MLFLOW_ENABLE_ASYNC_LOGGING", "false")
-    # A team server that went away should fail the step within about a minute, naming its URL,
-    # rather than after MLflow's ~4 minutes of backoff per request (its defaults are sized for
-    # rate-limited hosted servers); a restart of a few seconds is still ridden out.
-    env.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "3")
-    env.setdefault("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1")
-    env.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
-    env.setdefault("PREFECT_CLIENT_MAX_RETRIES", "3")
-    env.setdefault("MLFLOW_LOGGING_LEVEL", "ERROR")
-    env.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
-    env.setdefault("GIT_PYTHON_REFRESH", "quiet")
-    env.setdefault("TOKENIZERS_PARALLELISM", "false")
-    env.setdefault("MPLBACKEND", "Agg")
-    quiet()
-    return root
+def _default_executor() -> str:
+    return os.environ.get("BOTTLENECKS_EXECUTOR", "processes")
 
 
-def quiet() -> None:
-    """Keep library chatter (telemetry, deprecations, migrations) out of the user's terminal."""
-    for name in ("prefect", "mlflow", "alembic", "httpx", "httpcore", "urllib3", "git",
-                 "uvicorn", "uvicorn.error", "uvicorn.access", "docket", "sqlalchemy"):
-        logging.getLogger(name).setLevel(logging.ERROR)
-    warnings.filterwarnings("ignore", category=DeprecationWarning)
-    warnings.filterwarnings("ignore", category=FutureWarning)
-    warnings.filterwarnings("ignore", module=r"(prefect|mlflow|pydantic|torch)(\..*)?")
+def check_devices(value: Any) -> str | None:
+    """An error message for a bad ``settings.devices`` value, or None."""
+    if value in ("auto", "none"):
+        return None
+    if isinstance(value, list) and value and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
+                                                 for d in value):
+        if len(set(value)) != len(value):
+            return f"settings.devices lists a GPU twice: {value}"
+        return None
+    return f"settings.devices must be auto, none or a list of GPU ids such as [0, 1], got {value!r}"
 
 
-def artifact_root() -> str | None:
-    """Artifact folder for the embedded MLflow store (servers manage their own)."""
-    uri = os.environ.get("MLFLOW_TRACKING_URI", "")
-    if uri.startswith("sqlite:") or uri.startswith("file:") or "://" not in uri:
-        return (home() / "mlartifacts").as_uri()
-    return None
+def _check_executor(value: Any) -> str | None:
+    if value in EXECUTORS:
+        return None
+    from components.registry import suggest
 
+    return f"settings.executor must be one of {', '.join(EXECUTORS)}, got {value!r}{suggest(str(value), EXECUTORS)}"
+
+
+def _setting(default: Any, types: tuple[type, ...], doc: str, schema: dict,
+             check: Callable[[Any], str | None] | None = None, shown: str | None = None) -> Any:
+    """A field of ``Settings`` with what validation, the schema and the docs need to know
+    (``shown``: the default as the docs state it, where it depends on the machine)."""
+    meta = {"types": types, "doc": doc, "schema": {**schema, "description": doc}, "check": check,
+            "shown": shown if shown is not None else (None if callable(default) else repr(default))}
+    if callable(default):
+        return field(default_factory=default, metadata=meta)
+    if isinstance(default, (dict, list)):
+        return field(default_factory=lambda: type(default)(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+_INT = {"type": "integer"}
+
+
+@dataclass(kw_only=True)
+class Settings:
+    """A pipeline's settings after profiles, with defaults for what it does not say."""
+
+    workers: int = _setting(_default_workers, (int,), "steps run at once on CPU workers",
+                            {**_INT, "minimum": 1}, shown="min(4, cores)")
+    seed: int = _setting(0, (int,), "seed of steps whose matrix has no seed axis", _INT)
+    device: str = _setting("auto", (str,), "torch device of steps: auto, cpu or cuda", {"type": "string"})
+    torch_threads: int = _setting(0, (int,), "torch threads per step (0: cores / workers)", {**_INT, "minimum": 0})
+    max_step_runs: int | None = _setting(
+        None, (int,), "most step runs a plan may have",
+        {**_INT, "minimum": 1}, shown="BOTTLENECKS_MAX_STEP_RUNS or 10000")
+    executor: str = _setting(_default_executor, (str,),
+                             "where steps run: processes, threads or dask",
+                             {"enum": list(EXECUTORS)}, _check_executor, shown="BOTTLENECKS_EXECUTOR or 'processes'")
+    devices: str | list = _setting("auto", (str, list), "GPUs the run's workers get: auto, none or ids [0, 1]",
+                                   {"anyOf": [{"enum": ["auto", "none"]}, {"type": "array", "items": {
+                                       "type": "integer", "minimum": 0}, "minItems": 1}]}, check_devices)
+    cluster: dict = _setting({}, (dict,), "the Dask cluster of executor: dask ({address: tcp://HOST:8786})",
+                             {"type": "object", "additionalProperties": False,
+                              "properties": {"address": {"type": "string", "description": "tcp://HOST:8786"}}})
+    lease_timeout: float = _setting(12 * 3600, (int, float), "seconds a run waits for another run's lease on a step",
+                                    {"type": "number", "minimum": 0})
+
+    @classmethod
+    def resolve(cls, written: dict[str, Any]) -> "Settings":
+        """Defaults overlaid with what a (validated) pipeline wrote."""
+        names = {f.name for f in FIELDS}
+        return cls(**{k: v for k, v in dict(written).items() if k in names})
+
+    @property
+    def address(self) -> str | None:
+        """The Dask scheduler address, when one is set."""
+        return (self.cluster or {}).get("address")
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+FIELDS = dataclasses.fields(Settings)
+NAMES = tuple(f.name for f in FIELDS)
+
+
+def type_names(f: dataclasses.Field) -> str:
+    return " or ".join(t.__name__ for t in f.metadata["types"])
+
+
+def problems(written: dict[str, Any]) -> dict[str, str]:
+    """Each written setting whose value is wrong, with the message (unknown names are the
+    caller's, who knows their positions)."""
+    found = {}
+    for f in FIELDS:
+        if f.name not in written:
+            continue
+        value = written[f.name]
+        if not isinstance(value, f.metadata["types"]) or isinstance(value, bool):
+            found[f.name] = f"settings.{f.name} must be {type_names(f)}, got {value!r}"
+        elif f.metadata["check"] is not None and (msg := f.metadata["check"](value)):
+            found[f.name] = msg
+    return found
+
+
+def json_schema() -> dict:
+    """The ``settings:`` mapping as JSON Schema."""
+    return {"type": "object", "additionalProperties": False,
+            "properties": {f.name: f.metadata["schema"] for f in FIELDS}}
+
+
+def markdown_table() -> str:
+    """The settings as the Markdown table ``docs/pipelines.md`` shows."""
+    rows = ["| setting | type | default | meaning |", "|---|---|---|---|"]
+    rows += [f"| `{f.name}` | {type_names(f)} | `{f.metadata['shown']}` | {f.metadata['doc']} |" for f in FIELDS]
+    return "\n".join(rows)

@@ -13,9 +13,9 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 for _var in ("PREFECT_API_URL",):
     os.environ.pop(_var, None)
 # Prefect's temporary server inside each command, never a background one that outlives the tests
-# (tests/test_prefect_server.py starts its own and stops it)
+# (tests/services/test_prefect_server.py starts its own and stops it)
 os.environ["BOTTLENECKS_PREFECT_SERVER"] = "off"
-# every command in its own process, never handed to a warm zygote (tests/test_daemon.py turns it on)
+# every command in its own process, never handed to a warm zygote (tests/services/test_daemon.py turns it on)
 os.environ["BOTTLENECKS_DAEMON"] = "off"
 
 import pytest  # noqa: E402

@@ -7,7 +7,6 @@ import math
 import os
 import time
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any, Literal
 
 import torch

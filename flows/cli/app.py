@@ -1,0 +1,59 @@
+"""The ``bottlenecks`` app and what every command shares: its consoles, options and errors.
+
+Text from the user or from a location (``FILE:100:COL``) is printed literally: the consoles
+interpret no emoji shortcodes, and messages are escaped before Rich sees them.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, NoReturn, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+app = typer.Typer(help="Declarative pipelines for the four-bottleneck comparison of sequence models.",
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+out = Console(soft_wrap=True, emoji=False)
+err = Console(stderr=True, soft_wrap=True, emoji=False)
+
+PipelineArg = Annotated[Path, typer.Argument(help="pipeline YAML file", show_default=False)]
+ProfileOpt = Annotated[Optional[str], typer.Option("--profile", "-p", help="named profile to overlay")]
+SetOpt = Annotated[Optional[list[str]], typer.Option(
+    "--set", "-s", help="override a param (KEY=VALUE) or a step parameter (STEP.PARAM=VALUE); repeatable")]
+
+
+def fail(message: str, code: int = 1, after: str = "") -> NoReturn:
+    """Print ``message`` in red (and ``after`` plain) and exit with ``code``."""
+    err.print(f"[red]{escape(message)}[/]" + (f"\n{escape(after)}" if after else ""), highlight=False)
+    raise typer.Exit(code)
+
+
+def print_invalid(error) -> int:
+    """Print every ``FILE:LINE:COL: message`` of a ``PipelineInvalid``; return how many."""
+    for located in error.errors:
+        err.print(escape(str(located)), highlight=False)
+    return len(error.errors)
+
+
+def require_servers(code: int = 1, after: str = "") -> None:
+    """Exit with ``code`` when a configured tracking or Prefect server does not answer."""
+    from flows.services import connect
+
+    try:
+        connect.check_servers()
+    except connect.ServerUnreachable as e:
+        fail(str(e), code, after)
+
+
+def plan_or_exit(path: Path, profile: str | None, sets: list[str] | None, what: str = "run"):
+    """Build a plan, or print every error and exit 2."""
+    from flows.language.errors import PipelineInvalid
+    from flows.plan.build import build
+
+    try:
+        return build(path, profile=profile, sets=sets)
+    except PipelineInvalid as e:
+        n = print_invalid(e)
+        err.print(f"[red]{n} error(s); nothing was {what}.[/]")
+        raise typer.Exit(2)

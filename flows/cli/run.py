@@ -1,0 +1,167 @@
+"""``bottlenecks run``: validate, start what the run needs while Prefect boots, run, report."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from flows import home
+from flows.cli.app import PipelineArg, ProfileOpt, SetOpt, app, err, fail, out, plan_or_exit, require_servers
+from flows.settings import EXECUTORS
+
+
+@app.command()
+def run(
+    pipeline: PipelineArg,
+    set_: SetOpt = None,
+    profile: ProfileOpt = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="recompute every step")] = False,
+    workers: Annotated[Optional[int], typer.Option(help="steps run at once (default: settings.workers)")] = None,
+    executor: Annotated[Optional[str], typer.Option(
+        help="where steps run: processes, threads or dask (default: settings.executor)")] = None,
+    cluster: Annotated[Optional[str], typer.Option(
+        help="Dask scheduler address for --executor dask, e.g. tcp://HOST:8786")] = None,
+) -> None:
+    """Validate PIPELINE, run it as a Prefect flow and record everything in MLflow.
+
+    Unchanged steps are served from the cache. Exits 2 for an invalid pipeline (nothing runs),
+    1 when a step failed (the others still ran and were recorded).
+    """
+    home.configure()
+    plan = plan_or_exit(pipeline, profile, set_)
+    if workers is not None:
+        plan.settings.workers = workers
+    if executor is not None or cluster is not None:
+        if executor is not None and executor not in EXECUTORS:
+            fail(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor!r}", 2)
+        plan.settings.executor = executor or ("dask" if cluster else plan.settings.executor)
+        if cluster:
+            plan.settings.cluster = {**(plan.settings.cluster or {}), "address": cluster}
+    require_servers(after="nothing was run.")
+    background = _use_background_prefect()
+    _refresh_prefect_settings()
+    from flows.execute.runner import run as run_plan  # imports Prefect and MLflow while the server boots
+    from flows.execute.runner import start_executor
+    from flows.execute.view import StepView
+    from flows.execute.executors import ExecutorError
+
+    _open_tracking_store()  # also while the server boots
+    try:  # the workers the uncached steps need start importing now, also while the server boots
+        executor = start_executor(plan, use_cache=not no_cache)
+    except ExecutorError as e:
+        fail(str(e), after="nothing was run.")
+    if background:
+        try:
+            _background_ready()
+        except BaseException:
+            executor.close()
+            raise
+
+    _component_logs_to(err)
+    err.print(f"[bold]{escape(plan.name)}[/] profile={plan.profile or '-'} steps={len(plan.instances)} "
+              f"workers={plan.settings.workers} executor={plan.settings.executor} "
+              f"tracking={os.environ.get('MLFLOW_TRACKING_URI')}")
+    try:
+        result = run_plan(plan, use_cache=not no_cache, view=StepView(list(plan.instances), console=err),
+                          executor=executor)
+    except ExecutorError as e:
+        executor.close()
+        fail(str(e), after="nothing was run.")
+    if result.zombies:  # runs a dead process had left RUNNING, marked KILLED at the start
+        from flows.track.zombies import summary
+        err.print(f"[yellow]{escape(summary(result.zombies))}[/]")
+    counts = {s: list(result.status.values()).count(s) for s in ("done", "cached", "failed", "skipped", "stopped")}
+    err.print(f"finished in {result.seconds:.1f}s: " + ", ".join(f"{v} {k}" for k, v in counts.items() if v))
+    err.print(f"MLflow parent run {result.parent_run_id} (experiment {escape(plan.name)}); "
+              "browse with `bottlenecks ui`")
+    if result.stopped_by is not None:
+        import signal
+
+        err.print(f"[yellow]stopped by {signal.Signals(result.stopped_by).name}:[/] workers ended, unfinished "
+                  "runs marked KILLED; rerun to resume from the cache and the checkpoints")
+        raise typer.Exit(result.exit_code)
+    _print_reports(result)
+    if not result.ok:
+        for iid, message in result.errors.items():
+            err.print(f"[red]step {escape(iid)} failed:[/] {escape(message)}")
+        skipped = [i for i, s in result.status.items() if s == "skipped"]
+        if skipped:
+            err.print(f"[yellow]not run because an upstream step failed:[/] {escape(', '.join(skipped))}")
+        err.print("fix the cause and rerun: finished steps come from the cache")
+        raise typer.Exit(1)
+
+
+def _use_background_prefect() -> bool:
+    """Point Prefect at this folder's background server (spawned on first use) before it is imported."""
+    from flows.services import prefect_server
+
+    if not prefect_server.enabled():
+        return False
+    url = prefect_server.begin(home.home())
+    os.environ["PREFECT_API_URL"] = url
+    err.print(f"Prefect UI {url.removesuffix('/api')} (a background server; `bottlenecks stop` stops it)",
+              highlight=False)
+    return True
+
+
+def _open_tracking_store() -> None:
+    """Give a new folder its MLflow store from a migrated template, and open it (the runner's
+    client reuses the open store), so neither waits for the Prefect server's start."""
+    from flows.services import mlflow_db
+
+    mlflow_db.prepare(artifact_root=home.artifact_root())
+    from mlflow.tracking import MlflowClient
+
+    MlflowClient().search_experiments(max_results=1)
+
+
+def _refresh_prefect_settings() -> None:
+    """In a zygote's child Prefect was imported before this command's settings (its API URL, its
+    home) were in the environment: read them again."""
+    if "prefect.context" in sys.modules:
+        from prefect.context import refresh_global_settings_context
+
+        refresh_global_settings_context()
+
+
+def _background_ready() -> None:
+    """Wait for a background server this command spawned; exit 1 (nothing run) if it never answers."""
+    from flows.services import prefect_server
+
+    try:
+        prefect_server.ready()
+    except prefect_server.ServerError as e:
+        fail(str(e), after="nothing was run; set BOTTLENECKS_PREFECT_SERVER=off to run with "
+                           "a temporary Prefect server inside the command")
+
+
+def _component_logs_to(console: Console) -> None:
+    """Show components' warnings (e.g. a diverged run) in the step view's console."""
+    import logging
+
+    from rich.logging import RichHandler
+
+    logger = logging.getLogger("bottlenecks")
+    logger.handlers = [RichHandler(console=console, show_path=False, show_time=False)]
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False
+
+
+def _print_reports(result) -> None:
+    """Print the scorecard table of any report step in the run."""
+    for outputs in result.outputs.values():
+        path = outputs.get("scorecard") if isinstance(outputs, dict) else None
+        if isinstance(path, str) and path.endswith(".json") and Path(path).exists():
+            from components.report import render_architectures, render_table
+
+            card = json.loads(Path(path).read_text())
+            out.print(render_table(card))
+            out.print(render_architectures(card))
+
+

@@ -1,0 +1,14 @@
+"""Execution: a plan run as one Prefect flow run, each step on a worker.
+
+    runner.py      ``run(plan) -> RunResult``: the flow, a task run per step, cache and leases,
+                   the MLflow parent run, signals
+    executors.py   where steps run: ``threads``, ``processes`` (the default) or ``dask``
+    pool.py        the local worker processes, one slot each
+    worker.py      ``run_step(payload)``: one step on a worker, plain data in and out
+    order.py       the submission order that keeps workers busy
+    cache.py       the content-addressed step cache and its leases
+    view.py        the live terminal view
+    threadsafe.py  locks around matplotlib and tqdm for ``executor: threads``
+
+``runner.py`` imports Prefect and MLflow; the CLI imports it only once a run is certain.
+"""

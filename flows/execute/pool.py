@@ -1,0 +1,202 @@
+"""A local pool of worker processes, one slot each: CPU workers and one worker per GPU.
+
+Each worker is a Python process running ``flows.execute.worker.serve``, started once and reused across steps (torch is
+imported once per worker), talking over a socket pair. A worker that dies (``os.abort()``, a
+segfault, the OOM killer) fails only the step it was running, with its signal; the slot starts
+a fresh worker for the next step. Workers never outlive the run: they exit when the parent does.
+"""
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from multiprocessing.connection import Connection, wait
+from typing import Callable
+
+from flows.execute.worker import StepPayload, StepResult
+
+
+# not ``-m flows.execute.worker``: its classes must unpickle as ``flows.execute.worker.*``, not ``__main__.*``
+_ENTRY = "import sys; from flows.execute.worker import serve; serve(int(sys.argv[1]))"
+
+
+class Stopped(Exception):
+    """The run is stopping; the step was not allowed to finish."""
+
+
+def describe_exit(code: int | None) -> str:
+    """``SIGABRT`` for a worker killed by a signal, ``exit code 3`` otherwise."""
+    if code is None:
+        return "lost"
+    if code < 0:
+        try:
+            return signal.Signals(-code).name
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit code {code}"
+
+
+class Worker:
+    """One worker process and its end of the socket pair."""
+
+    def __init__(self, env: dict[str, str]):
+        ours, theirs = socket.socketpair()
+        child_env = {**os.environ, **env, "BOTTLENECKS_PARENT_PID": str(os.getpid()),
+                     "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        self.proc = subprocess.Popen([sys.executable, "-c", _ENTRY, str(theirs.fileno())],
+                                     pass_fds=[theirs.fileno()], env=child_env, cwd=os.getcwd())
+        theirs.close()
+        self.conn = Connection(ours.detach())
+        self.ready = False
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def call(self, payload: StepPayload, on_event: Callable[[dict], None], stop: threading.Event) -> StepResult:
+        """Send ``payload``, relay events until the result comes back or the worker dies."""
+        try:
+            self.conn.send(payload)
+        except OSError:
+            return self._died(payload)
+        sentinel = self.proc  # poll below: Popen has no waitable handle, so wait on the socket
+        while True:
+            if stop.is_set():
+                raise Stopped()
+            ready = wait([self.conn], timeout=0.25)
+            if not ready:
+                if sentinel.poll() is not None:
+                    return self._died(payload)
+                continue
+            try:
+                kind, body = self.conn.recv()
+            except (EOFError, OSError):
+                self.proc.wait(timeout=5)
+                return self._died(payload)
+            if kind == "ready":
+                self.ready = True
+            elif kind == "event":
+                on_event(body)
+            elif kind == "result":
+                return body
+
+    def _died(self, payload: StepPayload) -> StepResult:
+        try:
+            code = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            code = None
+        return StepResult("died", error=f"died: {describe_exit(code)}", pid=self.proc.pid,
+                          host=socket.gethostname())
+
+    def close(self, grace: float = 3.0) -> None:
+        """End the worker: EOF first, then SIGTERM, then SIGKILL."""
+        try:
+            self.conn.send(None)
+        except OSError:
+            pass
+        self.conn.close()
+        self.terminate(grace)
+
+    def terminate(self, grace: float = 3.0) -> None:
+        if self.proc.poll() is not None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+
+
+class Slot:
+    """A place to run one step: its environment (which GPU, if any) and its current worker."""
+
+    def __init__(self, name: str, gpu: str | None, threads: int):
+        self.name, self.gpu, self.threads = name, gpu, threads
+        self.env = {"CUDA_VISIBLE_DEVICES": gpu if gpu is not None else "",
+                    "BOTTLENECKS_DEVICE": "cuda" if gpu is not None else "cpu",
+                    "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+        self.worker: Worker | None = None
+        self.lock = threading.Lock()
+
+    def start(self) -> Worker:
+        if self.worker is None or not self.worker.alive():
+            self.worker = Worker(self.env)
+        return self.worker
+
+
+class ProcessPool:
+    """Slots for CPU steps and GPU steps; ``run`` blocks until a fitting slot is free."""
+
+    def __init__(self, cpu_workers: int, gpus: list[str], threads: int, eager: tuple[int, int] = (0, 0)):
+        self.cpu = [Slot(f"cpu{i}", None, threads) for i in range(cpu_workers)]
+        self.gpu = [Slot(f"gpu{g}", g, threads) for g in gpus]
+        self.free: dict[str, queue.Queue] = {"cpu": queue.Queue(), "gpu": queue.Queue()}
+        for s in self.cpu:
+            self.free["cpu"].put(s)
+        for s in self.gpu:
+            self.free["gpu"].put(s)
+        self.stop = threading.Event()
+        self._closed = False
+        # start the interpreters the plan will need now, while the parent starts Prefect and MLflow
+        for s in self.cpu[:eager[0]] + self.gpu[:eager[1]]:
+            s.start()
+
+    @property
+    def slots(self) -> list[Slot]:
+        return self.cpu + self.gpu
+
+    def acquire(self, gpu: int) -> Slot:
+        kind = "gpu" if gpu else "cpu"
+        while True:
+            if self.stop.is_set():
+                raise Stopped()
+            try:
+                return self.free[kind].get(timeout=0.25)
+            except queue.Empty:
+                continue
+
+    def release(self, slot: Slot) -> None:
+        self.free["gpu" if slot.gpu is not None else "cpu"].put(slot)
+
+    def run(self, payload: StepPayload, gpu: int, on_event: Callable[[dict], None]) -> StepResult:
+        slot = self.acquire(gpu)
+        try:
+            payload.threads = payload.threads or slot.threads
+            worker = slot.start()
+            result = worker.call(payload, on_event, self.stop)
+            if result.status == "died":
+                slot.worker = None  # the next step on this slot gets a fresh worker
+            return result
+        finally:
+            self.release(slot)
+
+    def close(self) -> None:
+        """End every worker (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        self.stop.set()
+        workers = [s.worker for s in self.slots if s.worker is not None]
+        for w in workers:
+            try:
+                w.conn.close()
+            except OSError:
+                pass
+            if w.proc.poll() is None:
+                w.proc.terminate()
+        deadline = time.monotonic() + 3.0
+        for w in workers:
+            try:
+                w.proc.wait(timeout=max(0.05, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                w.proc.kill()
+                w.proc.wait(timeout=5)

@@ -1,0 +1,320 @@
+"""What runs a step on a worker: a picklable payload in, plain data out.
+
+``run_step(payload, emit)`` resolves the component by name, gives it an MLflow-backed context
+logging to the step's own run (created by the parent, which also finishes it) and returns a
+``StepResult``. ``emit`` carries progress and log events back to the parent's live view; nothing
+here touches the view, the cache index or the parent's locks. The same function runs in a thread
+(``executor: threads``), in a local worker process (``serve``) or on a Dask
+worker, so every executor gives the same results.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+Emit = Callable[[dict], None]
+
+
+class Interrupted(Exception):
+    """The run is stopping (Ctrl-C/SIGTERM); raised inside a step at its next log or progress call."""
+
+
+@dataclass
+class StepPayload:
+    """Everything a worker needs for one step instance; small and picklable."""
+
+    instance: str
+    component: str
+    params: dict[str, Any]
+    key: str
+    work_dir: str
+    run_id: str
+    seed: int
+    tracking_uri: str
+    home: str
+    threads: int = 0        # 0: the cores this worker is given, divided among its host's workers
+    device: str = ""        # "" : what the worker is pinned to (see ``worker_device``)
+    inputs: list[str] = field(default_factory=list)   # producer files the step reads
+    module: str = ""        # where the component is defined: imported first, so it registers
+
+
+@dataclass
+class StepResult:
+    """What came back: ``done`` with outputs, or ``failed``/``died`` with the error."""
+
+    status: str
+    outputs: dict[str, Any] = field(default_factory=dict)
+    error: str = ""
+    traceback: str = ""
+    seconds: float = 0.0
+    pid: int = 0
+    host: str = ""
+    device: str = "cpu"
+
+
+def worker_device() -> str:
+    """``cuda`` in a worker pinned to a GPU, else ``cpu`` (``CUDA_VISIBLE_DEVICES=""`` hides GPUs)."""
+    forced = os.environ.get("BOTTLENECKS_DEVICE")
+    if forced:
+        return forced
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() in ("", "-1"):
+        return "cpu"
+    try:
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    except ImportError:
+        return "cpu"
+
+
+def default_threads() -> int:
+    """Torch threads for this worker: the cores it may use, shared among the workers on its host."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    share = int(os.environ.get("BOTTLENECKS_WORKERS_PER_HOST", "1") or 1)
+    return max(1, cores // max(1, share))
+
+
+def _set_threads(n: int) -> None:
+    try:
+        import torch
+    except ImportError:
+        return
+    torch.set_num_threads(n)
+
+
+def _missing_inputs(payload: StepPayload) -> list[str]:
+    return [p for p in payload.inputs if not os.path.exists(p)]
+
+
+def run_step(payload: StepPayload, emit: Emit, stop: threading.Event | None = None) -> StepResult:
+    """Run one step instance; never raises for a failing component (the result says so)."""
+    from flows.track.runs import Tracker, flatten
+
+    host, pid = socket.gethostname(), os.getpid()
+    started = time.monotonic()
+    device = payload.device or worker_device()
+    missing = _missing_inputs(payload)
+    if missing:
+        return StepResult("failed", error=(
+            f"worker on host {host} cannot see {missing[0]} (produced by an upstream step): the "
+            f"state folder {payload.home} must be on a filesystem every worker mounts at the same "
+            "path (set BOTTLENECKS_HOME to it on every host)"), host=host, pid=pid, device=device)
+    tracker = Tracker.for_runs(payload.tracking_uri)
+    ctx = _WorkerContext(tracker=tracker, run_id=payload.run_id, view=_EventView(emit, stop),
+                         work_dir=Path(payload.work_dir), device=device, seed=payload.seed,
+                         step_name=payload.instance, stop=stop)
+    handler = _forward_logs(emit, payload.instance)
+    try:
+        tracker.log(payload.run_id, params=flatten(payload.params),
+                    tags={"worker.host": host, "worker.pid": str(pid), "device": device})
+        _set_threads(payload.threads or default_threads())
+        outputs = _component(payload)(ctx, **payload.params)
+        json.dumps(outputs)  # outputs travel as JSON; big things are files in the work dir
+        ctx.flush()
+    except BaseException as e:  # noqa: BLE001 - a component's SystemExit is its failure too
+        trace = traceback.format_exc()
+        message = f"{type(e).__name__}: {e}"
+        if isinstance(e, Interrupted):
+            message = "stopped: the run was interrupted"
+        _record_failure(tracker, payload.run_id, ctx, message, trace)
+        return StepResult("stopped" if isinstance(e, Interrupted) else "failed", error=message,
+                          traceback=trace, seconds=time.monotonic() - started, pid=pid, host=host,
+                          device=device)
+    finally:
+        logging.getLogger("bottlenecks").removeHandler(handler)
+    seconds = time.monotonic() - started
+    tracker.log(payload.run_id, tags={"seconds": f"{seconds:.2f}"})
+    return StepResult("done", outputs=outputs, seconds=seconds, pid=pid, host=host, device=device)
+
+
+def _component(payload: StepPayload):
+    """The component, importing the module that registers it (a plugin, a test module) first."""
+    import importlib
+
+    from components.registry import ComponentError, get
+
+    if payload.module and payload.module != "__main__":
+        importlib.import_module(payload.module)
+    try:
+        return get(payload.component)
+    except ComponentError:
+        if payload.module == "__main__":
+            raise ComponentError(f"component {payload.component!r} is defined in the script that started "
+                                 "the run; worker processes cannot import it: move it to a module, or use "
+                                 "settings.executor: threads") from None
+        raise
+
+
+def _record_failure(tracker, run_id: str, ctx, message: str, trace: str) -> None:
+    """Keep what the step logged, its traceback and the error on the step's run."""
+    path = ctx.work_dir / "error.txt"
+    try:
+        path.write_text(trace)
+        ctx.flush()
+        tracker.log(run_id, tags={"error": message[:4000]})
+        tracker.client.log_artifact(run_id, str(path))
+    except Exception:  # the tracking server itself may be what failed
+        pass
+
+
+def _forward_logs(emit: Emit, instance: str) -> logging.Handler:
+    """Send components' warnings (a diverged run, say) to the parent's console."""
+
+    class _Forward(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            try:
+                emit({"kind": "log", "instance": instance, "level": record.levelno,
+                      "message": record.getMessage()})
+            except Exception:
+                pass
+
+    handler = _Forward(level=logging.WARNING)
+    logger = logging.getLogger("bottlenecks")
+    logger.addHandler(handler)
+    if logger.level == logging.NOTSET or logger.level > logging.WARNING:
+        logger.setLevel(logging.WARNING)
+    return handler
+
+
+class _EventView:
+    """Stands in for the live view inside a worker: progress becomes events for the parent."""
+
+    MIN_INTERVAL = 0.2  # seconds between progress events of one step
+
+    def __init__(self, emit: Emit, stop: threading.Event | None):
+        self.emit, self.stop = emit, stop
+
+    def component_progress(self, iid: str, total: float | None, description: str):
+        from contextlib import contextmanager
+
+        from components.context import Progress
+
+        view = self
+
+        class _Remote(Progress):
+            last = 0.0
+
+            def _send(self, force: bool = False) -> None:
+                if view.stop is not None and view.stop.is_set():
+                    raise Interrupted()
+                now = time.monotonic()
+                if force or now - self.last >= view.MIN_INTERVAL or (self.total and self.completed >= self.total):
+                    self.last = now
+                    view.emit({"kind": "progress", "instance": iid, "completed": self.completed,
+                               "total": self.total, "description": self.description})
+
+            def advance(self, n: float = 1) -> None:
+                super().advance(n)
+                self._send()
+
+            def update(self, **kw) -> None:
+                super().update(**kw)
+                self._send()
+
+        @contextmanager
+        def handle():
+            bar = _Remote(total, description)
+            bar._send(force=True)
+            yield bar
+
+        return handle()
+
+
+def _context_class():
+    from flows.track.runs import MlflowContext
+
+    class WorkerContext(MlflowContext):
+        """An MLflow context that stops the step at its next log call once the run is stopping."""
+
+        def __init__(self, *, stop: threading.Event | None = None, **kwargs):
+            super().__init__(**kwargs)
+            self._stop = stop
+
+        def log_metric(self, key: str, value: float, step: int | None = None) -> None:
+            if self._stop is not None and self._stop.is_set():
+                raise Interrupted()
+            super().log_metric(key, value, step)
+
+    return WorkerContext
+
+
+def _WorkerContext(**kwargs):  # noqa: N802 - built lazily so importing this module stays light
+    return _context_class()(**kwargs)
+
+
+# -- the local worker process ---------------------------------------------------------------------
+def _watch_parent(parent: int) -> None:
+    """Exit when the parent goes away (SIGKILL included): no worker outlives its run."""
+    while True:
+        if os.getppid() != parent:
+            os._exit(0)
+        time.sleep(1.0)
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this process when its parent dies (best effort elsewhere)."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+def _warm() -> None:
+    """Import what every step needs and open the tracking store before the first payload is read
+    (a worker started early, while the parent waits for its servers, is then ready to compute)."""
+    try:
+        from flows.track.runs import Tracker
+
+        uri = os.environ.get("MLFLOW_TRACKING_URI", "")
+        if uri.startswith("sqlite:"):
+            Tracker.for_runs(uri).client.search_experiments(max_results=1)
+    except Exception:  # the step itself reports a store that cannot be opened
+        pass
+
+
+def serve(fd: int) -> None:
+    """Worker loop: receive payloads on ``fd``, send events and results back, until EOF."""
+    import signal
+    from multiprocessing.connection import Connection
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when workers stop
+    parent = int(os.environ.get("BOTTLENECKS_PARENT_PID", os.getppid()))
+    _die_with_parent()
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    from flows import home
+
+    home.configure()
+    conn = Connection(fd)
+    lock = threading.Lock()
+
+    def send(message) -> None:
+        with lock:
+            conn.send(message)
+
+    send(("ready", {"pid": os.getpid(), "host": socket.gethostname()}))
+    _warm()
+    while True:
+        try:
+            payload = conn.recv()
+        except (EOFError, OSError):
+            return
+        if payload is None:
+            return
+        result = run_step(payload, lambda event: send(("event", event)))
+        send(("result", result))
+

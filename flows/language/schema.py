@@ -1,0 +1,83 @@
+"""JSON Schema for pipeline files, so editors (YAML language server) complete and check them."""
+from __future__ import annotations
+
+from typing import Any
+
+from components.registry import registry
+from flows.language.spec import PROFILE_STEP_KEYS, SCHEDULE_KEYS
+from flows.settings import json_schema as settings_schema
+
+REF_PATTERN = r"^.*\$\{[A-Za-z_][A-Za-z0-9_-]*\.[A-Za-z_][A-Za-z0-9_-]*\}.*$"
+_REF = {"type": "string", "pattern": REF_PATTERN, "description": "${params.x}, ${matrix.x} or ${step.output}"}
+_SCALAR = {"type": ["string", "number", "integer", "boolean"]}
+
+
+def _with_schema(comp) -> dict[str, Any]:
+    """Each parameter: its pydantic schema, or a reference that supplies it."""
+    schema = comp.params_model.model_json_schema()
+    props = {}
+    for name, prop in schema.get("properties", {}).items():
+        props[name] = {"anyOf": [prop, _REF], "description": prop.get("description", prop.get("title", name))}
+    out: dict[str, Any] = {"type": "object", "properties": props, "additionalProperties": False}
+    required = schema.get("required", [])
+    if required:
+        out["required"] = required
+    if "$defs" in schema:
+        out["$defs"] = schema["$defs"]
+    return out
+
+
+
+def pipeline_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a pipeline file with every registered component."""
+    comps = registry()
+    step_props = {
+        "uses": {"type": "string", "description": "registered component name or package.module:function",
+                 "anyOf": [{"enum": sorted(comps)}, {"pattern": r"^[\w.]+:\w+$"}]},
+        "with": {"type": "object", "description": "component parameters"},
+        "matrix": {"type": "object", "description": "fan out: axis -> list of values (or ${params.x})",
+                   "additionalProperties": {"anyOf": [{"type": "array", "minItems": 1, "items": _SCALAR}, _REF]}},
+        "needs": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
+                  "description": "steps that must finish first (without passing data)"},
+        "retries": {"type": "integer", "minimum": 0},
+        "retry_delay": {"type": "number", "minimum": 0},
+        "cache": {"type": "boolean", "description": "false: always recompute this step"},
+        "resources": {"type": "object", "additionalProperties": False,
+                      "properties": {"gpu": {"enum": [0, 1], "description": "GPUs this step runs on"}},
+                      "description": "what a worker must offer, e.g. {gpu: 1}"},
+        "description": {"type": "string"},
+    }
+    conditions = [
+        {"if": {"properties": {"uses": {"const": name}}, "required": ["uses"]},
+         "then": {"properties": {"with": _with_schema(comp)}}}
+        for name, comp in sorted(comps.items())
+    ]
+    step = {"type": "object", "properties": step_props, "required": ["uses"], "additionalProperties": False,
+            "allOf": conditions}
+    settings = settings_schema()
+    profile_step = {"type": "object", "additionalProperties": False,
+                    "properties": {k: step_props[k] for k in PROFILE_STEP_KEYS}}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "bottlenecks pipeline",
+        "type": "object",
+        "required": ["name", "steps"],
+        "additionalProperties": False,
+        "properties": {
+            "name": {"type": "string"},
+            "description": {"type": "string"},
+            "params": {"type": "object", "description": "pipeline-wide values, overridable with --set"},
+            "settings": settings,
+            "default_profile": {"type": "string"},
+            "profiles": {"type": "object", "additionalProperties": {
+                "type": "object", "additionalProperties": False,
+                "properties": {"description": {"type": "string"}, "params": {"type": "object"},
+                               "settings": settings,
+                               "steps": {"type": "object", "additionalProperties": profile_step}}}},
+            "schedule": {"type": "object", "required": ["cron"], "additionalProperties": False,
+                         "properties": {k: {"type": "object"} if k == "parameters" else {"type": "string"}
+                                        for k in SCHEDULE_KEYS}},
+            "steps": {"type": "object", "minProperties": 1, "additionalProperties": step,
+                      "propertyNames": {"pattern": r"^[A-Za-z0-9_-]+$"}},
+        },
+    }

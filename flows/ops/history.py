@@ -1,0 +1,268 @@
+"""Results of one pipeline over time: the parent runs in MLflow, their key metrics and claim
+verdicts as a table, regressions against the recent median (and a failed, killed or dead newest
+run), and a trend plot.
+
+A parent run is a run of the pipeline's experiment tagged ``pipeline`` without an
+``mlflow.parentRunId`` tag. Its own metrics are the key metrics; when it has none (the runner
+logs results on the step runs), each step run's latest metrics count, named
+``<step run>/<metric>`` (e.g. ``report/claim/b2-lstm-beats-rnn``), which is stable across
+runs because step run names come from the pipeline and its matrix.
+"""
+from __future__ import annotations
+
+import fnmatch
+import glob
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+INFO_COLUMNS = ("start_time", "status")
+CLAIM = re.compile(r"(^|/)claim/")   # scorecard verdicts: 1.0 holds, 0.0 does not
+
+
+class HistoryError(Exception):
+    """The history cannot be read (no such pipeline, bad option)."""
+
+
+@dataclass
+class Thresholds:
+    """Relative change that counts as a regression: a default and per-metric glob overrides."""
+
+    default: float = 0.25
+    per_metric: list[tuple[str, float]] = field(default_factory=list)
+
+    def of(self, metric: str) -> float:
+        for pattern, value in reversed(self.per_metric):   # the last matching override wins
+            if fnmatch.fnmatchcase(metric, pattern):
+                return value
+        return self.default
+
+
+def parse_thresholds(values: list[str] | None) -> Thresholds:
+    """Read ``0.1`` (the default) and ``GLOB=0.5`` (for matching metrics) options."""
+    out = Thresholds()
+    for raw in values or []:
+        pattern, _, number = raw.rpartition("=")
+        try:
+            value = float(number)
+        except ValueError:
+            raise HistoryError(f"--threshold {raw!r}: expected a number like 0.2 (20% off the median) "
+                               "or METRIC_GLOB=NUMBER like 'train*/loss=0.5'") from None
+        if value < 0 or math.isnan(value):
+            raise HistoryError(f"--threshold {raw!r}: the relative change must be >= 0")
+        if pattern:
+            out.per_metric.append((pattern, value))
+        else:
+            out.default = value
+    return out
+
+
+@dataclass
+class Flag:
+    """One regression found in the newest run."""
+
+    metric: str
+    kind: str          # "threshold", "flip", "failed" or "killed"
+    newest: float | None
+    baseline: float | None
+    message: str
+
+
+def _experiment_id(client, pipeline: str) -> str:
+    exp = client.get_experiment_by_name(pipeline)
+    if exp is None:
+        names = sorted(e.name for e in client.search_experiments(max_results=200))
+        from components.registry import suggest
+
+        raise HistoryError(f"no runs of pipeline {pipeline!r} in the MLflow store "
+                           f"{_tracking_uri()}{suggest(pipeline, names)}; the experiment is named after the "
+                           "pipeline's 'name:' (run it first, or point MLFLOW_TRACKING_URI at the right server)")
+    return exp.experiment_id
+
+
+def _tracking_uri() -> str:
+    import mlflow
+
+    return mlflow.get_tracking_uri()
+
+
+def parent_runs(pipeline: str, last: int) -> list:
+    """The newest ``last`` parent runs of ``pipeline``, oldest first, as MLflow ``Run`` objects."""
+    import mlflow
+
+    client = mlflow.MlflowClient()
+    exp = _experiment_id(client, pipeline)
+    quoted = pipeline.replace("'", "\\'")
+    runs = client.search_runs([exp], f"tags.pipeline = '{quoted}' and attributes.run_name = '{quoted}'",
+                              order_by=["attributes.start_time DESC"], max_results=max(4 * last, 50))
+    runs = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    if not runs:
+        raise HistoryError(f"pipeline {pipeline!r} has an experiment but no parent runs yet")
+    return runs[:last][::-1]
+
+
+def _child_metrics(experiment_id: str, run_id: str) -> dict[str, float]:
+    """Latest metrics of every step run of one parent run, keyed ``<step run>/<metric>``."""
+    import mlflow
+
+    kids = mlflow.MlflowClient().search_runs([experiment_id], f"tags.mlflow.parentRunId = '{run_id}'",
+                                             max_results=5000)
+    out: dict[str, float] = {}
+    for kid in kids:
+        name = kid.data.tags.get("mlflow.runName") or kid.info.run_id[:8]
+        out.update({f"{name}/{k}": float(v) for k, v in kid.data.metrics.items()})
+    return out
+
+
+def _scorecard_globs(rows: list[dict[str, float]]) -> list[str]:
+    """Default to the step runs that judged claims (the scorecard), when there are any."""
+    judged = {name.rsplit("/claim", 1)[0] for row in rows for name in row if CLAIM.search(name)
+              or "/claims/" in name}
+    return sorted(f"{glob.escape(step)}/*" for step in judged)   # step runs may be 'report[seed=0]'
+
+
+def table(pipeline: str, last: int = 10, metrics: list[str] | None = None) -> pd.DataFrame:
+    """One row per parent run (oldest first, indexed by run id): start time, status, key metrics.
+
+    ``metrics`` are globs that select columns; by default all of the parent's own metrics, or
+    when it has none, the metrics of the step runs that judged claims (all if none did).
+    ``frame.attrs["logged"]`` maps each run id to the metric names it logged, so a logged NaN
+    (a diverged run) is told apart from a metric the run does not have.
+    """
+    runs = parent_runs(pipeline, last)
+    if any(r.data.metrics for r in runs):
+        rows = [{k: float(v) for k, v in r.data.metrics.items()} for r in runs]
+    else:
+        rows = [_child_metrics(r.info.experiment_id, r.info.run_id) for r in runs]
+        if not metrics:
+            metrics = _scorecard_globs(rows)
+    ids = [r.info.run_id for r in runs]
+    values = pd.DataFrame(rows, index=ids)
+    if metrics:
+        keep = [c for c in values.columns if any(fnmatch.fnmatchcase(c, g) for g in metrics)]
+        if not keep:
+            raise HistoryError(f"no metric matches {', '.join(metrics)}; metrics of {pipeline!r}: "
+                               f"{', '.join(sorted(values.columns)[:30]) or 'none'}")
+        values = values[keep]
+    values = values[sorted(values.columns)]
+    info = pd.DataFrame({"start_time": pd.to_datetime([r.info.start_time for r in runs], unit="ms", utc=True),
+                         "status": [r.info.status for r in runs]}, index=ids)
+    frame = pd.concat([info, values], axis=1)
+    frame.attrs["logged"] = {rid: set(row) for rid, row in zip(ids, rows)}
+    frame.attrs["why"] = {r.info.run_id: _why_unfinished(r) for r in runs}
+    return frame
+
+
+def _why_unfinished(run) -> str | None:
+    """Why a KILLED run was killed, or why a RUNNING one cannot still be running."""
+    from flows.track import zombies
+
+    if run.info.status == "KILLED":
+        return run.data.tags.get(zombies.REASON) or "no reason recorded"
+    if run.info.status == "RUNNING":
+        return zombies.why_dead(run)
+    return None
+
+
+def regressions(frame: pd.DataFrame, thresholds: Thresholds) -> list[Flag]:
+    """Compare the newest run with the ones before it (the frame is oldest first)."""
+    if frame.empty:
+        return []
+    newest = frame.iloc[-1]
+    before = frame.iloc[:-1]
+    flags: list[Flag] = []
+    why = frame.attrs.get("why", {}).get(frame.index[-1])
+    if newest["status"] == "FAILED":
+        flags.append(Flag("status", "failed", None, None, f"the newest run {frame.index[-1][:8]} FAILED"))
+    elif newest["status"] == "KILLED":
+        flags.append(Flag("status", "killed", None, None, f"the newest run {frame.index[-1][:8]} was KILLED: {why}"))
+    elif newest["status"] == "RUNNING" and why:
+        flags.append(Flag("status", "killed", None, None, f"the newest run {frame.index[-1][:8]} never finished: "
+                                                          f"{why}; the next run marks it KILLED"))
+    for metric in frame.columns.drop(list(INFO_COLUMNS)):
+        now = newest[metric]
+        history = before[metric].dropna()
+        logged = metric in frame.attrs.get("logged", {}).get(frame.index[-1], ())
+        if history.empty or (pd.isna(now) and not logged):
+            continue
+        now = float(now)
+        if CLAIM.search(metric):
+            previous = float(history.iloc[-1])
+            if now != previous:
+                verdict = {1.0: "holds", 0.0: "does not hold"}
+                flags.append(Flag(metric, "flip", now, previous,
+                                  f"{metric} flipped: {verdict.get(previous, previous)} -> "
+                                  f"{verdict.get(now, now)}"))
+            continue
+        median = float(history.median())
+        limit = thresholds.of(metric)
+        change = _relative(now, median)
+        if change > limit:
+            flags.append(Flag(metric, "threshold", now, median,
+                              f"{metric} = {now:.4g} is {change:.0%} off the median {median:.4g} of the "
+                              f"{len(history)} run(s) before (threshold {limit:.0%})"))
+    return flags
+
+
+def _relative(value: float, median: float) -> float:
+    """Relative change; a NaN (diverged) value against a finite median is infinitely off."""
+    if math.isnan(value) or math.isinf(value):
+        return 0.0 if (value == median or (math.isnan(value) and math.isnan(median))) else math.inf
+    if math.isnan(median):
+        return 0.0
+    return abs(value - median) / max(abs(median), 1e-12)
+
+
+def render(frame: pd.DataFrame, flags: list[Flag]) -> str:
+    """The table as text: metrics as rows, runs as columns (oldest left), flagged rows marked."""
+    body = frame.drop(columns=list(INFO_COLUMNS)).T
+    body.columns = [f"{t:%m-%d %H:%M} {rid[:6]}" for rid, t in zip(frame.index, frame["start_time"])]
+    flagged = {f.metric for f in flags}
+    body.insert(len(body.columns), "flag", ["<-- " + next(f.kind for f in flags if f.metric == m)
+                                            if m in flagged else "" for m in body.index])
+    status = pd.DataFrame([list(frame["status"]) + [""]], index=["(status)"], columns=body.columns)
+    with pd.option_context("display.max_rows", 500, "display.max_columns", 50, "display.width", 250,
+                           "display.float_format", "{:.4g}".format):
+        return pd.concat([status, body]).to_string()
+
+
+def trend_plot(frame: pd.DataFrame, flags: list[Flag], path: Path, most: int = 12) -> Path:
+    """Plot the metrics over time (flagged ones first, at most ``most``) into a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    flagged = [f.metric for f in flags if f.metric in frame.columns]
+    others = [c for c in frame.columns.drop(list(INFO_COLUMNS)) if c not in flagged]
+    chosen = (flagged + others)[:most]
+    cols = min(3, max(1, len(chosen)))
+    rows = max(1, math.ceil(len(chosen) / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 2.8 * rows), squeeze=False)
+    for ax, metric in zip(axes.flat, chosen):
+        ax.plot(frame["start_time"], frame[metric].astype(float), marker="o",
+                color="tab:red" if metric in flagged else "tab:blue")
+        ax.set_title(metric, fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.tick_params(axis="x", rotation=30)
+    for ax in list(axes.flat)[len(chosen):]:
+        ax.axis("off")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def log_trend(run_id: str, png: Path, frame: pd.DataFrame) -> None:
+    """Attach the plot and the table to the newest parent run under ``history/``."""
+    import mlflow
+
+    client = mlflow.MlflowClient()
+    client.log_artifact(run_id, str(png), artifact_path="history")
+    csv = png.with_suffix(".csv")
+    frame.to_csv(csv)
+    client.log_artifact(run_id, str(csv), artifact_path="history")

@@ -1,0 +1,59 @@
+"""Devices as resources: which GPUs a run's workers get, and what each step asks for.
+
+``settings.devices``: ``auto`` (every visible GPU), a list of GPU ids (``[0, 1]``) or ``none``.
+A step asks with ``resources: {gpu: 1}``; a component may declare a default (``train.*``
+wants one GPU), which applies only where the cluster offers GPUs. An explicit request that no
+worker can satisfy is a validation error, before anything runs.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from typing import Any
+
+GPU_PREFIXES = ("train.", "probe.timing")  # want a GPU where one is offered, unless the component declares otherwise
+
+
+def visible_gpus() -> list[str]:
+    """GPU ids this process may use, without importing torch (``CUDA_VISIBLE_DEVICES``, then
+    ``nvidia-smi``)."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [g.strip() for g in env.split(",") if g.strip() and g.strip() != "-1"]
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return []
+    try:
+        out = subprocess.run([exe, "--query-gpu=index", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [line.strip() for line in out.stdout.splitlines() if line.strip().isdigit()] if out.returncode == 0 else []
+
+
+def gpus(devices: Any) -> list[str]:
+    """The GPU ids ``settings.devices`` selects."""
+    if devices in (None, "none", "cpu", False, []):
+        return []
+    if devices == "auto":
+        return visible_gpus()
+    if isinstance(devices, int) and not isinstance(devices, bool):
+        devices = [devices]
+    if isinstance(devices, list):
+        return [str(d) for d in devices]
+    raise ValueError(f"settings.devices must be auto, none or a list of GPU ids, got {devices!r}")
+
+
+def wants_gpu(component, explicit: dict | None, offered: int) -> tuple[int, bool]:
+    """(GPUs the step gets, whether the request was explicit) for a ``Component``."""
+    if explicit is not None and "gpu" in explicit:
+        return int(explicit["gpu"]), True
+    declared = getattr(component, "resources", None) or {}
+    default = int(declared.get("gpu", 1 if component.name.startswith(GPU_PREFIXES) else 0))
+    return (default if offered else 0), False
+
+
+def device_class(gpu: int) -> str:
+    """What the cache key records: the kind of device, never which one."""
+    return "cuda" if gpu else "cpu"

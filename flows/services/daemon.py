@@ -1,0 +1,400 @@
+"""A warm process that `bottlenecks run` hands its work to, so a run does not pay for importing
+Prefect, MLflow and the engine every time.
+
+The first `bottlenecks run` with a given environment runs in its own process as before and starts,
+in the background, a *zygote*: a process that imports the engine and its libraries once, creates
+nothing (no client, thread, connection or file handle) and waits on a Unix socket in a private
+folder. Later `run` commands connect, pass their arguments, environment, working folder and their
+own stdin/stdout/stderr (as file descriptors), and the zygote forks a child that runs the command
+exactly as the command's own process would, writing to the same terminal. The command forwards
+Ctrl-C / SIGTERM / SIGHUP to that child and exits with its exit status; if the command itself is
+killed, the child is stopped as by SIGTERM (runs marked KILLED, checkpoints kept).
+
+The zygote serves one environment: the socket's name is a hash of the Python executable, its
+import path and the environment (less variables a shell changes between commands, such as PWD),
+so a command with other settings gets its own zygote and never another's. Before each fork it
+checks that no source file it imported has changed since it started (an edited engine or an
+upgraded library); if one has, it answers "stale", exits, and the command runs in its own process
+and starts a fresh zygote. It exits after ``BOTTLENECKS_DAEMON_IDLE`` seconds without a command
+(default 1800) and on `bottlenecks stop`. ``BOTTLENECKS_DAEMON_PRELOAD=pkg,pkg.models`` also imports
+those modules in the zygote (a plugin with heavy imports of its own). ``BOTTLENECKS_DAEMON=off``
+turns it off (the test suite runs so, apart from tests/services/test_daemon.py).
+"""
+from __future__ import annotations
+
+import argparse
+import fcntl
+import hashlib
+import importlib
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Callable
+
+DEFAULT_IDLE = 1800.0
+# variables a shell or terminal changes between commands without changing what a run does
+VOLATILE = {"PWD", "OLDPWD", "SHLVL", "_", "COLUMNS", "LINES", "TERM_SESSION_ID", "WINDOWID", "PS1", "PS2",
+            "SSH_CLIENT", "SSH_CONNECTION", "SSH_TTY", "PYTEST_CURRENT_TEST"}
+_HEADER = struct.Struct("!I")
+_in_child = False   # this process is a zygote's child running a command: never hand over again
+
+
+def enabled() -> bool:
+    return os.environ.get("BOTTLENECKS_DAEMON", "on").lower() not in ("off", "0", "false", "no")
+
+
+def idle_seconds() -> float:
+    return float(os.environ.get("BOTTLENECKS_DAEMON_IDLE", DEFAULT_IDLE))
+
+
+def stable_env(env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k not in VOLATILE}
+
+
+def runtime_dir() -> Path | None:
+    """A folder only this user can enter, with a short path (a Unix socket's path is at most ~100
+    bytes); None when no such folder can be had (then no zygote is used)."""
+    base = os.environ.get("XDG_RUNTIME_DIR") or "/tmp"
+    folder = Path(base) / f"bottlenecks-{os.getuid()}"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        st = folder.lstat()
+    except OSError:
+        return None
+    if not folder.is_dir() or folder.is_symlink() or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        return None  # someone else's folder, or open to others: never talk to a socket there
+    return folder
+
+
+def key(env: dict[str, str] | None = None) -> str:
+    """What a zygote must share with a command to serve it: interpreter, import path, environment."""
+    env = stable_env(dict(os.environ if env is None else env))
+    here = os.getcwd()
+    path = [p for p in sys.path[1:] if p not in ("", here)]   # the folder a command starts in is not part of it
+    blob = json.dumps({"python": sys.executable, "path": path, "env": sorted(env.items())})
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def socket_path(env: dict[str, str] | None = None) -> Path | None:
+    folder = runtime_dir()
+    return None if folder is None else folder / f"zygote-{key(env)}.sock"
+
+
+# -- messages: a 4-byte length, then JSON ---------------------------------------------------------------
+
+def _send(sock: socket.socket, message: dict, fds: list[int] | None = None) -> None:
+    data = json.dumps(message).encode()
+    payload = _HEADER.pack(len(data)) + data
+    if fds:
+        socket.send_fds(sock, [payload], fds)
+    else:
+        sock.sendall(payload)
+
+
+def _recv_exact(sock: socket.socket, n: int, buf: bytes = b"") -> bytes:
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise EOFError("connection closed")
+        buf += chunk
+    return buf
+
+
+def _recv(sock: socket.socket, with_fds: bool = False) -> tuple[dict, list[int]]:
+    data, fds, _, _ = socket.recv_fds(sock, 65536, 3) if with_fds else (sock.recv(65536), [], 0, None)
+    if not data:
+        raise EOFError("connection closed")
+    data = _recv_exact(sock, _HEADER.size, data)
+    (n,) = _HEADER.unpack(data[:_HEADER.size])
+    body = _recv_exact(sock, _HEADER.size + n, data)[_HEADER.size:]
+    return json.loads(body), fds
+
+
+# -- the command's side -----------------------------------------------------------------------------------
+
+def hand_over(argv: list[str], entry: str, preload: tuple[str, ...] = ()) -> int | None:
+    """Run ``entry`` (``module:function``, the command's own main) with ARGV in a warm zygote and
+    return its exit status, or None when no zygote serves this environment (then the caller runs
+    the command itself; a zygote that imports ``preload`` is started for the next command)."""
+    if not enabled() or _in_child:
+        return None
+    path = socket_path()
+    if path is None:
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(str(path))
+        _send(sock, {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "path": sys.path},
+              fds=[0, 1, 2])
+        reply, _ = _recv(sock)
+    except (OSError, EOFError, ValueError):
+        sock.close()
+        start(path, entry, preload)
+        return None
+    if "pid" not in reply:  # stale (an edited source file): it has exited; start a fresh one
+        sock.close()
+        start(path, entry, preload)
+        return None
+    child = int(reply["pid"])
+
+    def forward(signum, frame):  # Ctrl-C reaches this process only: the child is in another session
+        try:
+            os.kill(child, signum)
+        except ProcessLookupError:
+            pass
+
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, forward)
+    try:
+        while True:
+            try:
+                message, _ = _recv(sock)
+                return int(message["rc"])
+            except InterruptedError:
+                continue
+    except (OSError, EOFError, ValueError, KeyError):
+        sys.stderr.write(f"bottlenecks: the run's process (pid {child}) ended without an exit status\n")
+        return 1
+    finally:
+        sock.close()
+
+
+def start(path: Path, entry: str, preload: tuple[str, ...] = ()) -> None:
+    """Start a zygote for this environment in the background (it exits at once if one runs)."""
+    log = path.with_suffix(".log")
+    cmd = [sys.executable, "-m", "flows.services.daemon", "serve", str(path), "--entry", entry,
+           "--preload", ",".join(preload)]
+    try:
+        with open(log, "ab") as fh:
+            subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fh, stderr=fh, start_new_session=True,
+                             env=dict(os.environ), close_fds=True)
+    except OSError:
+        pass
+
+
+def stop(env: dict[str, str] | None = None) -> int | None:
+    """Stop the zygote serving this environment; its pid, or None when none ran."""
+    path = socket_path(env)
+    if path is None:
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(str(path))
+        _send(sock, {"stop": True})
+        reply, _ = _recv(sock)
+        return int(reply.get("stopped", 0)) or None
+    except (OSError, EOFError, ValueError):
+        return None
+    finally:
+        sock.close()
+
+
+# -- the zygote -------------------------------------------------------------------------------------------
+
+def preload(modules: list[str]) -> None:
+    """Import what a run imports (``modules``, then ``BOTTLENECKS_DAEMON_PRELOAD``), and nothing
+    that starts a thread or opens a connection."""
+    import shutil
+    import tempfile
+
+    from flows import home
+
+    # the libraries read their logging and telemetry settings at import: the same ones as a run
+    scratch = tempfile.mkdtemp(prefix="bottlenecks-zygote-")
+    os.environ.setdefault("BOTTLENECKS_HOME", scratch)
+    home.configure()
+    for name in modules:  # the command's own: a failure here is a broken install, not a plugin's
+        importlib.import_module(name)
+    for name in filter(None, (n.strip() for n in os.environ.get("BOTTLENECKS_DAEMON_PRELOAD", "").split(","))):
+        try:  # a plugin package with heavy imports of its own
+            importlib.import_module(name)
+        except Exception as e:  # the command imports it again and reports the error itself
+            print(f"zygote: could not preload {name}: {e}", flush=True)
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
+def resolve(entry: str) -> Callable[[], None]:
+    """The function ``module:function`` names."""
+    module, _, name = entry.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def fingerprint() -> dict[str, tuple[int, int]]:
+    files = {}
+    for module in list(sys.modules.values()):
+        name = getattr(module, "__file__", None)
+        if name:
+            try:
+                st = os.stat(name)
+            except OSError:
+                continue
+            files[name] = (st.st_mtime_ns, st.st_size)
+    return files
+
+
+def changed(files: dict[str, tuple[int, int]]) -> str | None:
+    for name, stamp in files.items():
+        try:
+            st = os.stat(name)
+        except OSError:
+            return name
+        if (st.st_mtime_ns, st.st_size) != stamp:
+            return name
+    return None
+
+
+def serve(path: Path, entry: str, modules: list[str]) -> None:
+    """Serve commands on the socket at ``path`` until idle or stopped: each runs ``entry``."""
+    lock = open(path.with_suffix(".lock"), "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return  # another zygote serves this environment
+    env = stable_env(dict(os.environ))
+    preload(modules)
+    main = resolve(entry)
+    files = fingerprint()
+    threads = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
+    if threads:  # forking with other threads alive could copy a held lock into every child
+        print(f"zygote: not serving, threads started at import: {threads}", flush=True)
+        return
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(16)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)   # children are reaped by the kernel
+    signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+    print(f"zygote {os.getpid()} serving {path} (idle timeout {idle_seconds():.0f} s)", flush=True)
+    idle = idle_seconds()
+    try:
+        while True:
+            server.settimeout(idle)
+            try:
+                conn, _ = server.accept()
+            except socket.timeout:
+                print("zygote: idle, exiting", flush=True)
+                return
+            conn.settimeout(10)
+            try:
+                request, fds = _recv(conn, with_fds=True)
+            except (OSError, EOFError, ValueError):
+                conn.close()
+                continue
+            if request.get("stop"):
+                _send(conn, {"stopped": os.getpid()})
+                conn.close()
+                return
+            why = changed(files)
+            if why is None and stable_env(request.get("env", {})) != env:
+                why = "the environment differs"
+            if why is not None or len(fds) != 3:
+                _send(conn, {"stale": why or "no terminal descriptors"})
+                conn.close()
+                for fd in fds:
+                    os.close(fd)
+                if why is not None:
+                    print(f"zygote: stale ({why}), exiting", flush=True)
+                    return
+                continue
+            pid = os.fork()
+            if pid == 0:
+                server.close()
+                lock.close()
+                _child(conn, request, fds, main)  # never returns
+            for fd in fds:
+                os.close(fd)
+            conn.close()
+    finally:
+        try:
+            if path.exists() and server.fileno() >= 0:
+                path.unlink()
+        except OSError:
+            pass
+
+
+def _child(conn: socket.socket, request: dict, fds: list[int], main: Callable[[], None]) -> None:
+    """Become the command: its descriptors, folder, environment and arguments; report the exit status."""
+    rc = 1
+    try:
+        os.setsid()
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        sys.path[:] = request["path"]
+        sys.argv = ["bottlenecks", *request["argv"]]
+        global _in_child
+        _in_child = True
+        conn.settimeout(None)
+        _send(conn, {"pid": os.getpid()})
+        threading.Thread(target=_watch, args=(conn,), name="bottlenecks-command", daemon=True).start()
+        try:
+            main()
+            rc = 0
+        except SystemExit as e:
+            rc = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        except KeyboardInterrupt:
+            rc = 130
+        except BaseException:
+            import traceback
+
+            traceback.print_exc()
+            rc = 1
+        try:
+            import atexit
+
+            atexit._run_exitfuncs()
+        except BaseException:
+            pass
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        try:
+            _send(conn, {"rc": rc})
+        except OSError:
+            pass
+    finally:
+        os._exit(rc)
+
+
+def _watch(conn: socket.socket) -> None:
+    """The command went away (killed, its terminal closed): stop as if it had sent SIGTERM."""
+    try:
+        while conn.recv(1):
+            pass
+    except OSError:
+        pass
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="the warm process `bottlenecks run` hands its work to")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve_cmd = sub.add_parser("serve")
+    serve_cmd.add_argument("socket")
+    serve_cmd.add_argument("--entry", required=True, help="module:function each command runs")
+    serve_cmd.add_argument("--preload", default="", help="modules to import once, comma-separated")
+    args = parser.parse_args()
+    from flows.services import daemon  # run as flows.services.daemon, not __main__: the child reads this module's flag
+
+    daemon.serve(Path(args.socket), args.entry, [m for m in args.preload.split(",") if m])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,246 @@
+"""MLflow tracking: one parent run per pipeline run, one nested run per step instance.
+
+Everything goes through ``MlflowClient`` with explicit run ids: MLflow's active run is per
+thread and steps run in worker threads. Only model logging needs the fluent API, and it resumes
+the step's own run inside the worker thread.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import mlflow
+from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunTag
+from mlflow.tracking import MlflowClient
+
+from components.context import Context
+from flows import home
+from flows.track import zombies
+
+PARAM_MAX = 500
+NOTE_MAX = 7_500  # MLflow's run tags hold 8,000 characters; the note is one
+# The MLflow 3 UI opens an experiment of this kind on its runs table, not the GenAI overview
+# (the value of ExperimentKind.CUSTOM_MODEL_DEVELOPMENT in MLflow's UI).
+EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
+_KEY_BAD = re.compile(r"[^A-Za-z0-9_\-. :/]")
+_DATASETS = threading.Lock()  # one process's steps create a dataset one at a time
+
+
+def git_commit() -> str | None:
+    """The commit of the working directory's repository, if any."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def flatten(params: dict[str, Any], prefix: str = "") -> dict[str, str]:
+    """Flatten nested parameters into MLflow-sized strings (``with.model``, ``overrides.d_model``)."""
+    out: dict[str, str] = {}
+    for k, v in params.items():
+        key = _KEY_BAD.sub("_", f"{prefix}{k}")
+        if isinstance(v, dict) and v and len(v) <= 20:
+            out.update(flatten(v, key + "."))
+        else:
+            text = v if isinstance(v, str) else json.dumps(v, default=str)
+            out[key] = text if len(text) <= PARAM_MAX else text[: PARAM_MAX - 3] + "..."
+    return out
+
+
+class Tracker:
+    """Create and finish the runs of one pipeline run in one experiment."""
+
+    @classmethod
+    def for_runs(cls, uri: str = "") -> "Tracker":
+        """A tracker that only logs to existing runs (a worker's: no experiment lookup)."""
+        if uri:  # the parent's store, whatever this process's environment says (model logging uses it too)
+            mlflow.set_tracking_uri(uri)
+        tracker = cls.__new__(cls)
+        tracker.client = MlflowClient(tracking_uri=uri or None)
+        tracker.experiment_id = None
+        return tracker
+
+    def __init__(self, experiment: str):
+        self.client = MlflowClient()
+        exp = self.client.get_experiment_by_name(experiment)
+        if exp is None:
+            try:
+                self.experiment_id = self.client.create_experiment(
+                    experiment, artifact_location=_artifact_location(experiment))
+            except mlflow.exceptions.MlflowException:  # created concurrently by another run
+                self.experiment_id = self.client.get_experiment_by_name(experiment).experiment_id
+        else:
+            self.experiment_id = exp.experiment_id
+        if exp is None or EXPERIMENT_KIND[0] not in exp.tags:  # a kind the user chose stays
+            self.client.set_experiment_tag(self.experiment_id, *EXPERIMENT_KIND)
+
+    def start(self, name: str, tags: dict[str, str], parent: str | None = None) -> str:
+        tags = {**zombies.owner_tags(), **tags}  # host and pid: a later run can tell it died
+        if parent:
+            tags = {**tags, "mlflow.parentRunId": parent}
+        run = self.client.create_run(self.experiment_id, run_name=name,
+                                     tags={k: str(v) for k, v in tags.items() if v is not None})
+        return run.info.run_id
+
+    def log(self, run_id: str, *, params: dict[str, str] | None = None, tags: dict[str, str] | None = None,
+            metrics: list[Metric] | None = None) -> None:
+        params_l = [Param(k, v) for k, v in (params or {}).items()]
+        tags_l = [RunTag(k, str(v)) for k, v in (tags or {}).items()]
+        metrics = metrics or []
+        # MLflow caps a batch at 1000 metrics and 100 params
+        self.client.log_batch(run_id, metrics=metrics[:1000], params=params_l[:100], tags=tags_l)
+        for i in range(1000, len(metrics), 1000):
+            self.client.log_batch(run_id, metrics=metrics[i:i + 1000])
+        for j in range(100, len(params_l), 100):
+            self.client.log_batch(run_id, params=params_l[j:j + 100])
+
+    def finish(self, run_id: str, ok: bool, status: str | None = None) -> None:
+        self.client.set_terminated(run_id, status or ("FINISHED" if ok else "FAILED"))
+
+    def kill(self, run_id: str, reason: str) -> None:
+        """End an interrupted parent run and its unfinished step runs as KILLED, saying why."""
+        self.log(run_id, tags={zombies.REASON: reason})
+        zombies.kill_children(self.client, self.experiment_id, run_id, reason)
+        self.finish(run_id, ok=False, status="KILLED")
+
+    def note(self, run_id: str, markdown: str) -> None:
+        """Set the run's description (the Markdown MLflow shows on the run page)."""
+        if len(markdown) > NOTE_MAX:
+            markdown = markdown[:NOTE_MAX].rsplit("\n", 1)[0] + "\n\n(cut here; the full text is an artifact)\n"
+        self.client.set_tag(run_id, "mlflow.note.content", markdown)
+
+    def sweep_zombies(self) -> list[zombies.Killed]:
+        """Mark runs of this experiment that a dead process left RUNNING as KILLED."""
+        return zombies.sweep(self.client, self.experiment_id)
+
+    def copy_results(self, source_run: str, target_run: str, params: bool = True) -> None:
+        """Copy the latest metrics (and the params) of one run onto another."""
+        try:
+            run = self.client.get_run(source_run)
+        except mlflow.exceptions.MlflowException:
+            return
+        now = int(time.time() * 1000)
+        metrics = [Metric(k, v, now, 0) for k, v in run.data.metrics.items()]
+        self.log(target_run, params=dict(run.data.params) if params else None, metrics=metrics)
+        if run.inputs and run.inputs.dataset_inputs:  # a cached training step still shows its data
+            self._log_inputs(target_run, list(run.inputs.dataset_inputs))
+
+    def log_dataset(self, run_id: str, dataset: DatasetInput) -> None:
+        """Record a dataset input on a step run and on its parent (the row the runs table shows)."""
+        parent = self.client.get_run(run_id).data.tags.get("mlflow.parentRunId")
+        for target in (run_id, parent) if parent else (run_id,):
+            self._log_inputs(target, [dataset])
+
+    def _log_inputs(self, run_id: str, datasets: list[DatasetInput]) -> None:
+        # Steps training on one dataset race to create it in the store (a unique key): the
+        # loser's retry finds it. Lineage is worth a warning, not a failed training run.
+        for attempt in range(3):
+            try:
+                with _DATASETS:
+                    self.client.log_inputs(run_id, datasets=datasets)
+                return
+            except mlflow.exceptions.MlflowException as e:
+                if attempt == 2:
+                    names = ", ".join(d.dataset.name for d in datasets)
+                    logging.getLogger("bottlenecks.tracking").warning(
+                        "could not record dataset %s on run %s: %s", names, run_id, e)
+                time.sleep(0.2 * (attempt + 1))
+
+def experiment_links(base: str) -> list[str]:
+    """One URL per experiment that opens its runs table (MLflow 3.17 takes the page kind from
+    the ``workflowType`` query, not from the experiment's tag)."""
+    exps = MlflowClient().search_experiments(max_results=200, order_by=["last_update_time DESC"])
+    return [f"{e.name}: {base}/#/experiments/{e.experiment_id}?workflowType=machine_learning"
+            for e in exps if e.name != "Default"]
+
+
+def _artifact_location(experiment: str) -> str | None:
+    root = home.artifact_root()
+    if root is None:
+        return None
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in experiment)
+    return f"{root}/{safe}"
+
+
+class MlflowContext(Context):
+    """A component context whose logs land in the step's MLflow run and the progress view."""
+
+    def __init__(self, *, tracker: Tracker, run_id: str, view=None, **kwargs):
+        super().__init__(**kwargs)
+        self.tracker = tracker
+        self.run_id = run_id
+        self.view = view
+        self._pending: list[Metric] = []
+        self._lock = threading.Lock()
+        self._last_flush = time.monotonic()
+
+    def log_params(self, params: dict[str, Any]) -> None:
+        super().log_params(params)
+        self.tracker.log(self.run_id, params=flatten(params))
+
+    def log_metric(self, key: str, value: float, step: int | None = None) -> None:
+        super().log_metric(key, value, step)
+        with self._lock:  # NaN is kept: MLflow stores it, so a diverged run shows where it broke
+            self._pending.append(Metric(key, float(value), int(time.time() * 1000), int(step or 0)))
+            due = len(self._pending) >= 500 or time.monotonic() - self._last_flush > 2.0
+        if due:
+            self.flush()
+
+    def flush(self) -> None:
+        with self._lock:
+            batch, self._pending = self._pending, []
+            self._last_flush = time.monotonic()
+        if batch:
+            self.tracker.log(self.run_id, metrics=batch)
+
+    def log_artifact(self, path: str | Path) -> None:
+        super().log_artifact(path)
+        path = Path(path)
+        if path.is_dir():
+            self.tracker.client.log_artifacts(self.run_id, str(path), artifact_path=path.name)
+        else:
+            self.tracker.client.log_artifact(self.run_id, str(path))
+
+    def set_tags(self, tags: dict[str, str]) -> None:
+        super().set_tags(tags)
+        self.tracker.log(self.run_id, tags=tags)
+
+    def log_dataset(self, name: str, source: str, digest: str, sizes: dict[str, int] | None = None,
+                    context: str = "training") -> None:
+        super().log_dataset(name, source, digest, sizes, context)
+        sizes = dict(sizes or {})
+        profile = json.dumps({"num_rows": sum(sizes.values()), **{f"{k}_rows": v for k, v in sizes.items()}})
+        dataset = Dataset(name=name, digest=digest, source_type="local",
+                          source=json.dumps({"uri": Path(source).resolve().as_uri()}), profile=profile)
+        self.tracker.log_dataset(self.run_id, DatasetInput(dataset, tags=[InputTag("mlflow.data.context", context)]))
+
+    def log_model(self, model: Any, name: str = "model", example: tuple | None = None) -> None:
+        super().log_model(model, name, example)
+        import mlflow.pytorch
+
+        import torch
+
+        io = {}
+        if example is not None:  # the model page shows its inputs and outputs
+            from mlflow.models import infer_signature
+
+            io = {"signature": infer_signature(example[0], example[1]), "input_example": example[0]}
+
+        # pickle: the default pt2 export traces fixed shapes and breaks variable-length models.
+        # Pinned requirements: inferring them imports and probes packages for every model.
+        requirements = [f"torch=={torch.__version__.split('+')[0]}"]
+        with mlflow.start_run(run_id=self.run_id, nested=True):
+            mlflow.pytorch.log_model(model, name=name, serialization_format="pickle",
+                                     pip_requirements=requirements, **io)
+
+    def progress(self, total: float | None = None, description: str = ""):
+        if self.view is None:
+            return super().progress(total, description)
+        return self.view.component_progress(self.step_name, total, description)

@@ -1,0 +1,116 @@
+"""End to end through Prefect and MLflow on temporary stores, read back with mlflow.search_runs."""
+import textwrap
+
+import mlflow
+import pytest
+from typer.testing import CliRunner
+
+from flows.cli import app
+from flows.plan.build import build
+from flows.execute.runner import run
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("executor")]  # under threads and processes
+C = "tests.support.engine_components"
+
+
+def write(tmp_path, text, name="p.yaml"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def children(parent_id, experiment):
+    runs = mlflow.search_runs(experiment_names=[experiment], filter_string=f"tags.mlflow.parentRunId = '{parent_id}'")
+    return {row["tags.mlflow.runName"]: row for _, row in runs.iterrows()}
+
+
+def test_run_tracks_everything_and_reruns_from_cache(tmp_path, home):
+    path = write(tmp_path, f"""\
+        name: e2e-track
+        params: {{n: 3}}
+        steps:
+          nums:
+            uses: {C}:numbers
+            with: {{n: "${{params.n}}", offset: "${{matrix.offset}}"}}
+            matrix: {{offset: [0, 10]}}
+          sum:
+            uses: {C}:total
+            with: {{values: "${{nums.values}}"}}
+            matrix: {{offset: [0, 10]}}
+          table:
+            uses: {C}:collect
+            with: {{totals: "${{sum.total}}"}}
+        """)
+    first = run(build(path))
+    assert first.ok and set(first.status.values()) == {"done"}
+    assert first.outputs["table"]["table"] == {"0": 3.0, "10": 33.0}
+    assert first.flow_run_id
+
+    parent = mlflow.get_run(first.parent_run_id)
+    assert parent.data.tags["pipeline"] == "e2e-track"
+    assert parent.data.tags["prefect_flow_run_id"] == first.flow_run_id
+    assert parent.data.tags["spec_hash"] and parent.data.params["n"] == "3"
+    kids = children(first.parent_run_id, "e2e-track")
+    assert set(kids) == {"nums[offset=0]", "nums[offset=10]", "sum[offset=0]", "sum[offset=10]", "table"}
+    nums = kids["nums[offset=10]"]
+    assert nums["params.offset"] == "10" and nums["tags.cached"] == "false"
+    assert nums["tags.component"] == "enginetest.numbers" and nums["tags.matrix.offset"] == "10"
+    assert len(nums["tags.cache_key"]) == 64
+    history = mlflow.MlflowClient().get_metric_history(nums["run_id"], "value")
+    assert [(m.step, m.value) for m in history] == [(0, 10.0), (1, 11.0), (2, 12.0)]
+    artifacts = [a.path for a in mlflow.MlflowClient().list_artifacts(nums["run_id"])]
+    assert "numbers.txt" in artifacts
+
+    second = run(build(path))
+    assert set(second.status.values()) == {"cached"}
+    assert second.outputs["table"] == first.outputs["table"]
+    kids2 = children(second.parent_run_id, "e2e-track")
+    assert kids2["sum[offset=10]"]["tags.reused_from"] == kids["sum[offset=10]"]["run_id"]
+    assert kids2["sum[offset=10]"]["metrics.total"] == 33.0   # results copied onto the cached run
+
+    third = run(build(path, sets=["sum.scale=2"]))
+    assert third.status == {"nums[offset=0]": "cached", "nums[offset=10]": "cached",
+                            "sum[offset=0]": "done", "sum[offset=10]": "done", "table": "done"}
+    assert third.outputs["table"]["table"] == {"0": 6.0, "10": 66.0}
+    assert set(run(build(path), use_cache=False).status.values()) == {"done"}
+
+
+def test_failing_branch_does_not_stop_others_and_rerun_resumes(tmp_path, home):
+    marker = tmp_path / "fixed"
+    path = write(tmp_path, f"""\
+        name: e2e-fail
+        steps:
+          good: {{uses: {C}:numbers}}
+          good_sum: {{uses: {C}:total, with: {{values: "${{good.values}}"}}}}
+          bad: {{uses: {C}:fail, with: {{message: "disk on fire", marker: "{marker}"}}}}
+          after_bad: {{uses: {C}:numbers, needs: [bad]}}
+        """)
+    cli = CliRunner()
+    result = cli.invoke(app, ["run", str(path)])
+    assert result.exit_code == 1
+    assert "step bad failed: RuntimeError: disk on fire" in result.output
+    assert "not run because an upstream step failed: after_bad" in result.output
+    parent_id = mlflow.search_runs(experiment_names=["e2e-fail"], filter_string="tags.pipeline = 'e2e-fail' "
+                                   "and attributes.run_name = 'e2e-fail'").iloc[0]["run_id"]
+    kids = children(parent_id, "e2e-fail")
+    assert kids["good_sum"]["status"] == "FINISHED" and kids["bad"]["status"] == "FAILED"
+    assert kids["bad"]["tags.error"] == "RuntimeError: disk on fire"
+    assert "after_bad" not in kids
+
+    marker.write_text("ok")
+    again = run(build(path))
+    assert again.ok
+    assert again.status == {"good": "cached", "good_sum": "cached", "bad": "done", "after_bad": "done"}
+
+
+def test_retries_are_honoured(tmp_path, home):
+    path = write(tmp_path, f"""\
+        name: e2e-retry
+        steps:
+          flaky:
+            uses: {C}:flaky
+            with: {{counter: "{tmp_path / 'count'}", succeed_on: 2}}
+            retries: 1
+        """)
+    result = run(build(path))
+    assert result.ok and result.outputs["flaky"]["attempts"] == 2

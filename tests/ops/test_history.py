@@ -1,0 +1,137 @@
+"""History across runs: seeded parent runs in a temporary MLflow store, regression rules, the CLI."""
+import math
+import time
+import uuid
+
+import mlflow
+import pandas as pd
+import pytest
+from mlflow.entities import Metric
+from typer.testing import CliRunner
+
+from flows.ops import history
+from flows import home
+from flows.cli import app
+
+
+def seed(pipeline, nights, on_children=False, failed_last=False):
+    """One parent run per night with ``metrics``; on_children puts them on a 'report' step run."""
+    client = mlflow.MlflowClient()
+    exp = client.get_experiment_by_name(pipeline)
+    # The engine's artifact folder, not MLflow's default ./mlruns in the working directory.
+    exp_id = exp.experiment_id if exp else client.create_experiment(
+        pipeline, artifact_location=home.artifact_root())
+    ids = []
+    for i, metrics in enumerate(nights):
+        parent = client.create_run(exp_id, run_name=pipeline, tags={"pipeline": pipeline},
+                                   start_time=1_700_000_000_000 + i * 86_400_000).info.run_id
+        target = parent
+        if on_children:
+            target = client.create_run(exp_id, run_name="report", tags={
+                "pipeline": pipeline, "step": "report", "mlflow.parentRunId": parent}).info.run_id
+            other = client.create_run(exp_id, run_name="train[arch=lstm]", tags={
+                "pipeline": pipeline, "step": "train", "mlflow.parentRunId": parent}).info.run_id
+            client.log_batch(other, metrics=[Metric("loss", 1.0, 0, 0)])
+            client.set_terminated(other)
+        now = int(time.time() * 1000)
+        client.log_batch(target, metrics=[Metric(k, v, now, 0) for k, v in metrics.items()])
+        if target != parent:
+            client.set_terminated(target)
+        failed = failed_last and i == len(nights) - 1
+        client.set_terminated(parent, "FAILED" if failed else "FINISHED")
+        ids.append(parent)
+    return ids
+
+
+def name():
+    return f"hist-{uuid.uuid4().hex[:8]}"
+
+
+STEADY = [{"bleu": 20.0 + d, "claim/b2": 1.0, "claims/holds": 3.0} for d in (0.0, 0.4, -0.3, 0.2)]
+
+
+def test_table_is_oldest_first_with_parent_metrics():
+    p = name()
+    ids = seed(p, STEADY)
+    frame = history.table(p, last=3)
+    assert list(frame.index) == ids[1:]
+    assert list(frame.columns) == ["start_time", "status", "bleu", "claim/b2", "claims/holds"]
+    assert frame["bleu"].tolist() == [20.4, 19.7, 20.2]
+    assert frame["start_time"].is_monotonic_increasing
+
+
+def test_child_metrics_are_named_by_step_run_when_parent_has_none():
+    p = name()
+    seed(p, STEADY, on_children=True)
+    frame = history.table(p, last=10)
+    assert len(frame) == 4
+    # by default the scorecard's step run: the one that judged claims
+    assert list(frame.columns) == ["start_time", "status",
+                                   "report/bleu", "report/claim/b2", "report/claims/holds"]
+    assert history.regressions(frame, history.Thresholds(0.1)) == []
+    everything = history.table(p, last=10, metrics=["*"])
+    assert "train[arch=lstm]/loss" in everything.columns
+    only_train = history.table(p, metrics=["train[[]*"])
+    assert list(only_train.columns) == ["start_time", "status", "train[arch=lstm]/loss"]
+
+
+def test_metric_beyond_threshold_is_flagged_against_median():
+    p = name()
+    seed(p, STEADY + [{"bleu": 14.0, "claim/b2": 1.0, "claims/holds": 3.0}])
+    frame = history.table(p, last=5)
+    flags = history.regressions(frame, history.Thresholds(0.2))
+    assert [(f.metric, f.kind) for f in flags] == [("bleu", "threshold")]
+    assert flags[0].newest == 14.0 and flags[0].baseline == pytest.approx(20.1)   # median of 4 runs
+    assert "30% off the median" in flags[0].message
+    # a looser threshold for this metric only
+    assert history.regressions(frame, history.parse_thresholds(["0.2", "bl*=0.5"])) == []
+
+
+def test_claim_flip_is_flagged_even_when_small():
+    p = name()
+    seed(p, STEADY + [{"bleu": 20.0, "claim/b2": 0.0, "claims/holds": 3.0}])
+    flags = history.regressions(history.table(p, last=5), history.Thresholds(0.5))
+    assert [(f.metric, f.kind) for f in flags] == [("claim/b2", "flip")]
+    assert "holds -> does not hold" in flags[0].message
+
+
+def test_diverged_newest_value_and_failed_run_are_regressions():
+    p = name()
+    seed(p, STEADY + [{"bleu": math.nan, "claim/b2": 1.0, "claims/holds": 3.0}], failed_last=True)
+    kinds = {(f.metric, f.kind) for f in history.regressions(history.table(p, last=5), history.Thresholds())}
+    assert kinds == {("status", "failed"), ("bleu", "threshold")}
+
+
+def test_bad_threshold_and_unknown_pipeline_explain_themselves():
+    with pytest.raises(history.HistoryError, match="expected a number like 0.2"):
+        history.parse_thresholds(["bleu=high"])
+    with pytest.raises(history.HistoryError, match="no runs of pipeline 'no-such-pipeline'"):
+        history.table("no-such-pipeline")
+    p = name()
+    seed(p, STEADY)
+    with pytest.raises(history.HistoryError, match="no metric matches nope"):
+        history.table(p, metrics=["nope"])
+
+
+def test_cli_exits_1_on_regression_and_logs_trend_plot():
+    p = name()
+    ids = seed(p, STEADY + [{"bleu": 14.0, "claim/b2": 0.0, "claims/holds": 2.0}])
+    result = CliRunner().invoke(app, ["history", p, "--last", "5", "--threshold", "0.2"])
+    assert result.exit_code == 1, result.output
+    assert "REGRESSION claim/b2 flipped" in result.output
+    assert "REGRESSION bleu = 14" in result.output
+    assert "claims/holds" in result.output   # 2 vs 3 is 33% off
+    artifacts = {a.path for a in mlflow.MlflowClient().list_artifacts(ids[-1], "history")}
+    assert artifacts == {"history/trend.png", "history/trend.csv"}
+    csv = mlflow.artifacts.download_artifacts(run_id=ids[-1], artifact_path="history/trend.csv")
+    assert pd.read_csv(csv, index_col=0)["bleu"].iloc[-1] == 14.0
+
+
+def test_cli_exits_0_without_regression_and_2_for_bad_input():
+    p = name()
+    seed(p, STEADY)
+    ok = CliRunner().invoke(app, ["history", p, "--no-plot", "-m", "bleu"])
+    assert ok.exit_code == 0, ok.output
+    assert "no regression" in ok.output and "claims/holds" not in ok.output
+    bad = CliRunner().invoke(app, ["history", p, "--threshold", "x=y"])
+    assert bad.exit_code == 2 and "--threshold 'x=y'" in bad.output

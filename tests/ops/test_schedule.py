@@ -1,0 +1,108 @@
+"""Schedules from pipeline files and command-line values, and servers unreachable at start."""
+import socket
+import textwrap
+
+import pytest
+from typer.testing import CliRunner
+
+from flows.cli import app
+from flows.language.errors import PipelineInvalid
+from flows.ops.schedule import ScheduleError, deployment_name, spec_from_deployment, spec_from_file, to_deployment
+
+C = "tests.support.engine_components"
+
+
+def write(tmp_path, schedule="", name="nightly"):
+    path = tmp_path / "p.yaml"
+    path.write_text(textwrap.dedent(f"""\
+        name: {name}
+        params: {{n: 2}}
+        profiles: {{small: {{params: {{n: 1}}}}}}
+        {schedule}
+        steps:
+          nums: {{uses: {C}:numbers, with: {{n: "${{params.n}}"}}}}
+        """))
+    return path
+
+
+def test_schedule_key_is_honoured_and_options_win(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = write(tmp_path, 'schedule: {cron: "0 2 * * *", timezone: Europe/Berlin, profile: small, '
+                           'parameters: {n: 5}}')
+    spec = spec_from_file(path)
+    assert (spec.pipeline, spec.cron, spec.timezone, spec.profile) == ("nightly", "0 2 * * *", "Europe/Berlin", "small")
+    assert spec.file == "p.yaml"       # relative to the project, so a worker elsewhere finds it
+    assert spec.sets == ["n=5"] and spec.deployment == "nightly@small"
+    over = spec_from_file(path, cron="15 3 * * 1-5", timezone="UTC", sets=["n=7"])
+    assert (over.cron, over.timezone, over.profile, over.sets) == ("15 3 * * 1-5", "UTC", "small", ["n=5", "n=7"])
+
+
+def test_deployment_runs_one_at_a_time_and_reads_back(tmp_path):
+    spec = spec_from_file(write(tmp_path), cron="0 2 * * *", profile="small")
+    dep = to_deployment(spec)
+    assert dep.name == "nightly@small" and dep.entrypoint == "flows.ops.schedule.run_pipeline"
+    assert dep.concurrency_limit == 1
+    assert dep.concurrency_options.collision_strategy.value == "CANCEL_NEW"
+    assert dep.parameters == {"pipeline": str(tmp_path / "p.yaml"), "profile": "small", "sets": []}
+
+    class Stored:   # what the API returns for it
+        name = dep.name
+        parameters = dep.parameters
+        schedules = dep.schedules
+    back = spec_from_deployment(Stored)
+    assert (back.pipeline, back.cron, back.timezone, back.profile) == ("nightly", "0 2 * * *", "UTC", "small")
+    assert deployment_name("nightly", None) == "nightly"
+
+
+def test_bad_schedules_are_refused_with_the_fix(tmp_path):
+    with pytest.raises(ScheduleError, match="no schedule: pass --cron"):
+        spec_from_file(write(tmp_path))
+    with pytest.raises(ScheduleError, match=r"invalid schedule cron='0 25 \* \* \*'.*five cron fields"):
+        spec_from_file(write(tmp_path), cron="0 25 * * *")
+    with pytest.raises(ScheduleError, match="timezone='Mars/Olympus'"):
+        spec_from_file(write(tmp_path), cron="0 2 * * *", timezone="Mars/Olympus")
+    with pytest.raises(PipelineInvalid, match="unknown param 'm'"):
+        spec_from_file(write(tmp_path, 'schedule: {cron: "0 2 * * *", parameters: {m: 1}}'))
+    with pytest.raises(PipelineInvalid, match="schedule needs a 'cron'"):
+        spec_from_file(write(tmp_path, "schedule: {timezone: UTC}"))
+
+
+def closed_url() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}"
+
+
+@pytest.mark.parametrize("command", [["run"], ["schedule"], ["history", "nightly"]])
+def test_unreachable_servers_fail_before_any_work_naming_the_url(tmp_path, home, monkeypatch, command):
+    mlflow_url, prefect_url = closed_url(), closed_url() + "/api"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_url)
+    monkeypatch.setenv("PREFECT_API_URL", prefect_url)
+    path = write(tmp_path, 'schedule: {cron: "0 2 * * *"}')
+    args = command + ([str(path)] if command[0] != "history" else [])
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code in (1, 2), result.output
+    text = " ".join(result.output.split())
+    assert f"MLflow server at {mlflow_url} is unreachable" in text
+    assert f"Prefect API at {prefect_url} is unreachable" in text
+    assert not (home / "cache").exists() or not any((home / "cache").iterdir())   # nothing ran
+
+
+def test_serve_and_deploy_explain_what_they_need(tmp_path, monkeypatch):
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    result = CliRunner().invoke(app, ["deploy", "--work-pool", "gpu"])
+    assert result.exit_code == 1 and "needs a shared Prefect server: set PREFECT_API_URL" in result.output
+    missing = CliRunner().invoke(app, ["schedule"])
+    assert missing.exit_code == 2 and "give a PIPELINE file (or --list)" in missing.output
+
+
+def test_scheduled_flow_reports_a_missing_file_and_failed_steps(tmp_path, home, monkeypatch):
+    from flows.ops.schedule import run_pipeline
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError, match="deploy with --working-dir set to it on the worker"):
+        run_pipeline.fn("pipelines/nightly.yaml")
+    path = tmp_path / "bad.yaml"
+    path.write_text(f"name: nightly-bad\nsteps:\n  bad: {{uses: {C}:fail, with: {{message: disk on fire}}}}\n")
+    with pytest.raises(RuntimeError, match=r"'nightly-bad' finished with failed steps: bad \(RuntimeError: disk on fire\)"):
+        run_pipeline.fn("bad.yaml")

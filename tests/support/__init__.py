@@ -1,0 +1,1 @@
+"""Helpers the tests share: toy components, recording contexts, servers, fixtures."""

@@ -1,0 +1,149 @@
+"""What users see in MLflow, read back through the client: the experiment kind that opens the runs
+table, the parent run's description (the scorecard), dataset inputs on training runs."""
+import json
+import os
+import textwrap
+
+import mlflow
+import pytest
+
+from components.context import Context
+from components.train.lineage import describe
+from flows.plan.build import build
+from flows.execute.runner import run
+from flows.track.runs import EXPERIMENT_KIND, experiment_links
+
+pytestmark = pytest.mark.slow
+C = "tests.support.engine_components"
+
+PIPELINE = """\
+name: mlflow-view
+steps:
+  recall:
+    uses: data.delayed_recall
+    with: {lag: 2, vocab: 4, n_train: 128, n_valid: 32, n_test: 32}
+  toy:
+    uses: data.synthetic_translation
+    with: {vocab: 6, min_len: 2, max_len: 8, n_train: 200, n_valid: 20, n_test: 30}
+  rnn:
+    uses: train.model
+    with: {data: "${recall.dataset}", model: rnn-tiny, steps: 10, batch_size: 32}
+  luong:
+    uses: train.model
+    with: {data: "${toy.dataset}", model: luong-tiny, steps: 5, max_tokens: 300}
+  card:
+    uses: report.scorecard
+    with:
+      measurements: {rnn: "${rnn.summary}"}
+      run_ids: {rnn: "${rnn.run_id}"}
+      expect:
+        - {id: 1, claim: the tiny RNN trains without diverging, check: finite, value: "rnn.test_loss"}
+        - {id: 2, claim: it beats a perfect score, check: above, value: "rnn.test_acc", than: 1.0}
+"""
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("view")
+    os.environ["BOTTLENECKS_HOME"] = str(folder / "home")
+    try:
+        path = folder / "p.yaml"
+        path.write_text(PIPELINE)
+        out = run(build(path))
+    finally:
+        os.environ.pop("BOTTLENECKS_HOME")
+    assert out.ok, out.errors
+    out.home, out.path = str(folder / "home"), path
+    return out
+
+
+def test_the_experiment_opens_on_training_runs(result):
+    exp = mlflow.MlflowClient().get_experiment_by_name("mlflow-view")
+    assert exp.tags["mlflow.experimentKind"] == "custom_model_development" == EXPERIMENT_KIND[1]
+
+
+def test_the_parent_run_description_is_the_scorecard(result):
+    note = mlflow.MlflowClient().get_run(result.parent_run_id).data.tags["mlflow.note.content"]
+    assert note.startswith("# ")
+    assert "## Claims" in note and "| # | B | claim | expected | measured | verdict | why |" in note
+    rows = [line for line in note.splitlines() if line.startswith("| 1 ") or line.startswith("| 2 ")]
+    assert "the tiny RNN trains without diverging" in rows[0] and "holds" in rows[0]
+    assert "it beats a perfect score" in rows[1] and "fails" in rows[1]
+    assert "## Runs" not in note
+
+
+def test_training_runs_record_their_dataset_as_an_input(result):
+    client = mlflow.MlflowClient()
+    for step, data_step, name, sizes in (("rnn", "recall", "delayed_recall", {"train": 128, "valid": 32, "test": 32}),
+                                         ("luong", "toy", "synthetic_translation src-tgt",
+                                          {"train": 200, "valid": 20, "test": 30})):
+        inputs = client.get_run(result.outputs[step]["run_id"]).inputs.dataset_inputs
+        assert len(inputs) == 1
+        dataset = inputs[0].dataset
+        folder = result.outputs[data_step]["dataset"]
+        assert dataset.name == name
+        assert dataset.digest == describe(folder, json.loads(open(f"{folder}/meta.json").read()))["digest"]
+        assert json.loads(dataset.source)["uri"].endswith(folder.split("/")[-1])
+        profile = json.loads(dataset.profile)
+        assert profile == {"num_rows": sum(sizes.values()), **{f"{k}_rows": v for k, v in sizes.items()}}
+        assert {(t.key, t.value) for t in inputs[0].tags} == {("mlflow.data.context", "training")}
+
+
+def test_the_parent_run_row_shows_the_datasets_and_a_cached_rerun_keeps_them(result, tmp_path):
+    client = mlflow.MlflowClient()
+    names = {d.dataset.name for d in client.get_run(result.parent_run_id).inputs.dataset_inputs}
+    assert names == {"delayed_recall", "synthetic_translation src-tgt"}
+    os.environ["BOTTLENECKS_HOME"] = result.home
+    try:
+        again = run(build(result.path))
+    finally:
+        os.environ.pop("BOTTLENECKS_HOME")
+    assert again.status["rnn"] == "cached"
+    cached = client.get_run(again.outputs["rnn"]["run_id"]).inputs.dataset_inputs
+    assert [d.dataset.digest for d in cached] == [
+        d.dataset.digest for d in client.get_run(result.outputs["rnn"]["run_id"]).inputs.dataset_inputs]
+
+
+def test_models_that_take_one_tensor_carry_a_signature(result):
+    rnn = mlflow.models.get_model_info(f"runs:/{result.outputs['rnn']['run_id']}/model")
+    inputs, outputs = rnn.signature.inputs.to_dict(), rnn.signature.outputs.to_dict()
+    assert inputs[0]["type"] == "tensor" and inputs[0]["tensor-spec"]["shape"][0] == -1
+    assert outputs[0]["type"] == "tensor"
+    luong = mlflow.models.get_model_info(f"runs:/{result.outputs['luong']['run_id']}/model")
+    assert luong.signature is None   # source, lengths and target: not what the flavour passes
+
+
+def test_ui_links_open_each_experiment_on_its_runs_table(result):
+    exp = mlflow.MlflowClient().get_experiment_by_name("mlflow-view")
+    assert (f"mlflow-view: http://127.0.0.1:5000/#/experiments/{exp.experiment_id}?workflowType=machine_learning"
+            in experiment_links("http://127.0.0.1:5000"))
+
+
+def test_a_run_without_a_report_describes_itself(tmp_path, home):
+    path = tmp_path / "p.yaml"
+    path.write_text(textwrap.dedent(f"""\
+        name: mlflow-view-plain
+        description: Two numbers steps.
+        steps:
+          a: {{uses: "{C}:numbers", matrix: {{offset: [0, 1]}}, with: {{offset: "${{matrix.offset}}"}}}}
+          b: {{uses: "{C}:fail"}}
+        """))
+    out = run(build(path))
+    note = mlflow.MlflowClient().get_run(out.parent_run_id).data.tags["mlflow.note.content"]
+    assert note.startswith("# mlflow-view-plain\n\n**some steps failed**: 2 done, 1 failed of 3 step runs in ")
+    assert "- profile: `-`" in note and "Two numbers steps." in note
+    assert "## Failed\n\n- **b**: RuntimeError: boom" in note
+
+
+def test_the_digest_follows_the_data(tmp_path):
+    ctx = Context(work_dir=tmp_path / "w")
+    folder = tmp_path / "d"
+    folder.mkdir()
+    (folder / "meta.json").write_text('{"kind": "sequence", "task": "t", "counts": {"train": 3}}')
+    (folder / "train.pt").write_bytes(b"abc")
+    first = describe(folder, {"task": "t", "counts": {"train": 3}})
+    ctx.log_dataset(**first)
+    assert ctx.datasets == [{"name": "t", "source": str(folder), "digest": first["digest"],
+                             "sizes": {"train": 3}, "context": "training"}]
+    (folder / "train.pt").write_bytes(b"abd")
+    assert describe(folder, {"task": "t"})["digest"] != first["digest"]

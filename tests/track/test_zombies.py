@@ -1,0 +1,138 @@
+"""Runs left RUNNING by a dead process are marked KILLED; `history` flags a killed newest run."""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+
+import mlflow
+import pytest
+from typer.testing import CliRunner
+
+from flows.track import zombies
+from flows.cli import app
+from flows.plan.build import build
+from flows.execute.runner import run
+from flows.track.runs import Tracker
+
+pytestmark = pytest.mark.slow
+Z = "tests.support.zombie_components"
+C = "tests.support.engine_components"
+
+
+def dead_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def runs_of(experiment: str) -> dict:
+    client = mlflow.MlflowClient()
+    exp = client.get_experiment_by_name(experiment)
+    return {r.info.run_id: r for r in client.search_runs([exp.experiment_id])} if exp else {}
+
+
+def test_sweep_kills_only_runs_whose_owner_is_gone(home):
+    name = f"zombie-unit-{uuid.uuid4().hex[:6]}"
+    tracker = Tracker(name)
+    client, host = tracker.client, socket.gethostname()
+    old = int((time.time() - 100 * 3600) * 1000)
+
+    def make(label, tags, start_time=None):
+        return client.create_run(tracker.experiment_id, run_name=label, tags=tags, start_time=start_time).info.run_id
+
+    gone = make("gone", {zombies.HOST: host, zombies.PID: str(dead_pid())})
+    alive = tracker.start("alive", {})  # this very process
+    reused = make("reused", {zombies.HOST: host, zombies.PID: str(os.getpid()), zombies.STARTED: "another:1"})
+    remote = make("remote", {zombies.HOST: "elsewhere", zombies.PID: "1"})
+    remote_old = make("remote-old", {zombies.HOST: "elsewhere", zombies.PID: "1"}, start_time=old)
+    done = make("done", {zombies.HOST: host, zombies.PID: str(dead_pid())})
+    client.set_terminated(done, "FINISHED")
+
+    killed = {k.run_id: k for k in tracker.sweep_zombies()}
+    assert set(killed) == {gone, reused, remote_old}
+    runs = runs_of(name)
+    for rid in killed:
+        assert runs[rid].info.status == "KILLED" and runs[rid].info.end_time
+        assert runs[rid].data.tags[zombies.REASON] == killed[rid].reason
+    assert "is gone (killed or crashed)" in killed[gone].reason
+    assert "now belongs to another process" in killed[reused].reason
+    assert killed[remote_old].reason == "started 100 h ago by process 1 on elsewhere, longer than any run takes (72 h)"
+    assert {runs[r].info.status for r in (alive, remote)} == {"RUNNING"}
+    assert runs[done].info.status == "FINISHED"
+
+
+def test_a_sigkilled_run_is_killed_by_the_next_run_and_flagged_by_history(tmp_path, home):
+    name = f"zombie-e2e-{uuid.uuid4().hex[:6]}"
+    started = tmp_path / "started"
+    path = tmp_path / "p.yaml"
+    path.write_text(textwrap.dedent(f"""\
+        name: {name}
+        steps:
+          nums: {{uses: "{C}:numbers"}}
+          slow: {{uses: "{Z}:slow", with: {{started: "{started}"}}, needs: [nums]}}
+        """))
+    env = {**os.environ, "BOTTLENECKS_HOME": str(home), "PREFECT_HOME": str(tmp_path / "prefect")}
+    with open(tmp_path / "log", "w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "run", str(path)], env=env,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not started.exists():  # the slow step's run exists in MLflow before it starts
+            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "log").read_text()
+            time.sleep(0.5)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        try:  # the embedded Prefect server it started outlives it: end that too
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    before = {r.data.tags["mlflow.runName"]: r for r in runs_of(name).values()}
+    assert {k: r.info.status for k, r in before.items()} == {name: "RUNNING", "nums": "FINISHED", "slow": "RUNNING"}
+
+    cli = CliRunner()
+    result = cli.invoke(app, ["history", name, "--no-plot"])
+    assert result.exit_code == 1
+    parent = before[name].info.run_id
+    assert (f"REGRESSION the newest run {parent[:8]} never finished: its process {proc.pid} on "
+            f"{socket.gethostname()} is gone (killed or crashed); the next run marks it KILLED") in result.output
+
+    result = cli.invoke(app, ["run", str(path), "--set", "slow.seconds=0"])
+    assert result.exit_code == 0, result.output
+    assert ("marked 2 run(s) KILLED that a dead process had left RUNNING, e.g. " in result.output
+            and f"its process {proc.pid} on {socket.gethostname()} is gone" in result.output)
+    after = runs_of(name)
+    for label in (name, "slow"):
+        run_ = after[before[label].info.run_id]
+        assert run_.info.status == "KILLED" and run_.info.end_time >= run_.info.start_time
+        assert run_.data.tags[zombies.REASON] == f"its process {proc.pid} on {socket.gethostname()} is gone " \
+                                                 "(killed or crashed)"
+    assert after[before["nums"].info.run_id].info.status == "FINISHED"
+
+    # a KILLED newest run is a regression too (here: as if the second run had been interrupted)
+    (second,) = [r.info.run_id for r in after.values() if r.info.run_id != parent
+                 and "mlflow.parentRunId" not in r.data.tags]
+    mlflow.MlflowClient().set_terminated(second, "KILLED")
+    mlflow.MlflowClient().set_tag(second, zombies.REASON, "interrupted (KeyboardInterrupt)")
+    result = cli.invoke(app, ["history", name, "--no-plot"])
+    assert result.exit_code == 1
+    assert f"REGRESSION the newest run {second[:8]} was KILLED: interrupted (KeyboardInterrupt)" in result.output
+
+
+def test_an_interrupted_run_is_killed_never_finished(tmp_path, home):
+    name = f"zombie-int-{uuid.uuid4().hex[:6]}"
+    path = tmp_path / "p.yaml"
+    path.write_text(f"name: {name}\nsteps:\n  a: {{uses: '{Z}:interrupt', with: {{wait: 1}}}}\n")
+    result = run(build(path))
+    assert result.stopped_by == signal.SIGINT and result.exit_code == 130
+    (parent,) = [r for r in runs_of(name).values() if "mlflow.parentRunId" not in r.data.tags]
+    assert parent.info.status == "KILLED"
+    assert parent.data.tags[zombies.REASON] == "stopped by SIGINT"
+    assert parent.data.tags[zombies.PID] == str(os.getpid())
+    assert "**stopped by SIGINT**" in parent.data.tags["mlflow.note.content"]
+    (step,) = [r for r in runs_of(name).values() if "mlflow.parentRunId" in r.data.tags]
+    assert step.info.status == "KILLED"
