@@ -16,6 +16,7 @@ under a load average of ~6, medians of 5): BPE training 1.9 s; tokenisation 5,40
 bucketing 716,000 pairs/s; tokenisation + bucketing 5,370 pairs/s. Padding: source 12.0% bucketed
 vs 54.1% unbucketed, target 3.0% vs 54.9%; 119 bucketed batches vs 260 unbucketed for one epoch.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -71,8 +72,9 @@ def scale_path(pairs: list[tuple[str, str]], tok, n: int, num_proc: int | None, 
     splits = {"train": big, "valid": pairs[:500], "test": pairs[500:1000]}
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
-        folder = write_translation(Context(Path(tmp)), splits, tok, tok, src_lang="en", tgt_lang="de", meta={},
-                                   num_proc=num_proc)
+        folder = write_translation(
+            Context(Path(tmp)), splits, tok, tok, src_lang="en", tgt_lang="de", meta={}, num_proc=num_proc
+        )
         encode_s = time.perf_counter() - start
         task = Task(folder, "cpu")
         start = time.perf_counter()
@@ -83,10 +85,16 @@ def scale_path(pairs: list[tuple[str, str]], tok, n: int, num_proc: int | None, 
         ds = task.dataset["train"]
         src_l, tgt_l = list(ds["src_ids"]), list(ds["tgt_ids"])
         lists_load_s = time.perf_counter() - start
-        out = {"scale_pairs": n, "scale_tokens": tokens, "scale_num_proc": num_proc or 1,
-               "encode_s": round(encode_s, 2), "encode_tokens_per_s": round(tokens / encode_s),
-               "start_arrays_s": round(arrays_load_s, 4), "start_lists_s": round(lists_load_s, 2),
-               "arrays_bytes": int(src_a.ids.nbytes + tgt_a.ids.nbytes + src_a.offsets.nbytes + tgt_a.offsets.nbytes)}
+        out = {
+            "scale_pairs": n,
+            "scale_tokens": tokens,
+            "scale_num_proc": num_proc or 1,
+            "encode_s": round(encode_s, 2),
+            "encode_tokens_per_s": round(tokens / encode_s),
+            "start_arrays_s": round(arrays_load_s, 4),
+            "start_lists_s": round(lists_load_s, 2),
+            "arrays_bytes": int(src_a.ids.nbytes + tgt_a.ids.nbytes + src_a.offsets.nbytes + tgt_a.offsets.nbytes),
+        }
         for name, (s, t) in {"arrays": (src_a, tgt_a), "lists": (src_l, tgt_l)}.items():
             batches = TranslationBatches(s, t, task.pad_id, seed=0, batch_size=1, max_tokens=max_tokens)
             start = time.perf_counter()
@@ -101,7 +109,9 @@ def scale_path(pairs: list[tuple[str, str]], tok, n: int, num_proc: int | None, 
 
 
 def main() -> None:
-    default_data = os.environ.get("BOTTLENECKS_DATA", str(Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+    default_data = os.environ.get(
+        "BOTTLENECKS_DATA", str(Path(__file__).resolve().parents[1].parent / "shared" / "data")
+    )
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data-dir", default=default_data, help="folder holding multi30k/")
     ap.add_argument("--max-tokens", type=int, default=4096)
@@ -144,10 +154,16 @@ def main() -> None:
         "padding_src_unbucketed": round(padding_fraction(unbucketed, src_len), 4),
         "padding_tgt_bucketed": round(padding_fraction(bucketed, tgt_len), 4),
         "padding_tgt_unbucketed": round(padding_fraction(unbucketed, tgt_len), 4),
-        "settings": {"max_tokens": args.max_tokens, "vocab_size": tok.get_vocab_size(), "repeats": args.repeats,
-                     "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-                     "tokenizers": tokenizers.__version__, "python": platform.python_version(),
-                     "machine": platform.machine()},
+        "settings": {
+            "max_tokens": args.max_tokens,
+            "vocab_size": tok.get_vocab_size(),
+            "repeats": args.repeats,
+            "cpus": os.cpu_count(),
+            "torch_threads": torch.get_num_threads(),
+            "tokenizers": tokenizers.__version__,
+            "python": platform.python_version(),
+            "machine": platform.machine(),
+        },
     }
     if args.pairs:
         figures.update(scale_path(pairs, tok, args.pairs, args.num_proc, args.max_tokens))

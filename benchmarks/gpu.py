@@ -16,6 +16,7 @@ MFU = model FLOPs / (seconds x peak): 6 FLOPs per matmul weight per token (forwa
 plus 12 T d per token for each attention (QK^T and AV). Peaks are dense figures per device name,
 or --peak-tflops. ``--tiny`` shrinks everything to check the script on a CPU in seconds.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,8 +48,14 @@ from components.train.precision import autocast, choose, tf32  # noqa: E402
 
 FORBIDDEN = ("prefect", "mlflow", "datasets", "pydantic", "tokenizers", "sacrebleu", "pandas")
 # dense peak TFLOPS by (device name fragment, precision): NVIDIA data sheets (SXM parts)
-PEAKS = {("H200", "bf16"): 989, ("H100", "bf16"): 989, ("A100", "bf16"): 312,
-         ("H200", "fp32+tf32"): 494, ("H100", "fp32+tf32"): 494, ("A100", "fp32+tf32"): 156}
+PEAKS = {
+    ("H200", "bf16"): 989,
+    ("H100", "bf16"): 989,
+    ("A100", "bf16"): 312,
+    ("H200", "fp32+tf32"): 494,
+    ("H100", "fp32+tf32"): 494,
+    ("A100", "fp32+tf32"): 156,
+}
 
 
 def sync(device: str) -> None:
@@ -105,8 +112,13 @@ def train_steps(model, device: str, B: int, S: int, T: int, steps: int, warmup: 
         if i >= warmup:
             times.append(time.perf_counter() - t0)
     sec = statistics.median(times)
-    return {"precision": precision, "batch": [B, S, T], "step_s": round(sec, 5),
-            "tokens_per_s": round(B * (S + T) / sec), "loss": round(float(loss.detach()), 3)}
+    return {
+        "precision": precision,
+        "batch": [B, S, T],
+        "step_s": round(sec, 5),
+        "tokens_per_s": round(B * (S + T) / sec),
+        "loss": round(float(loss.detach()), 3),
+    }
 
 
 def decode(model, device: str, n: int, batch: int, mean_len: int, cache: bool) -> float:
@@ -117,7 +129,7 @@ def decode(model, device: str, n: int, batch: int, mean_len: int, cache: bool) -
     sync(device)
     t0 = time.perf_counter()
     for i in range(0, n, batch):
-        L = lens[i:i + batch]
+        L = lens[i : i + batch]
         src = torch.randint(4, model.config.src_vocab_size, (len(L), int(L.max())), device=device)
         beam_search(model, src, L, 4, int(L.max()) + 50, 2, 3, 0.6)
     sync(device)
@@ -149,9 +161,14 @@ def main() -> None:
     args = ap.parse_args()
     dev = args.device
     name = torch.cuda.get_device_name(dev) if dev.startswith("cuda") else platform.processor() or platform.machine()
-    fig: dict = {"device": name, "torch": torch.__version__, "cuda": torch.version.cuda,
-                 "cudnn": torch.backends.cudnn.version() if dev.startswith("cuda") else None,
-                 "python": platform.python_version(), "tiny": args.tiny}
+    fig: dict = {
+        "device": name,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version() if dev.startswith("cuda") else None,
+        "python": platform.python_version(),
+        "tiny": args.tiny,
+    }
 
     def peak(precision: str) -> float | None:
         if args.peak_tflops:
@@ -159,8 +176,10 @@ def main() -> None:
         return next((v * 1e12 for (frag, p), v in PEAKS.items() if frag in name and p == precision), None)
 
     if args.tiny:
-        tr, rs = build("transformer-tiny", src_vocab_size=64, tgt_vocab_size=64, share_embeddings=True), \
-            build("bahdanau-tiny", src_vocab_size=64, tgt_vocab_size=64)
+        tr, rs = (
+            build("transformer-tiny", src_vocab_size=64, tgt_vocab_size=64, share_embeddings=True),
+            build("bahdanau-tiny", src_vocab_size=64, tgt_vocab_size=64),
+        )
         shape_tr, shape_rs, lengths, d, n_sent = (8, 12, 12), (4, 10, 10), [64, 128], 32, 16
     else:  # 25k tokens a step as in the paper: 390 pairs of 32 + 32 tokens
         tr, rs = build("transformer-base"), build("rnnsearch-1000")
@@ -176,13 +195,24 @@ def main() -> None:
             fig[key] = r
         tr.eval()
         mean_len, n_plain = (6 if args.tiny else 31), min(n_sent, 256)
-        fig["decode_beam4"] = {"sentences": n_sent, "cached_s": round(decode(tr, dev, n_sent, 128, mean_len, True), 3),
-                               "uncached_sentences": n_plain,
-                               "uncached_s": round(decode(tr, dev, n_plain, 128, mean_len, False), 3)}
+        fig["decode_beam4"] = {
+            "sentences": n_sent,
+            "cached_s": round(decode(tr, dev, n_sent, 128, mean_len, True), 3),
+            "uncached_sentences": n_plain,
+            "uncached_s": round(decode(tr, dev, n_plain, 128, mean_len, False), 3),
+        }
         tr.config.kv_cache = True
         gru = nn.GRU(d, d, batch_first=True).to(dev)
-        attn = build("transformer-encoder-small", input_dim=d, d_model=d, n_heads=8 if d >= 64 else 2, d_ff=4 * d,
-                     num_layers=1, num_classes=2, head="many_to_many").encoder.to(dev)
+        attn = build(
+            "transformer-encoder-small",
+            input_dim=d,
+            d_model=d,
+            n_heads=8 if d >= 64 else 2,
+            d_ff=4 * d,
+            num_layers=1,
+            num_classes=2,
+            head="many_to_many",
+        ).encoder.to(dev)
         fig["per_sequence_ms"] = {}
         for T in lengths:
             with autocast(dev, "bf16" if dev.startswith("cuda") else "fp32"):

@@ -10,6 +10,7 @@ Reference pairs (same shapes, same threads, interleaved repeats, medians):
 
 On a shared machine read the ratios against the control row (the reference against itself).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,11 +57,13 @@ def ratio(ours, ref, repeats: int) -> float:
 
 def fwd_bwd(model, *inputs, **kwargs):
     """Return a closure running forward and backward with fresh gradients."""
+
     def run():
         model.zero_grad(set_to_none=True)
         out = model(*inputs, **kwargs)
         out = out[0] if isinstance(out, tuple) else out
         out.float().pow(2).mean().backward()
+
     return run
 
 
@@ -97,8 +100,10 @@ def references(T: int, B: int, d: int) -> dict[str, tuple]:
     return {
         "production LSTM (Recurrent fused) vs nn.LSTM": (fwd_bwd(fused, x), fwd_bwd(ref_lstm, x)),
         "own LSTM cell loop vs nn.LSTM": (fwd_bwd(loop, x), fwd_bwd(ref_lstm, x)),
-        "MultiHeadAttention (SDPA path) vs nn.MultiheadAttention": (fwd_bwd(mha, x, x, x),
-                                                                     fwd_bwd(ref_mha, x, x, x, need_weights=False)),
+        "MultiHeadAttention (SDPA path) vs nn.MultiheadAttention": (
+            fwd_bwd(mha, x, x, x),
+            fwd_bwd(ref_mha, x, x, x, need_weights=False),
+        ),
         "attention() explicit softmax(QK^T)V vs SDPA": (own_attn, sdpa),
         "control: nn.LSTM vs itself (noise floor)": (fwd_bwd(ref_lstm, x), fwd_bwd(ref_lstm, x)),
     }
@@ -116,8 +121,10 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    print(f"torch {torch.__version__}, {args.threads} thread(s), batch {args.batch}, dim {args.dim}, "
-          f"fp32 CPU, median of {args.repeats} after 2 warm-up calls\n")
+    print(
+        f"torch {torch.__version__}, {args.threads} thread(s), batch {args.batch}, dim {args.dim}, "
+        f"fp32 CPU, median of {args.repeats} after 2 warm-up calls\n"
+    )
     cols = " | ".join(f"T={t}" for t in args.lengths)
     if args.only != "ratios":
         print_families(args, cols)
@@ -136,9 +143,10 @@ def print_families(args, cols: str) -> None:
 
 
 def print_ratios(args, cols: str) -> None:
-    print(f"\n| ours / reference time, alternating calls, median of {args.ratio_repeats} (production paths must be "
-          f"< 1.10) | {cols} |\n|---|"
-          + "---:|" * len(args.lengths))
+    print(
+        f"\n| ours / reference time, alternating calls, median of {args.ratio_repeats} (production paths must be "
+        f"< 1.10) | {cols} |\n|---|" + "---:|" * len(args.lengths)
+    )
     rows = {}
     for T in args.lengths:
         for name, (ours, ref) in references(T, args.batch, args.dim).items():

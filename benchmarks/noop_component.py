@@ -1,4 +1,5 @@
 """A trivial component for the worker benchmark: imports torch (as real steps do), does nothing."""
+
 from components import Context, component
 
 

@@ -9,6 +9,7 @@ process, as a user would run it.
     python benchmarks/overhead.py --only startup      # the first four figures (about a minute)
     python benchmarks/overhead.py --only engine --executor threads processes dask
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,10 +41,12 @@ def noop(ctx: Context, *, i: int = 0, work: float = 0.0, stamp: str = "") -> dic
 
 def pipeline(path: Path, steps: int, work: float = 0.0, stamp: str = "") -> Path:
     values = ", ".join(str(i) for i in range(steps))
-    path.write_text(f"name: overhead-{steps}-{work}\nsettings: {{workers: 1}}\nsteps:\n"
-                    f"  noop:\n    uses: benchmarks.overhead:noop\n"
-                    f"    with: {{i: \"${{matrix.i}}\", work: {work}, stamp: \"{stamp}\"}}\n"
-                    f"    matrix: {{i: [{values}]}}\n")
+    path.write_text(
+        f"name: overhead-{steps}-{work}\nsettings: {{workers: 1}}\nsteps:\n"
+        f"  noop:\n    uses: benchmarks.overhead:noop\n"
+        f'    with: {{i: "${{matrix.i}}", work: {work}, stamp: "{stamp}"}}\n'
+        f"    matrix: {{i: [{values}]}}\n"
+    )
     return path
 
 
@@ -57,8 +60,13 @@ def timed_cpu(command: str, file: Path, env: dict, *extra: str, cwd: Path = REPO
     mostly waiting for a core, the CPU time is what it costs."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "flows.cli", command, str(file), *extra], cwd=cwd, env=env,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "flows.cli", command, str(file), *extra],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"{command} failed:\n{proc.stderr[-2000:]}")
@@ -77,7 +85,10 @@ def stop_servers(folder: Path, env: dict) -> None:
 
 def stop_prefect_server(folder: Path, env: dict) -> None:
     """Stop only the folder's Prefect server: the zygote serves the next folder, as it would a user's."""
-    code = "import sys; from pathlib import Path; from flows.services import prefect_server; prefect_server.stop(Path(sys.argv[1]))"
+    code = (
+        "import sys; from pathlib import Path; from flows.services import prefect_server; "
+        "prefect_server.stop(Path(sys.argv[1]))"
+    )
     subprocess.run([sys.executable, "-c", code, str(folder / ".bottlenecks")], cwd=folder, env=env, capture_output=True)
 
 
@@ -88,12 +99,19 @@ def startup(tmp: Path, repeats: int) -> dict[str, float]:
     folder, the MLflow store and Prefect's home are created by the first command. The first
     repeat also migrates the Prefect database template the later ones copy.
     """
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PREFECT_", "MLFLOW_")) and k != "BOTTLENECKS_HOME"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "MLFLOW_")) and k != "BOTTLENECKS_HOME"}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
     env["BOTTLENECKS_CACHE"] = str(tmp / "cache")  # the first folder is the machine's first: no template
-    figures: dict[str, list[float]] = {"check": [], "plan": [], "first step": [], "first run": [], "cached rerun": [],
-                                       "check cpu": [], "plan cpu": [], "cached rerun cpu": []}
+    figures: dict[str, list[float]] = {
+        "check": [],
+        "plan": [],
+        "first step": [],
+        "first run": [],
+        "cached rerun": [],
+        "check cpu": [],
+        "plan cpu": [],
+        "cached rerun cpu": [],
+    }
     env.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="bn-"))  # this benchmark's own zygote
     for r in range(repeats):
         folder = tmp / f"project-{r}"
@@ -121,8 +139,13 @@ def engine(args, executor: str) -> None:
     """Per-step overhead, warm start and the cached speed-up with one executor."""
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        env = {**os.environ, "BOTTLENECKS_HOME": str(tmp / "home"), "PREFECT_HOME": str(tmp / "prefect"),
-               "MLFLOW_TRACKING_URI": f"sqlite:///{tmp / 'mlflow.db'}", "BOTTLENECKS_EXECUTOR": executor}
+        env = {
+            **os.environ,
+            "BOTTLENECKS_HOME": str(tmp / "home"),
+            "PREFECT_HOME": str(tmp / "prefect"),
+            "MLFLOW_TRACKING_URI": f"sqlite:///{tmp / 'mlflow.db'}",
+            "BOTTLENECKS_EXECUTOR": executor,
+        }
         env.pop("PREFECT_API_URL", None)
         one, many = pipeline(tmp / "one.yaml", 1), pipeline(tmp / "many.yaml", args.steps)
         busy = pipeline(tmp / "busy.yaml", args.steps, args.work)
@@ -132,7 +155,7 @@ def engine(args, executor: str) -> None:
             noop.component(Context(work_dir=tmp / "direct" / str(i)), i=i)
         direct = time.perf_counter() - start
 
-        cold = timed_run(one, env)                       # fresh stores: DB migrations, server start
+        cold = timed_run(one, env)  # fresh stores: DB migrations, server start
         warm = statistics.median(timed_run(one, env, "--no-cache") for _ in range(args.repeats))
         full = statistics.median(timed_run(many, env, "--no-cache") for _ in range(args.repeats))
         busy_run = timed_run(busy, env, "--no-cache")
@@ -146,8 +169,10 @@ def engine(args, executor: str) -> None:
     print(f"warm start (1 step):      {warm:.1f} s   (target <= 15 s)")
     print(f"{args.steps} trivial steps:         {full:.1f} s")
     print(f"per-step overhead:        {per_step:.3f} s (target <= 0.25 s; workers=1)")
-    print(f"{args.steps} steps x {args.work} s work: {busy_run:.1f} s; all cached: {busy_cached:.1f} s; "
-          f"speed-up {busy_run / busy_cached:.2f}x")
+    print(
+        f"{args.steps} steps x {args.work} s work: {busy_run:.1f} s; all cached: {busy_cached:.1f} s; "
+        f"speed-up {busy_run / busy_cached:.2f}x"
+    )
 
 
 def main() -> None:
@@ -156,20 +181,31 @@ def main() -> None:
     parser.add_argument("--work", type=float, default=0.5, help="seconds per step for the cache speed-up")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--only", choices=["startup", "engine"], help="measure one part only")
-    parser.add_argument("--executor", nargs="+", default=["processes"], choices=["threads", "processes", "dask"],
-                        help="executors to measure the engine part with (e.g. --executor threads processes dask)")
+    parser.add_argument(
+        "--executor",
+        nargs="+",
+        default=["processes"],
+        choices=["threads", "processes", "dask"],
+        help="executors to measure the engine part with (e.g. --executor threads processes dask)",
+    )
     args = parser.parse_args()
-    print(f"machine: {os.cpu_count()} cores, python {sys.version.split()[0]}; medians of {args.repeats} runs; "
-          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(
+        f"machine: {os.cpu_count()} cores, python {sys.version.split()[0]}; medians of {args.repeats} runs; "
+        f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
     if args.only != "engine":
         with tempfile.TemporaryDirectory() as tmp:
             s = startup(Path(tmp), args.repeats)
         print(f"check (6 steps):          {s['check']:.2f} s   (target <= 1.5 s); CPU {s['check cpu']:.2f} s")
         print(f"plan (6 steps, cached):   {s['plan']:.2f} s   (target <= 1.5 s); CPU {s['plan cpu']:.2f} s")
-        print(f"first run, new folder:    {s['first step']:.1f} s to its first step (target <= 15 s); "
-              f"{s['first run']:.1f} s in all; the machine's first (no database template): {s['first ever']:.1f} s")
-        print(f"cached rerun (6 steps):   {s['cached rerun']:.2f} s   (target <= 3 s); CPU {s['cached rerun cpu']:.2f} s "
-              "(the command; the server's share is not counted)")
+        print(
+            f"first run, new folder:    {s['first step']:.1f} s to its first step (target <= 15 s); "
+            f"{s['first run']:.1f} s in all; the machine's first (no database template): {s['first ever']:.1f} s"
+        )
+        print(
+            f"cached rerun (6 steps):   {s['cached rerun']:.2f} s   (target <= 3 s); CPU {s['cached rerun cpu']:.2f} s "
+            "(the command; the server's share is not counted)"
+        )
     if args.only == "startup":
         print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         return

@@ -21,6 +21,7 @@ cost of one checkpoint (model, optimiser, scheduler and RNG state, written atomi
 use the best of the interleaved repeats (as ``timeit`` does: other processes only ever add
 time); medians are printed too.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,8 +62,15 @@ def bare_loop(data: str, model_name: str, steps: int, batch_size: int, lr: float
 def trainer(data: str, model_name: str, steps: int, batch_size: int, lr: float, checkpoint_every: int) -> float:
     """Train with train.model in a fresh work dir; return its training-loop seconds."""
     with tempfile.TemporaryDirectory() as work:
-        out = get("train.model")(Context(Path(work)), data=data, model=model_name, steps=steps,
-                                 batch_size=batch_size, lr=lr, checkpoint_every=checkpoint_every)
+        out = get("train.model")(
+            Context(Path(work)),
+            data=data,
+            model=model_name,
+            steps=steps,
+            batch_size=batch_size,
+            lr=lr,
+            checkpoint_every=checkpoint_every,
+        )
     return out["summary"]["seconds"]
 
 
@@ -83,8 +91,16 @@ def checkpoint_cost(model_name: str, data: str, repeats: int = 20) -> tuple[floa
         path = Path(work) / "last.pt"
         for _ in range(repeats):
             t0 = time.perf_counter()
-            C.atomic_save({**C.model_record(model, model_name, {}), "optimizer": opt.state_dict(),
-                           "scheduler": sched.state_dict(), "rng": C.rng_state(), "step": 0}, path)
+            C.atomic_save(
+                {
+                    **C.model_record(model, model_name, {}),
+                    "optimizer": opt.state_dict(),
+                    "scheduler": sched.state_dict(),
+                    "rng": C.rng_state(),
+                    "step": 0,
+                },
+                path,
+            )
             times.append(time.perf_counter() - t0)
         size = path.stat().st_size
     return 1000 * statistics.median(times), size
@@ -98,8 +114,13 @@ def translation_ratio(args) -> dict:
 
     base = Path(args.data_dir) / "multi30k"
     with tempfile.TemporaryDirectory() as root:
-        data = get("data.wmt")(Context(Path(root) / "d"), source="files", vocab_size=4000, max_pairs=args.pairs,
-                               files={"train": [[str(base / "train.en.gz"), str(base / "train.de.gz")]]})["dataset"]
+        data = get("data.wmt")(
+            Context(Path(root) / "d"),
+            source="files",
+            vocab_size=4000,
+            max_pairs=args.pairs,
+            files={"train": [[str(base / "train.en.gz"), str(base / "train.de.gz")]]},
+        )["dataset"]
         lists = Path(root) / "lists"
         shutil.copytree(data, lists, ignore=shutil.ignore_patterns("arrays"))  # an older folder: lists only
         task = Task(data, "cpu")
@@ -109,8 +130,9 @@ def translation_ratio(args) -> dict:
         per_batch = round(len(src) / len(buckets.batches))  # same sentences per step on average
 
         def real_tokens(batches) -> int:
-            return sum(int(b["src_lengths"].sum() + (b["tgt_out"] != -100).sum())
-                       for b in map(batches, range(args.steps)))
+            return sum(
+                int(b["src_lengths"].sum() + (b["tgt_out"] != -100).sum()) for b in map(batches, range(args.steps))
+            )
 
         tok_old = real_tokens(TranslationBatches(src, tgt, task.pad_id, 0, per_batch, None))
         tok_new = real_tokens(TranslationBatches(src, tgt, task.pad_id, 0, 1, args.max_tokens))
@@ -118,20 +140,33 @@ def translation_ratio(args) -> dict:
         old, new = [], []
         for i in range(args.repeats + 1):  # the first round warms up (imports, allocator) and is dropped
             with tempfile.TemporaryDirectory() as work:
-                o = get("train.model")(Context(Path(work) / "o"), data=str(lists), batch_size=per_batch, prefetch=0,
-                                       **kw)["summary"]["seconds"]
-                n = get("train.model")(Context(Path(work) / "n"), data=data, max_tokens=args.max_tokens, prefetch=2,
-                                       **kw)["summary"]["seconds"]
+                o = get("train.model")(
+                    Context(Path(work) / "o"), data=str(lists), batch_size=per_batch, prefetch=0, **kw
+                )["summary"]["seconds"]
+                n = get("train.model")(
+                    Context(Path(work) / "n"), data=data, max_tokens=args.max_tokens, prefetch=2, **kw
+                )["summary"]["seconds"]
             if i:
                 old.append(o)
                 new.append(n)
     rate_old, rate_new = tok_old / min(old), tok_new / min(new)
-    return {"model": args.model, "steps": args.steps, "pairs": len(src), "max_tokens": args.max_tokens,
-            "sentences_per_step": per_batch, "threads": args.threads, "torch": torch.__version__,
-            "old_real_tokens": tok_old, "new_real_tokens": tok_new, "old_s": min(old), "new_s": min(new),
-            "old_real_tokens_per_s": round(rate_old), "new_real_tokens_per_s": round(rate_new),
-            "ratio": round(rate_new / rate_old, 3),
-            "ratio_median": round((tok_new / statistics.median(new)) / (tok_old / statistics.median(old)), 3)}
+    return {
+        "model": args.model,
+        "steps": args.steps,
+        "pairs": len(src),
+        "max_tokens": args.max_tokens,
+        "sentences_per_step": per_batch,
+        "threads": args.threads,
+        "torch": torch.__version__,
+        "old_real_tokens": tok_old,
+        "new_real_tokens": tok_new,
+        "old_s": min(old),
+        "new_s": min(new),
+        "old_real_tokens_per_s": round(rate_old),
+        "new_real_tokens_per_s": round(rate_new),
+        "ratio": round(rate_new / rate_old, 3),
+        "ratio_median": round((tok_new / statistics.median(new)) / (tok_old / statistics.median(old)), 3),
+    }
 
 
 def projection_ratio(args) -> dict:
@@ -142,10 +177,23 @@ def projection_ratio(args) -> dict:
     overrides = json.loads(args.overrides) if args.overrides else {}
     families = [c for c in _subclasses(decoding.Generates) if c.__dict__.get("projects_kept")]
     with tempfile.TemporaryDirectory() as root:
-        data = get("data.wmt")(Context(Path(root) / "d"), source="files", vocab_size=args.vocab, max_pairs=args.pairs,
-                               files={"train": [[str(base / "train.en.gz"), str(base / "train.de.gz")]]})["dataset"]
-        kw = dict(data=data, model=args.model, overrides=overrides, steps=args.steps, batch_size=args.batch_size,
-                  lr=1e-3, checkpoint_every=0, prefetch=0)
+        data = get("data.wmt")(
+            Context(Path(root) / "d"),
+            source="files",
+            vocab_size=args.vocab,
+            max_pairs=args.pairs,
+            files={"train": [[str(base / "train.en.gz"), str(base / "train.de.gz")]]},
+        )["dataset"]
+        kw = dict(
+            data=data,
+            model=args.model,
+            overrides=overrides,
+            steps=args.steps,
+            batch_size=args.batch_size,
+            lr=1e-3,
+            checkpoint_every=0,
+            prefetch=0,
+        )
         kept, full = [], []
         try:
             for i in range(args.repeats + 1):  # the first round warms up and is dropped
@@ -159,11 +207,20 @@ def projection_ratio(args) -> dict:
         finally:
             for cls in families:
                 cls.projects_kept = True
-    return {"model": args.model, "overrides": overrides, "vocab": args.vocab, "pairs": args.pairs,
-            "batch_size": args.batch_size, "steps": args.steps, "threads": args.threads, "torch": torch.__version__,
-            "kept_s_per_step": round(min(kept), 4), "full_s_per_step": round(min(full), 4),
-            "speedup": round(min(full) / min(kept), 3),
-            "speedup_median": round(statistics.median(full) / statistics.median(kept), 3)}
+    return {
+        "model": args.model,
+        "overrides": overrides,
+        "vocab": args.vocab,
+        "pairs": args.pairs,
+        "batch_size": args.batch_size,
+        "steps": args.steps,
+        "threads": args.threads,
+        "torch": torch.__version__,
+        "kept_s_per_step": round(min(kept), 4),
+        "full_s_per_step": round(min(full), 4),
+        "speedup": round(min(full) / min(kept), 3),
+        "speedup_median": round(statistics.median(full) / statistics.median(kept), 3),
+    }
 
 
 def _subclasses(cls) -> list[type]:
@@ -210,11 +267,19 @@ def main() -> None:
         save_ms, size = checkpoint_cost(args.model, data)
     n_ckpt = (args.steps - 1) // args.checkpoint_every + 1  # periodic ones plus the final state
     result = {
-        "model": args.model, "steps": args.steps, "batch_size": args.batch_size, "threads": args.threads,
-        "torch": torch.__version__, "device": "cpu",
-        "bare_s": min(bare), "trainer_s": min(ours), "trainer_with_checkpoints_s": min(ckpt),
-        "checkpoints": n_ckpt, "bare_median_s": statistics.median(bare),
-        "trainer_median_s": statistics.median(ours), "trainer_with_checkpoints_median_s": statistics.median(ckpt),
+        "model": args.model,
+        "steps": args.steps,
+        "batch_size": args.batch_size,
+        "threads": args.threads,
+        "torch": torch.__version__,
+        "device": "cpu",
+        "bare_s": min(bare),
+        "trainer_s": min(ours),
+        "trainer_with_checkpoints_s": min(ckpt),
+        "checkpoints": n_ckpt,
+        "bare_median_s": statistics.median(bare),
+        "trainer_median_s": statistics.median(ours),
+        "trainer_with_checkpoints_median_s": statistics.median(ckpt),
     }
     result["throughput_ratio"] = result["bare_s"] / result["trainer_s"]
     result["throughput_ratio_median"] = result["bare_median_s"] / result["trainer_median_s"]

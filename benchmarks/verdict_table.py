@@ -8,6 +8,7 @@
 After `bottlenecks run pipelines/four_bottlenecks.yaml` the run's scorecard.json is in
 .bottlenecks/work/scorecard-*/ (and on the MLflow parent run).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,15 +46,21 @@ def _cell(text: Any) -> str:
 def render(card: dict[str, Any], table: Table = TABLES["quick"]) -> str:
     """The generated block: the headline and one row per claim with its verdict and reason."""
     s = card["summary"]
-    lines = [f"{table.begin} by benchmarks/verdict_table.py; do not edit -->",
-             f"**{headline(s)}** ({s['device_independent_holds']} of {s['device_independent']} "
-             f"device-independent claims hold; measured on {card['device']}, at least "
-             f"{card['min_seeds']} seeds per training claim).", "",
-             "| # | B | claim | verdict | why |", "|---|---|---|---|---|"]
+    lines = [
+        f"{table.begin} by benchmarks/verdict_table.py; do not edit -->",
+        f"**{headline(s)}** ({s['device_independent_holds']} of {s['device_independent']} "
+        f"device-independent claims hold; measured on {card['device']}, at least "
+        f"{card['min_seeds']} seeds per training claim).",
+        "",
+        "| # | B | claim | verdict | why |",
+        "|---|---|---|---|---|",
+    ]
     for c in card["claims"]:
         verdict = f"**{c['verdict']}**" if c["verdict"] == "fails" else c["verdict"]
-        lines.append(f"| {_cell(c['id'])} | {_cell(c.get('bottleneck') or '')} | {_cell(c['claim'])} | "
-                     f"{verdict} | {_cell(c['reason'])} |")
+        lines.append(
+            f"| {_cell(c['id'])} | {_cell(c.get('bottleneck') or '')} | {_cell(c['claim'])} | "
+            f"{verdict} | {_cell(c['reason'])} |"
+        )
     return "\n".join(lines + [table.end])
 
 
@@ -66,8 +73,12 @@ def rewrite(text: str, card: dict[str, Any], table: Table = TABLES["quick"]) -> 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--profile", choices=sorted(TABLES), default=None,
-                    help="the table to record or rewrite (default: quick; --check alone checks every table)")
+    ap.add_argument(
+        "--profile",
+        choices=sorted(TABLES),
+        default=None,
+        help="the table to record or rewrite (default: quick; --check alone checks every table)",
+    )
     ap.add_argument("--record", type=Path, help="a run's scorecard.json to copy to docs/scorecard-<profile>.json first")
     ap.add_argument("--check", action="store_true", help="only compare; exit 1 if docs/results.md is stale")
     args = ap.parse_args(argv)
@@ -80,9 +91,12 @@ def main(argv: list[str] | None = None) -> int:
         new = rewrite(new, json.loads(table.recorded.read_text()), table)
     if args.check:
         if new != text:
-            print(f"docs/{RESULTS.name} differs from the tables rendered from "
-                  f"{', '.join(t.recorded.name for t in tables)}: run python benchmarks/verdict_table.py "
-                  "[--profile standard]", file=sys.stderr)
+            print(
+                f"docs/{RESULTS.name} differs from the tables rendered from "
+                f"{', '.join(t.recorded.name for t in tables)}: run python benchmarks/verdict_table.py "
+                "[--profile standard]",
+                file=sys.stderr,
+            )
             return 1
         return 0
     RESULTS.write_text(new)

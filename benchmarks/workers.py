@@ -8,6 +8,7 @@ median round trip of a trivial step afterwards, and each worker's resident memor
 importing torch. Runs no Prefect flow and creates no MLflow run (the payload's run id is a
 throwaway one in a temporary SQLite store).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,10 +57,18 @@ def main() -> None:
 
     def step(i: int) -> float:
         run = client.create_run(exp).info.run_id
-        payload = StepPayload(instance=f"s{i}", component="bench.import_torch", params={}, key=f"k{i}",
-                              work_dir=str(tmp / f"w{i}"), run_id=run, seed=0,
-                              tracking_uri=os.environ["MLFLOW_TRACKING_URI"], home=str(tmp / "home"),
-                              module="benchmarks.noop_component")
+        payload = StepPayload(
+            instance=f"s{i}",
+            component="bench.import_torch",
+            params={},
+            key=f"k{i}",
+            work_dir=str(tmp / f"w{i}"),
+            run_id=run,
+            seed=0,
+            tracking_uri=os.environ["MLFLOW_TRACKING_URI"],
+            home=str(tmp / "home"),
+            module="benchmarks.noop_component",
+        )
         t0 = time.monotonic()
         result = pool.run(payload, 0, lambda event: None)
         assert result.status == "done", result.error
@@ -69,8 +78,10 @@ def main() -> None:
     rest = [step(100 + i) for i in range(args.repeat * args.workers)]
     memory = [rss_mib(s.worker.pid) for s in pool.cpu]
     pool.close()
-    print(f"workers: {args.workers} (python {sys.version.split()[0]}, {os.cpu_count()} cores, "
-          f"load {os.getloadavg()[0]:.1f})")
+    print(
+        f"workers: {args.workers} (python {sys.version.split()[0]}, {os.cpu_count()} cores, "
+        f"load {os.getloadavg()[0]:.1f})"
+    )
     print(f"all workers ready:            {ready:.2f} s")
     print(f"first step per worker:        {statistics.median(first):.2f} s (imports torch)")
     print(f"trivial step round trip:      {statistics.median(rest) * 1000:.0f} ms (median of {len(rest)})")

@@ -2,6 +2,7 @@
 
 Nothing in this package imports prefect or mlflow.
 """
+
 from components.context import Context, Progress
 from components.registry import Component, ComponentError, component, get
 

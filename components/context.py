@@ -4,6 +4,7 @@
 memory (and nothing else). ``flows/`` subclasses it to log to MLflow and drive the progress view.
 Components never import prefect or mlflow; they only talk to this object.
 """
+
 from __future__ import annotations
 
 import logging
@@ -26,8 +27,9 @@ class Progress:
     def advance(self, n: float = 1) -> None:
         self.completed += n
 
-    def update(self, *, completed: float | None = None, total: float | None = None,
-               description: str | None = None) -> None:
+    def update(
+        self, *, completed: float | None = None, total: float | None = None, description: str | None = None
+    ) -> None:
         if completed is not None:
             self.completed = completed
         if total is not None:
@@ -84,11 +86,13 @@ class Context:
         if example is not None:
             self.model_examples[name] = example
 
-    def log_dataset(self, name: str, source: str, digest: str, sizes: dict[str, int] | None = None,
-                    context: str = "training") -> None:
+    def log_dataset(
+        self, name: str, source: str, digest: str, sizes: dict[str, int] | None = None, context: str = "training"
+    ) -> None:
         """Record the dataset a run reads (an MLflow input: name, content digest, folder, split sizes)."""
-        self.datasets.append({"name": name, "source": str(source), "digest": digest,
-                              "sizes": dict(sizes or {}), "context": context})
+        self.datasets.append(
+            {"name": name, "source": str(source), "digest": digest, "sizes": dict(sizes or {}), "context": context}
+        )
 
     def set_tags(self, tags: dict[str, str]) -> None:
         """Record tags (e.g. ``bottleneck: B2``)."""

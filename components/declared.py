@@ -5,6 +5,7 @@ a component's module (and torch with it); the module is imported when one of its
 declaration that only running the module can tell (a computed default, a type defined in the
 module) raises ``Unreadable`` and the caller imports the module instead.
 """
+
 from __future__ import annotations
 
 import ast
@@ -29,7 +30,7 @@ class Declaration:
     module: str
     doc: str
     keywords: dict[str, Any]
-    fields: dict[str, tuple[Any, Any]]   # parameter -> (annotation, default or ...)
+    fields: dict[str, tuple[Any, Any]]  # parameter -> (annotation, default or ...)
 
 
 def read(module: str, path: Path, name: str) -> Declaration | None:
@@ -41,19 +42,24 @@ def read(module: str, path: Path, name: str) -> Declaration | None:
             for deco in node.decorator_list:
                 keywords = _component_call(deco, name)
                 if keywords is not None:
-                    return Declaration(name, module, ast.get_docstring(node) or "", keywords,
-                                       _fields(node, names))
+                    return Declaration(name, module, ast.get_docstring(node) or "", keywords, _fields(node, names))
     return None
 
 
 def _component_call(deco: ast.expr, name: str) -> dict[str, Any] | None:
     """The literal keywords of ``@component(name, ...)``, None for another decorator."""
-    if not (isinstance(deco, ast.Call) and deco.args and isinstance(deco.args[0], ast.Constant)
-            and deco.args[0].value == name):
+    if not (
+        isinstance(deco, ast.Call)
+        and deco.args
+        and isinstance(deco.args[0], ast.Constant)
+        and deco.args[0].value == name
+    ):
         return None
     func = deco.func
-    if not ((isinstance(func, ast.Name) and func.id == "component")
-            or (isinstance(func, ast.Attribute) and func.attr == "component")):
+    if not (
+        (isinstance(func, ast.Name) and func.id == "component")
+        or (isinstance(func, ast.Attribute) and func.attr == "component")
+    ):
         return None
     if len(deco.args) > 1:
         raise Unreadable("positional arguments after the name")
@@ -92,7 +98,7 @@ class _Names:
     def __init__(self, module: str, path: Path, tree: ast.Module):
         self.file = str(path)
         package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-        self.bound: dict[str, tuple[str, Any]] = {}   # name -> ("import", (module, attr)) | ("const", node)
+        self.bound: dict[str, tuple[str, Any]] = {}  # name -> ("import", (module, attr)) | ("const", node)
         for node in tree.body:
             if isinstance(node, ast.Import):
                 for alias in node.names:
@@ -105,7 +111,7 @@ class _Names:
                 base = node.module or ""
                 if node.level:
                     parts = package.split(".")
-                    base = ".".join(parts[:len(parts) - node.level + 1] + ([node.module] if node.module else []))
+                    base = ".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))
                 for alias in node.names:
                     self.bound[alias.asname or alias.name] = ("import", (base, alias.name))
             elif isinstance(node, (ast.Assign, ast.AnnAssign)):

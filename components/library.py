@@ -4,6 +4,7 @@ Pipelines are validated from these modules' source (``components/declared.py``) 
 imported only when one of its steps runs, so `bottlenecks check` never pays for torch. A new
 component is one line here; ``tests/components/test_components_lazy.py`` fails until it is added.
 """
+
 from __future__ import annotations
 
 import importlib

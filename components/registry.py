@@ -7,6 +7,7 @@ pydantic model built from the signature; its declared ``outputs`` are the keys o
 Looking up a shipped component reads its declaration from source (``components/library.py`` says
 which module); its module is imported only when the function is first needed.
 """
+
 from __future__ import annotations
 
 import ast
@@ -147,7 +148,7 @@ def _imports_in(name: str, path: Path, mtime_ns: int, size: int) -> frozenset[st
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 parts = package.split(".")
-                base = ".".join(parts[:len(parts) - node.level + 1])  # level 1: this package
+                base = ".".join(parts[: len(parts) - node.level + 1])  # level 1: this package
                 base = f"{base}.{node.module}" if node.module else base
             else:
                 base = node.module or ""
@@ -158,7 +159,7 @@ def _imports_in(name: str, path: Path, mtime_ns: int, size: int) -> frozenset[st
 
 @functools.lru_cache(maxsize=None)
 def _source_digest(module_name: str) -> str:
-    """Hash the source of ``module_name`` and of its import closure inside its top-level package."""
+    """Hash the code of ``module_name`` and of its import closure inside its top-level package."""
     root = module_name.split(".")[0]
     files: dict[str, Path] = {}
     todo = [module_name]
@@ -176,8 +177,17 @@ def _source_digest(module_name: str) -> str:
     digest = hashlib.sha256()
     for name in sorted(files):
         digest.update(name.encode())  # a moved module changes the key too
-        digest.update(files[name].read_bytes())
+        digest.update(_code(files[name]))
     return digest.hexdigest()[:12]
+
+
+def _code(path: Path) -> bytes:
+    """What a module runs: its syntax tree, so comments, blank lines and reformatting keep the key."""
+    source = path.read_bytes()
+    try:
+        return ast.dump(ast.parse(source, str(path))).encode()
+    except SyntaxError:  # the import will report it; any edit still changes the key
+        return source
 
 
 _REGISTRY: dict[str, Component] = {}
@@ -252,7 +262,7 @@ def component(
 
 _plugins_loaded = False
 _DECLARED: dict[str, Component] = {}
-_lock = threading.RLock()   # steps run in threads; one import of a module at a time
+_lock = threading.RLock()  # steps run in threads; one import of a module at a time
 
 
 def load_builtin() -> None:
@@ -326,9 +336,17 @@ def _declared(name: str, module: str) -> Component:
         if found is None:
             return _imported_component(name, module)
         kw = found.keywords
-        comp = Component(name=name, _fn=None, outputs=tuple(kw.get("outputs", ())), version=kw.get("version", "1"),
-                         params_model=_model(name, found.fields), bottleneck=kw.get("bottleneck"),
-                         promote=kw.get("promote", False), module=module, _doc=found.doc)
+        comp = Component(
+            name=name,
+            _fn=None,
+            outputs=tuple(kw.get("outputs", ())),
+            version=kw.get("version", "1"),
+            params_model=_model(name, found.fields),
+            bottleneck=kw.get("bottleneck"),
+            promote=kw.get("promote", False),
+            module=module,
+            _doc=found.doc,
+        )
         _DECLARED[name] = comp
         return comp
 
@@ -341,8 +359,9 @@ def _imported_component(name: str, module: str) -> Component:
         except ImportError as e:
             raise ComponentError(f"cannot import module {module!r} of component {name!r}: {e}") from e
         if name not in _REGISTRY:
-            raise ComponentError(f"module {module!r} does not register component {name!r} "
-                                 "(components/library.py names it)")
+            raise ComponentError(
+                f"module {module!r} does not register component {name!r} (components/library.py names it)"
+            )
         return _REGISTRY[name]
 
 

@@ -19,14 +19,20 @@ costs nothing::
     plan = build("pipelines/b2_gradients.yaml", profile="quick", sets=["steps=300"])
     result = run(plan)          # a RunResult: statuses, outputs, the MLflow parent run
 """
+
 from __future__ import annotations
 
 import importlib
 
 __all__ = ["build", "run", "Plan", "RunResult", "PipelineInvalid"]
 
-_HOME = {"build": "flows.plan.build", "Plan": "flows.plan.build", "run": "flows.execute.runner",
-         "RunResult": "flows.execute.runner", "PipelineInvalid": "flows.language.errors"}
+_HOME = {
+    "build": "flows.plan.build",
+    "Plan": "flows.plan.build",
+    "run": "flows.execute.runner",
+    "RunResult": "flows.execute.runner",
+    "PipelineInvalid": "flows.language.errors",
+}
 
 
 def __getattr__(name: str):

@@ -1,5 +1,6 @@
 """Where things live and how quiet the libraries are. Call ``configure()`` before importing
 prefect or mlflow: their settings are read from the environment at import time."""
+
 from __future__ import annotations
 
 import logging
@@ -59,8 +60,20 @@ def configure() -> Path:
 
 def quiet() -> None:
     """Keep library chatter (telemetry, deprecations, migrations) out of the user's terminal."""
-    for name in ("prefect", "mlflow", "alembic", "httpx", "httpcore", "urllib3", "git",
-                 "uvicorn", "uvicorn.error", "uvicorn.access", "docket", "sqlalchemy"):
+    for name in (
+        "prefect",
+        "mlflow",
+        "alembic",
+        "httpx",
+        "httpcore",
+        "urllib3",
+        "git",
+        "uvicorn",
+        "uvicorn.error",
+        "uvicorn.access",
+        "docket",
+        "sqlalchemy",
+    ):
         logging.getLogger(name).setLevel(logging.ERROR)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.filterwarnings("ignore", category=FutureWarning)
@@ -73,4 +86,3 @@ def artifact_root() -> str | None:
     if uri.startswith("sqlite:") or uri.startswith("file:") or "://" not in uri:
         return (home() / "mlartifacts").as_uri()
     return None
-

@@ -5,6 +5,7 @@ Validation (``language/spec.py``), planning (``plan/build.py``), the JSON Schema
 of the engine reads a resolved ``Settings`` by attribute. This module stands alone, below every
 layer, so that parsing a pipeline needs nothing from the layers that run it.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -28,8 +29,11 @@ def check_devices(value: Any) -> str | None:
     """An error message for a bad ``settings.devices`` value, or None."""
     if value in ("auto", "none"):
         return None
-    if isinstance(value, list) and value and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
-                                                 for d in value):
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in value)
+    ):
         if len(set(value)) != len(value):
             return f"settings.devices lists a GPU twice: {value}"
         return None
@@ -44,12 +48,23 @@ def _check_executor(value: Any) -> str | None:
     return f"settings.executor must be one of {', '.join(EXECUTORS)}, got {value!r}{suggest(str(value), EXECUTORS)}"
 
 
-def _setting(default: Any, types: tuple[type, ...], doc: str, schema: dict,
-             check: Callable[[Any], str | None] | None = None, shown: str | None = None) -> Any:
+def _setting(
+    default: Any,
+    types: tuple[type, ...],
+    doc: str,
+    schema: dict,
+    check: Callable[[Any], str | None] | None = None,
+    shown: str | None = None,
+) -> Any:
     """A field of ``Settings`` with what validation, the schema and the docs need to know
     (``shown``: the default as the docs state it, where it depends on the machine)."""
-    meta = {"types": types, "doc": doc, "schema": {**schema, "description": doc}, "check": check,
-            "shown": shown if shown is not None else (None if callable(default) else repr(default))}
+    meta = {
+        "types": types,
+        "doc": doc,
+        "schema": {**schema, "description": doc},
+        "check": check,
+        "shown": shown if shown is not None else (None if callable(default) else repr(default)),
+    }
     if callable(default):
         return field(default_factory=default, metadata=meta)
     if isinstance(default, (dict, list)):
@@ -64,25 +79,55 @@ _INT = {"type": "integer"}
 class Settings:
     """A pipeline's settings after profiles, with defaults for what it does not say."""
 
-    workers: int = _setting(_default_workers, (int,), "steps run at once on CPU workers",
-                            {**_INT, "minimum": 1}, shown="min(4, cores)")
+    workers: int = _setting(
+        _default_workers, (int,), "steps run at once on CPU workers", {**_INT, "minimum": 1}, shown="min(4, cores)"
+    )
     seed: int = _setting(0, (int,), "seed of steps whose matrix has no seed axis", _INT)
     device: str = _setting("auto", (str,), "torch device of steps: auto, cpu or cuda", {"type": "string"})
     torch_threads: int = _setting(0, (int,), "torch threads per step (0: cores / workers)", {**_INT, "minimum": 0})
     max_step_runs: int | None = _setting(
-        None, (int,), "most step runs a plan may have",
-        {**_INT, "minimum": 1}, shown="BOTTLENECKS_MAX_STEP_RUNS or 10000")
-    executor: str = _setting(_default_executor, (str,),
-                             "where steps run: processes, threads or dask",
-                             {"enum": list(EXECUTORS)}, _check_executor, shown="BOTTLENECKS_EXECUTOR or 'processes'")
-    devices: str | list = _setting("auto", (str, list), "GPUs the run's workers get: auto, none or ids [0, 1]",
-                                   {"anyOf": [{"enum": ["auto", "none"]}, {"type": "array", "items": {
-                                       "type": "integer", "minimum": 0}, "minItems": 1}]}, check_devices)
-    cluster: dict = _setting({}, (dict,), "the Dask cluster of executor: dask ({address: tcp://HOST:8786})",
-                             {"type": "object", "additionalProperties": False,
-                              "properties": {"address": {"type": "string", "description": "tcp://HOST:8786"}}})
-    lease_timeout: float = _setting(12 * 3600, (int, float), "seconds a run waits for another run's lease on a step",
-                                    {"type": "number", "minimum": 0})
+        None,
+        (int,),
+        "most step runs a plan may have",
+        {**_INT, "minimum": 1},
+        shown="BOTTLENECKS_MAX_STEP_RUNS or 10000",
+    )
+    executor: str = _setting(
+        _default_executor,
+        (str,),
+        "where steps run: processes, threads or dask",
+        {"enum": list(EXECUTORS)},
+        _check_executor,
+        shown="BOTTLENECKS_EXECUTOR or 'processes'",
+    )
+    devices: str | list = _setting(
+        "auto",
+        (str, list),
+        "GPUs the run's workers get: auto, none or ids [0, 1]",
+        {
+            "anyOf": [
+                {"enum": ["auto", "none"]},
+                {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 1},
+            ]
+        },
+        check_devices,
+    )
+    cluster: dict = _setting(
+        {},
+        (dict,),
+        "the Dask cluster of executor: dask ({address: tcp://HOST:8786})",
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {"address": {"type": "string", "description": "tcp://HOST:8786"}},
+        },
+    )
+    lease_timeout: float = _setting(
+        12 * 3600,
+        (int, float),
+        "seconds a run waits for another run's lease on a step",
+        {"type": "number", "minimum": 0},
+    )
 
     @classmethod
     def resolve(cls, written: dict[str, Any]) -> "Settings":
@@ -124,8 +169,11 @@ def problems(written: dict[str, Any]) -> dict[str, str]:
 
 def json_schema() -> dict:
     """The ``settings:`` mapping as JSON Schema."""
-    return {"type": "object", "additionalProperties": False,
-            "properties": {f.name: f.metadata["schema"] for f in FIELDS}}
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {f.name: f.metadata["schema"] for f in FIELDS},
+    }
 
 
 def markdown_table() -> str:

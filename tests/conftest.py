@@ -1,5 +1,6 @@
 """Test-wide settings: embedded Prefect and MLflow stores in a temporary folder, set before any
 test imports prefect or mlflow (both read their settings from the environment at import)."""
+
 import os
 import tempfile
 from pathlib import Path

@@ -1,6 +1,7 @@
 """The engine's layout is its architecture: layers import downwards only, and nothing imports in a
 circle. Read from the source (every import, module-level or inside a function), so the check
 needs no import of the code and catches a lazy import that runs the wrong way."""
+
 import ast
 import graphlib
 from pathlib import Path
@@ -10,9 +11,18 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("flows", "components")
 # lowest first: a module may import its own layer and the ones before it, never one after
-LAYERS = ("flows.settings", "flows.home", "flows.language", "flows.plan", "flows.services", "flows.track",
-          "flows.execute", "flows.ops", "flows.cli")
-FACADES = {"flows", "flows.schedule"}   # the lazy public face and the old deployment path: above every layer
+LAYERS = (
+    "flows.settings",
+    "flows.home",
+    "flows.language",
+    "flows.plan",
+    "flows.services",
+    "flows.track",
+    "flows.execute",
+    "flows.ops",
+    "flows.cli",
+)
+FACADES = {"flows", "flows.schedule"}  # the lazy public face and the old deployment path: above every layer
 
 
 def _modules() -> dict[str, Path]:
@@ -39,7 +49,7 @@ def _imports(name: str, path: Path) -> set[str]:
             base = node.module or ""
             if node.level:
                 anchor = name.split(".") if is_package else name.split(".")[:-1]
-                anchor = anchor[:len(anchor) - (node.level - 1)]
+                anchor = anchor[: len(anchor) - (node.level - 1)]
                 base = ".".join(anchor + ([base] if base else []))
             targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
         else:
@@ -89,11 +99,17 @@ def test_no_layer_imports_a_higher_one():
 
 
 def test_nothing_imports_the_cli_and_components_know_no_engine():
-    into_cli = [m for m, deps in GRAPH.items() if not m.startswith("flows.cli")
-                and any(d.startswith("flows.cli") for d in deps)]
+    into_cli = [
+        m for m, deps in GRAPH.items() if not m.startswith("flows.cli") and any(d.startswith("flows.cli") for d in deps)
+    ]
     assert not into_cli, f"modules that import the CLI: {into_cli}"
-    into_engine = [f"{m} imports {d}" for m, deps in GRAPH.items() if m.startswith("components")
-                   for d in deps if d.startswith("flows")]
+    into_engine = [
+        f"{m} imports {d}"
+        for m, deps in GRAPH.items()
+        if m.startswith("components")
+        for d in deps
+        if d.startswith("flows")
+    ]
     assert not into_engine, into_engine
 
 
@@ -101,11 +117,18 @@ def test_parsing_a_pipeline_loads_no_execution_code(tmp_path):
     import subprocess
     import sys
 
-    code = ("import sys; from flows.plan import build; build(sys.argv[1]); "
-            "print(sorted(m for m in sys.modules if m.startswith(('flows.execute', 'flows.track', "
-            "'flows.services', 'flows.ops', 'flows.cli', 'prefect', 'mlflow', 'torch'))))")
-    done = subprocess.run([sys.executable, "-c", code, str(REPO / "pipelines" / "b2_gradients.yaml")], cwd=REPO,
-                          capture_output=True, text=True, timeout=120)
+    code = (
+        "import sys; from flows.plan import build; build(sys.argv[1]); "
+        "print(sorted(m for m in sys.modules if m.startswith(('flows.execute', 'flows.track', "
+        "'flows.services', 'flows.ops', 'flows.cli', 'prefect', 'mlflow', 'torch'))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(REPO / "pipelines" / "b2_gradients.yaml")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]"
 
@@ -117,8 +140,13 @@ def test_the_public_face_and_the_old_deployment_path():
     from flows.ops.schedule import run_pipeline
     from flows.plan.build import Plan, build
 
-    assert (flows.build, flows.run, flows.Plan, flows.RunResult, flows.PipelineInvalid) == \
-        (build, run, Plan, RunResult, PipelineInvalid)
+    assert (flows.build, flows.run, flows.Plan, flows.RunResult, flows.PipelineInvalid) == (
+        build,
+        run,
+        Plan,
+        RunResult,
+        PipelineInvalid,
+    )
     # a deployment registered before the layers names this entry point (Prefect imports it by path)
     from prefect.utilities.importtools import import_object
 

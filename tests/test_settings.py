@@ -1,4 +1,5 @@
 """The settings block is defined once: validation, planning, the schema and the docs agree with it."""
+
 from pathlib import Path
 
 import pytest
@@ -20,8 +21,9 @@ def _pipeline(tmp_path, block: str) -> Path:
 
 
 def test_the_docs_show_the_definition():
-    assert settings.markdown_table() in (REPO / "docs" / "pipelines.md").read_text(), \
+    assert settings.markdown_table() in (REPO / "docs" / "pipelines.md").read_text(), (
         "docs/pipelines.md: paste flows.settings.markdown_table() in place of the settings table"
+    )
 
 
 def test_the_schema_lists_every_setting_with_its_doc():
@@ -39,15 +41,23 @@ def test_a_plan_reads_defaults_and_written_values_by_attribute(tmp_path, monkeyp
     assert (plan.settings.seed, plan.settings.devices, plan.settings.address) == (0, "auto", None)
 
 
-@pytest.mark.parametrize("block, message", [
-    ("{workers: two}", "2:21: settings.workers must be int, got 'two'"),
-    ("{lease_timeout: soon}", "2:27: settings.lease_timeout must be int or float, got 'soon'"),
-    ("{executor: proceses}", "2:22: settings.executor must be one of threads, processes, dask, got 'proceses' "
-                             "(did you mean 'processes'?)"),
-    ("{devices: [0, 0]}", "2:21: settings.devices lists a GPU twice: [0, 0]"),
-    ("{wrokers: 2}", "2:12: unknown settings key 'wrokers' (did you mean 'workers'?); allowed: "
-                     + ", ".join(settings.NAMES)),
-])
+@pytest.mark.parametrize(
+    "block, message",
+    [
+        ("{workers: two}", "2:21: settings.workers must be int, got 'two'"),
+        ("{lease_timeout: soon}", "2:27: settings.lease_timeout must be int or float, got 'soon'"),
+        (
+            "{executor: proceses}",
+            "2:22: settings.executor must be one of threads, processes, dask, got 'proceses' "
+            "(did you mean 'processes'?)",
+        ),
+        ("{devices: [0, 0]}", "2:21: settings.devices lists a GPU twice: [0, 0]"),
+        (
+            "{wrokers: 2}",
+            "2:12: unknown settings key 'wrokers' (did you mean 'workers'?); allowed: " + ", ".join(settings.NAMES),
+        ),
+    ],
+)
 def test_a_bad_setting_is_one_located_line(tmp_path, block, message):
     path = _pipeline(tmp_path, block)
     result = CliRunner().invoke(app, ["check", str(path)])

@@ -1,4 +1,5 @@
 """The adding problem (Hochreiter & Schmidhuber 1997, experiment 4): sum two marked values."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -37,8 +38,9 @@ def _batch(rng: np.random.Generator, n: int, min_len: int, max_len: int):
 
 
 @component("data.adding", outputs=["dataset"], bottleneck="B2")
-def adding(ctx, *, seq_len: int = 100, n_train: int = 5000, n_valid: int = 500, n_test: int = 1000,
-           seed: int = 0) -> dict:
+def adding(
+    ctx, *, seq_len: int = 100, n_train: int = 5000, n_valid: int = 500, n_test: int = 1000, seed: int = 0
+) -> dict:
     """Generate the adding problem: output 0.5 + (X1 + X2) / 4 for the two marked values.
 
     Args:
@@ -51,7 +53,9 @@ def adding(ctx, *, seq_len: int = 100, n_train: int = 5000, n_valid: int = 500, 
         targets ``y (N,)`` in ``[0, 1]`` and ``lengths``.
     """
     if seq_len < 20:
-        raise DataError(f"seq_len must be >= 20 (one marked pair among the first 10, one among the first T/2), got {seq_len}")
+        raise DataError(
+            f"seq_len must be >= 20 (one marked pair among the first 10, one among the first T/2), got {seq_len}"
+        )
     check_counts(n_train=n_train, n_valid=n_valid, n_test=n_test)
     max_len = seq_len + seq_len // 10
 
@@ -59,9 +63,20 @@ def adding(ctx, *, seq_len: int = 100, n_train: int = 5000, n_valid: int = 500, 
         x, y, lengths = _batch(rng, n, seq_len, max_len)
         return {"x": torch.from_numpy(x), "y": torch.from_numpy(y), "lengths": torch.from_numpy(lengths)}
 
-    meta = {"task": "adding", "target": "regress", "vocab_size": 0, "input_dim": 2, "num_classes": 0,
-            "pad_id": 0, "min_len": seq_len, "max_len": max_len, "lag": seq_len - seq_len // 2, "tolerance": TOLERANCE,
-            "chance": _chance(), "label_rule": "y = 0.5 + (sum of x[t, 0] where x[t, 1] == 1) / 4; "
-            "correct when |error| < 0.04; chance = accuracy of always answering 0.5"}
+    meta = {
+        "task": "adding",
+        "target": "regress",
+        "vocab_size": 0,
+        "input_dim": 2,
+        "num_classes": 0,
+        "pad_id": 0,
+        "min_len": seq_len,
+        "max_len": max_len,
+        "lag": seq_len - seq_len // 2,
+        "tolerance": TOLERANCE,
+        "chance": _chance(),
+        "label_rule": "y = 0.5 + (sum of x[t, 0] where x[t, 1] == 1) / 4; "
+        "correct when |error| < 0.04; chance = accuracy of always answering 0.5",
+    }
     folder = write_task(ctx, make, {"train": n_train, "valid": n_valid, "test": n_test}, seed, meta)
     return {"dataset": str(folder)}

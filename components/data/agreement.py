@@ -1,4 +1,5 @@
 """Subject-verb agreement past attractors (Linzen et al. 2016) as a synthetic language."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,9 +13,20 @@ N_PREPS = 4  # "of", "near", "behind", "with": each intervening noun sits in a p
 
 
 @component("data.agreement", outputs=["dataset"], bottleneck="B2")
-def agreement(ctx, *, attractors: int = 2, fillers: int = 0, nouns: int = 20, adjectives: int = 8,
-              train_attractor_prob: float = 0.5, test_attractor_prob: float = 1.0,
-              n_train: int = 5000, n_valid: int = 500, n_test: int = 1000, seed: int = 0) -> dict:
+def agreement(
+    ctx,
+    *,
+    attractors: int = 2,
+    fillers: int = 0,
+    nouns: int = 20,
+    adjectives: int = 8,
+    train_attractor_prob: float = 0.5,
+    test_attractor_prob: float = 1.0,
+    n_train: int = 5000,
+    n_valid: int = 500,
+    n_test: int = 1000,
+    seed: int = 0,
+) -> dict:
     """Generate agreement sentences: predict the number of the subject at the verb slot.
 
     A sentence is ``subject (prep noun){K} + fillers``; the label is the subject's number
@@ -60,14 +72,29 @@ def agreement(ctx, *, attractors: int = 2, fillers: int = 0, nouns: int = 20, ad
             for _ in range(fillers):  # an adjective anywhere after the subject
                 words.insert(int(rng.integers(1, len(words) + 1)), adj0 + rng.integers(adjectives))
             x[i] = words
-        return {"x": torch.from_numpy(x), "y": torch.from_numpy(number.astype(np.int64)),
-                "lengths": torch.full((n,), seq_len, dtype=torch.long),
-                "attractors": torch.from_numpy(flips.sum(axis=1).astype(np.int64))}
+        return {
+            "x": torch.from_numpy(x),
+            "y": torch.from_numpy(number.astype(np.int64)),
+            "lengths": torch.full((n,), seq_len, dtype=torch.long),
+            "attractors": torch.from_numpy(flips.sum(axis=1).astype(np.int64)),
+        }
 
-    meta = {"task": "agreement", "target": "classify", "vocab_size": pad_id + 1, "pad_id": pad_id,
-            "num_classes": 2, "input_dim": 0, "seq_len": seq_len, "lag": seq_len - 1, "attractors": attractors,
-            "chance": 0.5, "singular_ids": [0, nouns], "plural_ids": [nouns, 2 * nouns],
-            "prep_ids": [prep0, adj0], "adjective_ids": [adj0, pad_id],
-            "label_rule": "y = 1 if x[:, 0] is a plural noun (id in [nouns, 2 * nouns)) else 0"}
+    meta = {
+        "task": "agreement",
+        "target": "classify",
+        "vocab_size": pad_id + 1,
+        "pad_id": pad_id,
+        "num_classes": 2,
+        "input_dim": 0,
+        "seq_len": seq_len,
+        "lag": seq_len - 1,
+        "attractors": attractors,
+        "chance": 0.5,
+        "singular_ids": [0, nouns],
+        "plural_ids": [nouns, 2 * nouns],
+        "prep_ids": [prep0, adj0],
+        "adjective_ids": [adj0, pad_id],
+        "label_rule": "y = 1 if x[:, 0] is a plural noun (id in [nouns, 2 * nouns)) else 0",
+    }
     folder = write_task(ctx, make, {"train": n_train, "valid": n_valid, "test": n_test}, seed, meta)
     return {"dataset": str(folder)}

@@ -1,4 +1,5 @@
 """Length-bucketed batches under a token budget (fairseq ``--max-tokens``) and padding."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -7,8 +8,9 @@ import numpy as np
 import torch
 
 
-def bucket_batches(lengths: Sequence[int], max_tokens: int, seed: int = 0, shuffle: bool = True,
-                   max_sentences: int | None = None) -> list[list[int]]:
+def bucket_batches(
+    lengths: Sequence[int], max_tokens: int, seed: int = 0, shuffle: bool = True, max_sentences: int | None = None
+) -> list[list[int]]:
     """Group example indices into batches whose padded size ``B * max_len`` fits ``max_tokens``.
 
     Examples are sorted by length (ties broken at random for ``seed`` when ``shuffle``) so a batch
@@ -33,10 +35,10 @@ def bucket_batches(lengths: Sequence[int], max_tokens: int, seed: int = 0, shuff
     start = 0
     while start < len(order):  # one iteration per batch, not per example
         # sorted ascending, so the batch's longest is its last: it fits while (k + 1) * len[start + k] <= budget
-        window = sorted_len[start:start + min(cap, max_tokens // max(int(sorted_len[start]), 1))]
+        window = sorted_len[start : start + min(cap, max_tokens // max(int(sorted_len[start]), 1))]
         fits = np.arange(1, len(window) + 1) * window <= max_tokens
         size = max(int(np.argmin(fits)) if not fits.all() else len(window), 1)
-        batches.append(order[start:start + size].tolist())
+        batches.append(order[start : start + size].tolist())
         start += size
     if shuffle:
         batches = [batches[j] for j in rng.permutation(len(batches))]

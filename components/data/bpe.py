@@ -1,4 +1,5 @@
 """Subword (BPE) and word-level tokenizers from Hugging Face ``tokenizers``, special ids fixed."""
+
 from __future__ import annotations
 
 from typing import Iterable
@@ -32,8 +33,9 @@ def train_bpe(texts: Iterable[str], vocab_size: int, min_frequency: int = 2, low
     tok.normalizer = normalizers.Sequence(norms)
     tok.pre_tokenizer = pre_tokenizers.Metaspace()
     tok.decoder = decoders.Metaspace()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
-                                  special_tokens=SPECIALS, show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=SPECIALS, show_progress=False
+    )
     tok.train_from_iterator(texts, trainer=trainer)
     _check_specials(tok)
     return tok

@@ -1,4 +1,5 @@
 """Clean parallel training text and split it into train/valid/test for a seed."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -8,8 +9,9 @@ from components.data.errors import DataError
 Pair = tuple[str, str]
 
 
-def clean_pairs(pairs: list[Pair], max_len: int | None, max_ratio: float | None,
-                dedup: bool) -> tuple[list[Pair], dict[str, int]]:
+def clean_pairs(
+    pairs: list[Pair], max_len: int | None, max_ratio: float | None, dedup: bool
+) -> tuple[list[Pair], dict[str, int]]:
     """Drop empty, too long, badly proportioned (likely misaligned) and duplicate pairs.
 
     Lengths are whitespace words; the ratio is longer side over shorter side. Returns the kept
@@ -43,7 +45,7 @@ def split_pairs(pairs: list[Pair], fractions: dict[str, float], seed: int) -> di
     out, start = {}, 0
     for name, frac in fractions.items():
         n = int(round(frac * len(pairs)))
-        out[name] = [pairs[i] for i in sorted(order[start:start + n])]
+        out[name] = [pairs[i] for i in sorted(order[start : start + n])]
         start += n
     out["train"] = [pairs[i] for i in sorted(order[start:])]
     return out

@@ -1,4 +1,5 @@
 """scikit-learn's bundled 8x8 digits: the image set that needs no download."""
+
 from __future__ import annotations
 
 from components.data.errors import DataError
@@ -24,6 +25,10 @@ def digits(ctx, *, valid_fraction: float = 0.1, test_fraction: float = 0.2, seed
     data = load_digits()
     x = data.images  # (1797, 8, 8), values 0..16
     splits = carve(x, data.target, {"valid": valid_fraction, "test": test_fraction}, seed)
-    folder = write_images(ctx, splits, scale=16.0, meta={"source": "sklearn.datasets.load_digits", "seed": seed,
-                                                         "label_rule": "y = the digit drawn"})
+    folder = write_images(
+        ctx,
+        splits,
+        scale=16.0,
+        meta={"source": "sklearn.datasets.load_digits", "seed": seed, "label_rule": "y = the digit drawn"},
+    )
     return {"dataset": str(folder)}

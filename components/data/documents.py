@@ -1,5 +1,6 @@
 """data.documents: long real sources from short pairs (k consecutive pairs per document), and the
 papers' RNNencdec-N design (train only on pairs up to N words, test on every length)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,8 +13,21 @@ from components.data.translation import write_translation
 from components.registry import component
 
 # meta.json keys write_translation computes afresh for the new pairs
-_DERIVED = {"kind", "src_lang", "tgt_lang", "joint", "src_vocab_size", "tgt_vocab_size", "pad_id", "unk_id",
-            "bos_id", "eos_id", "counts", "length_histogram", "longest_ids"}
+_DERIVED = {
+    "kind",
+    "src_lang",
+    "tgt_lang",
+    "joint",
+    "src_vocab_size",
+    "tgt_vocab_size",
+    "pad_id",
+    "unk_id",
+    "bos_id",
+    "eos_id",
+    "counts",
+    "length_histogram",
+    "longest_ids",
+}
 
 
 def group(pairs: list[tuple[str, str]], k_min: int, k_max: int, rng) -> list[tuple[str, str]]:
@@ -21,7 +35,7 @@ def group(pairs: list[tuple[str, str]], k_min: int, k_max: int, rng) -> list[tup
     docs, i = [], 0
     while i < len(pairs):
         k = int(rng.integers(k_min, k_max + 1))
-        run = pairs[i:i + k]
+        run = pairs[i : i + k]
         docs.append((" ".join(s for s, _ in run), " ".join(t for _, t in run)))
         i += k
     return docs
@@ -33,15 +47,24 @@ def _tokenizers(folder: Path, joint: bool):
     if joint:  # one object for both sides: write_translation keeps the vocabulary joint
         tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
         return tok, tok
-    return (Tokenizer.from_file(str(folder / "tokenizer.src.json")),
-            Tokenizer.from_file(str(folder / "tokenizer.tgt.json")))
+    return (
+        Tokenizer.from_file(str(folder / "tokenizer.src.json")),
+        Tokenizer.from_file(str(folder / "tokenizer.tgt.json")),
+    )
 
 
 @component("data.documents", outputs=["dataset"], bottleneck="B3")
-def documents(ctx, *, data: str, k_min: int = 1, k_max: int = 1, max_words: int = 0,
-              filter_splits: list[Literal["train", "valid", "test"]] = ["train"],  # noqa: B006 - test on all lengths
-              group_splits: list[Literal["train", "valid", "test"]] = ["train", "valid", "test"],  # noqa: B006
-              seed: int = 0) -> dict:
+def documents(
+    ctx,
+    *,
+    data: str,
+    k_min: int = 1,
+    k_max: int = 1,
+    max_words: int = 0,
+    filter_splits: list[Literal["train", "valid", "test"]] = ["train"],  # noqa: B006 - test on all lengths
+    group_splits: list[Literal["train", "valid", "test"]] = ["train", "valid", "test"],  # noqa: B006
+    seed: int = 0,
+) -> dict:
     """Build documents of k consecutive pairs and/or drop long training pairs, from a translation dataset.
 
     Args:
@@ -76,14 +99,20 @@ def documents(ctx, *, data: str, k_min: int = 1, k_max: int = 1, max_words: int 
         if max_words and name in filter_splits:
             docs = [d for d in docs if len(d[0].split()) <= max_words]
             if not docs:
-                raise DataError(f"data.documents: no {name} pair has at most {max_words} source words; "
-                                "raise max_words")
+                raise DataError(f"data.documents: no {name} pair has at most {max_words} source words; raise max_words")
         splits[name] = docs
     src_tok, tgt_tok = _tokenizers(folder, bool(meta.get("joint")))
     extra = {k: v for k, v in meta.items() if k not in _DERIVED}
-    extra["documents"] = {"k_min": k_min, "k_max": k_max, "group_splits": list(group_splits),
-                          "max_words": max_words, "filter_splits": list(filter_splits),
-                          "seed": seed, "pairs_in": pairs_in}
-    out = write_translation(ctx, splits, src_tok, tgt_tok, src_lang=meta["src_lang"], tgt_lang=meta["tgt_lang"],
-                            meta=extra)
+    extra["documents"] = {
+        "k_min": k_min,
+        "k_max": k_max,
+        "group_splits": list(group_splits),
+        "max_words": max_words,
+        "filter_splits": list(filter_splits),
+        "seed": seed,
+        "pairs_in": pairs_in,
+    }
+    out = write_translation(
+        ctx, splits, src_tok, tgt_tok, src_lang=meta["src_lang"], tgt_lang=meta["tgt_lang"], meta=extra
+    )
     return {"dataset": str(out)}

@@ -1,4 +1,5 @@
 """Load WMT-style parallel text from the Hugging Face Hub with ``datasets.load_dataset``."""
+
 from __future__ import annotations
 
 from components.data.errors import DataError
@@ -13,9 +14,18 @@ def default_config(src_lang: str, tgt_lang: str) -> str:
     return f"{src_lang}-{tgt_lang}"
 
 
-def load_hub_pairs(dataset: str, config: str, split: str, src_lang: str, tgt_lang: str, *,
-                   streaming: bool, max_pairs: int | None, seed: int,
-                   cache_dir: str | None) -> list[tuple[str, str]]:
+def load_hub_pairs(
+    dataset: str,
+    config: str,
+    split: str,
+    src_lang: str,
+    tgt_lang: str,
+    *,
+    streaming: bool,
+    max_pairs: int | None,
+    seed: int,
+    cache_dir: str | None,
+) -> list[tuple[str, str]]:
     """Return ``(src, tgt)`` pairs of one Hub split (``train``, ``train[:1%]``, ``validation``...).
 
     ``max_pairs`` keeps a seeded random sample (the first pairs when streaming, which cannot
@@ -47,7 +57,9 @@ def load_hub_pairs(dataset: str, config: str, split: str, src_lang: str, tgt_lan
     for row in rows:
         pair = row.get("translation", row)
         if src_lang not in pair or tgt_lang not in pair:
-            raise DataError(f"{where} rows have languages {sorted(pair)}, not {src_lang} and {tgt_lang}: "
-                            f"set src_lang/tgt_lang to match or pick another config")
+            raise DataError(
+                f"{where} rows have languages {sorted(pair)}, not {src_lang} and {tgt_lang}: "
+                f"set src_lang/tgt_lang to match or pick another config"
+            )
         pairs.append((" ".join(pair[src_lang].split()), " ".join(pair[tgt_lang].split())))
     return pairs

@@ -1,4 +1,5 @@
 """Read image sets from disk: MNIST IDX (plain or gzipped) and CSV rows of pixels."""
+
 from __future__ import annotations
 
 import io
@@ -18,16 +19,20 @@ def read_idx(file: Path) -> np.ndarray:
     """Read an IDX file (LeCun's MNIST format) into an array of its declared shape."""
     raw = read_bytes(file)
     if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _IDX_TYPES:
-        raise DataError(f"{file}: not an IDX file (magic bytes {raw[:4].hex()}): expected MNIST "
-                        f"*-idx3-ubyte / *-idx1-ubyte files, optionally gzipped")
+        raise DataError(
+            f"{file}: not an IDX file (magic bytes {raw[:4].hex()}): expected MNIST "
+            f"*-idx3-ubyte / *-idx1-ubyte files, optionally gzipped"
+        )
     ndim = raw[3]
-    dims = tuple(int.from_bytes(raw[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
+    dims = tuple(int.from_bytes(raw[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim))
     dtype = np.dtype(_IDX_TYPES[raw[2]])
     offset = 4 + 4 * ndim
     expected = offset + math.prod(dims) * dtype.itemsize
     if len(raw) != expected:
-        raise DataError(f"{file}: header says shape {dims} ({expected} bytes) but the file has {len(raw)} bytes: "
-                        f"the file is truncated or corrupt, copy it again")
+        raise DataError(
+            f"{file}: header says shape {dims} ({expected} bytes) but the file has {len(raw)} bytes: "
+            f"the file is truncated or corrupt, copy it again"
+        )
     return np.frombuffer(raw, dtype=dtype, offset=offset).reshape(dims)
 
 
@@ -44,7 +49,9 @@ def read_mnist_idx(images: Path) -> tuple[np.ndarray, np.ndarray]:
     x = read_idx(images)
     y = read_idx(resolve(str(labels_path)))
     if x.ndim != 3 or y.ndim != 1:
-        raise DataError(f"{images} / {labels_path}: expected images (N, H, W) and labels (N,), got {x.shape} and {y.shape}")
+        raise DataError(
+            f"{images} / {labels_path}: expected images (N, H, W) and labels (N,), got {x.shape} and {y.shape}"
+        )
     if len(x) != len(y):
         raise DataError(f"{images} has {len(x)} images but {labels_path} has {len(y)} labels: pair matching files")
     return x, y.astype(np.int64)
@@ -67,6 +74,8 @@ def read_csv_images(file: Path, label_column: Literal["first", "last"] = "last")
     pixels = table[:, 1:] if label_column == "first" else table[:, :-1]
     side = math.isqrt(pixels.shape[1])
     if side * side != pixels.shape[1]:
-        raise DataError(f"{file}: rows have {pixels.shape[1]} pixels, not a square image; "
-                        f"is the label column {label_column!r} right?")
+        raise DataError(
+            f"{file}: rows have {pixels.shape[1]} pixels, not a square image; "
+            f"is the label column {label_column!r} right?"
+        )
     return pixels.reshape(-1, side, side).astype(np.uint8), labels.astype(np.int64)

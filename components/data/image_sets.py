@@ -1,4 +1,5 @@
 """Normalise, split and save image datasets in the ``images`` layout."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,15 +16,14 @@ def carve(x: np.ndarray, y: np.ndarray, fractions: dict[str, float], seed: int) 
     order = np.random.default_rng(seed).permutation(len(x))
     out, start = {}, 0
     for name, frac in fractions.items():
-        idx = order[start:start + int(round(frac * len(x)))]
+        idx = order[start : start + int(round(frac * len(x)))]
         out[name] = (x[idx], y[idx])
         start += len(idx)
     out["train"] = (x[order[start:]], y[order[start:]])
     return out
 
 
-def write_images(ctx, splits: dict[str, tuple[np.ndarray, np.ndarray]], scale: float,
-                 meta: dict[str, Any]) -> Path:
+def write_images(ctx, splits: dict[str, tuple[np.ndarray, np.ndarray]], scale: float, meta: dict[str, Any]) -> Path:
     """Scale pixels to [0, 1], standardise with train mean/std, save ``(N, C, H, W)`` splits."""
     folder = ctx.path("dataset")
     train = splits["train"][0].astype(np.float32) / scale
@@ -37,8 +37,17 @@ def write_images(ctx, splits: dict[str, tuple[np.ndarray, np.ndarray]], scale: f
         counts[name] = len(x)
     save_splits(folder, tensors)
     first = tensors["train"]["x"]
-    meta = {"kind": "images", "image_size": list(first.shape[2:]), "channels": first.shape[1],
-            "num_classes": 10, "mean": mean, "std": std, "counts": counts, "chance": 0.1, **meta}
+    meta = {
+        "kind": "images",
+        "image_size": list(first.shape[2:]),
+        "channels": first.shape[1],
+        "num_classes": 10,
+        "mean": mean,
+        "std": std,
+        "counts": counts,
+        "chance": 0.1,
+        **meta,
+    }
     write_meta(folder, meta)
     ctx.log_metrics({f"n_{k}": v for k, v in counts.items()})
     return folder

@@ -1,4 +1,5 @@
 """Cut images into non-overlapping patches (ViT) and put them back."""
+
 from __future__ import annotations
 
 import torch
@@ -9,9 +10,7 @@ from components.data.errors import DataError
 def _check_divides(h: int, w: int, patch: int) -> None:
     if patch < 1 or h % patch or w % patch:
         fits = [p for p in range(1, min(h, w) + 1) if h % p == 0 and w % p == 0]
-        raise DataError(
-            f"patch size {patch} does not divide the image size {h}x{w}: use one of {fits}"
-        )
+        raise DataError(f"patch size {patch} does not divide the image size {h}x{w}: use one of {fits}")
 
 
 def patchify(x: torch.Tensor, patch: int) -> torch.Tensor:

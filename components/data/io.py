@@ -2,6 +2,7 @@
 
 Every data step returns a folder with ``meta.json`` (see docs/contracts.md, "Data on disk").
 """
+
 from __future__ import annotations
 
 import json
@@ -45,7 +46,9 @@ def load_split(path: str | Path, split: str) -> dict[str, torch.Tensor]:
     file = folder / f"{split}.pt"
     if not file.is_file():
         kind = load_meta(folder).get("kind")
-        raise DataError(f"{file} not found: a {kind!r} dataset keeps its splits elsewhere (translation: use load_translation)")
+        raise DataError(
+            f"{file} not found: a {kind!r} dataset keeps its splits elsewhere (translation: use load_translation)"
+        )
     return torch.load(file, weights_only=True)
 
 
@@ -79,7 +82,9 @@ def load_tokenizer(path: str | Path, side: str = "tgt"):
     joint = folder / "tokenizer.json"
     file = joint if joint.is_file() else folder / f"tokenizer.{side}.json"
     if not file.is_file():
-        raise DataError(f"{folder} has no tokenizer.json or tokenizer.{side}.json: prepare it with a translation data step")
+        raise DataError(
+            f"{folder} has no tokenizer.json or tokenizer.{side}.json: prepare it with a translation data step"
+        )
     return Tokenizer.from_file(str(file))
 
 

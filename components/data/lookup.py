@@ -1,4 +1,5 @@
 """Multi-lookup: at every step output the tokens a few fixed offsets back (one head per offset)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -10,8 +11,17 @@ from components.registry import component
 
 
 @component("data.multi_lookup", outputs=["dataset"], bottleneck="B4")
-def multi_lookup(ctx, *, seq_len: int = 24, vocab: int = 16, offsets: list[int] = [1, 3, 6],
-                 n_train: int = 5000, n_valid: int = 500, n_test: int = 1000, seed: int = 0) -> dict:
+def multi_lookup(
+    ctx,
+    *,
+    seq_len: int = 24,
+    vocab: int = 16,
+    offsets: list[int] = [1, 3, 6],
+    n_train: int = 5000,
+    n_valid: int = 500,
+    n_test: int = 1000,
+    seed: int = 0,
+) -> dict:
     """Generate multi-lookup: ``y[:, t, j] = x[:, t - offsets[j]]``, ``-100`` where ``t < offsets[j]``.
 
     Args:
@@ -37,9 +47,19 @@ def multi_lookup(ctx, *, seq_len: int = 24, vocab: int = 16, offsets: list[int] 
             y[:, k:, j] = x[:, :-k]
         return {"x": x, "y": y, "lengths": torch.full((n,), seq_len, dtype=torch.long)}
 
-    meta = {"task": "multi_lookup", "target": "tag", "num_outputs": len(offsets), "offsets": list(offsets),
-            "vocab_size": vocab + 1, "pad_id": vocab, "num_classes": vocab, "input_dim": 0,
-            "seq_len": seq_len, "lag": max(offsets), "chance": 1.0 / vocab,
-            "label_rule": "y[:, t, j] = x[:, t - offsets[j]] for t >= offsets[j], -100 before"}
+    meta = {
+        "task": "multi_lookup",
+        "target": "tag",
+        "num_outputs": len(offsets),
+        "offsets": list(offsets),
+        "vocab_size": vocab + 1,
+        "pad_id": vocab,
+        "num_classes": vocab,
+        "input_dim": 0,
+        "seq_len": seq_len,
+        "lag": max(offsets),
+        "chance": 1.0 / vocab,
+        "label_rule": "y[:, t, j] = x[:, t - offsets[j]] for t >= offsets[j], -100 before",
+    }
     folder = write_task(ctx, make, {"train": n_train, "valid": n_valid, "test": n_test}, seed, meta)
     return {"dataset": str(folder)}

@@ -1,4 +1,5 @@
 """MNIST from local IDX or CSV files, with optional shifted copies for training."""
+
 from __future__ import annotations
 
 from typing import Literal
@@ -24,7 +25,7 @@ def shifted_copies(x: np.ndarray, copies: int, max_shift: int, rng: np.random.Ge
     for c in range(copies):
         for i in range(n):
             dy, dx = shifts[c, i]
-            out[c, i] = padded[i, max_shift - dy: max_shift - dy + h, max_shift - dx: max_shift - dx + w]
+            out[c, i] = padded[i, max_shift - dy : max_shift - dy + h, max_shift - dx : max_shift - dx + w]
     return out.reshape(copies * n, h, w)
 
 
@@ -35,9 +36,18 @@ def _read(file, label_column):
 
 
 @component("data.mnist", outputs=["dataset"], bottleneck="B4")
-def mnist(ctx, *, data_dir: str, files: dict[str, list[str]] = STANDARD,
-          csv_label_column: Literal["first", "last"] = "last", valid_fraction: float = 0.1,
-          test_fraction: float = 0.1, shift_copies: int = 0, max_shift: int = 3, seed: int = 0) -> dict:
+def mnist(
+    ctx,
+    *,
+    data_dir: str,
+    files: dict[str, list[str]] = STANDARD,
+    csv_label_column: Literal["first", "last"] = "last",
+    valid_fraction: float = 0.1,
+    test_fraction: float = 0.1,
+    shift_copies: int = 0,
+    max_shift: int = 3,
+    seed: int = 0,
+) -> dict:
     """Read MNIST from local files, normalise, split and optionally add shifted training copies.
 
     Args:
@@ -78,7 +88,17 @@ def mnist(ctx, *, data_dir: str, files: dict[str, list[str]] = STANDARD,
     for name, (x, _) in splits.items():
         if len(x) == 0:
             raise DataError(f"split {name!r} is empty: give it files or a non-zero fraction")
-    folder = write_images(ctx, splits, scale=255.0, meta={
-        "source": "files", "files": {k: list(v) for k, v in files.items()}, "seed": seed,
-        "shift_copies": shift_copies, "max_shift": max_shift, "label_rule": "y = the digit drawn"})
+    folder = write_images(
+        ctx,
+        splits,
+        scale=255.0,
+        meta={
+            "source": "files",
+            "files": {k: list(v) for k, v in files.items()},
+            "seed": seed,
+            "shift_copies": shift_copies,
+            "max_shift": max_shift,
+            "label_rule": "y = the digit drawn",
+        },
+    )
     return {"dataset": str(folder)}

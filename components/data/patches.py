@@ -1,4 +1,5 @@
 """Cut an images dataset into patch sequences, readable by any sequence model."""
+
 from __future__ import annotations
 
 from components.data.errors import DataError
@@ -23,8 +24,10 @@ def patches(ctx, *, images: str, patch: int = 4) -> dict:
     if src_meta.get("kind") != "images":
         raise DataError(f"{images} holds a {src_meta.get('kind')!r} dataset: patches need an images dataset")
     if src_meta.get("digits_per_strip"):
-        raise DataError(f"{images} holds digit strips (a label sequence per image): patch sequences carry one "
-                        f"label; give strips to an image captioner, or patch data.digits / data.mnist output")
+        raise DataError(
+            f"{images} holds digit strips (a label sequence per image): patch sequences carry one "
+            f"label; give strips to an image captioner, or patch data.digits / data.mnist output"
+        )
     h, w = src_meta["image_size"]
     if patch < 1 or h % patch or w % patch:
         fits = [p for p in range(1, min(h, w) + 1) if h % p == 0 and w % p == 0]
@@ -37,12 +40,29 @@ def patches(ctx, *, images: str, patch: int = 4) -> dict:
     folder = ctx.path("dataset")
     save_splits(folder, out)
     num_patches, patch_dim = out["train"]["x"].shape[1:]
-    write_meta(folder, {
-        "kind": "sequence", "task": "patches", "target": "classify",
-        "vocab_size": 0, "input_dim": patch_dim, "pad_id": 0, "num_classes": src_meta["num_classes"],
-        "seq_len": num_patches, "chance": src_meta.get("chance", 1 / src_meta["num_classes"]),
-        "patch": patch, "grid": [h // patch, w // patch], "num_patches": num_patches, "patch_dim": patch_dim,
-        "image_size": [h, w], "channels": src_meta["channels"], "mean": src_meta["mean"], "std": src_meta["std"],
-        "counts": {s: len(out[s]["x"]) for s in SPLITS}, "source": str(images),
-        "label_rule": "y as in the source images; patches are row-major, each laid out (C, patch, patch)"})
+    write_meta(
+        folder,
+        {
+            "kind": "sequence",
+            "task": "patches",
+            "target": "classify",
+            "vocab_size": 0,
+            "input_dim": patch_dim,
+            "pad_id": 0,
+            "num_classes": src_meta["num_classes"],
+            "seq_len": num_patches,
+            "chance": src_meta.get("chance", 1 / src_meta["num_classes"]),
+            "patch": patch,
+            "grid": [h // patch, w // patch],
+            "num_patches": num_patches,
+            "patch_dim": patch_dim,
+            "image_size": [h, w],
+            "channels": src_meta["channels"],
+            "mean": src_meta["mean"],
+            "std": src_meta["std"],
+            "counts": {s: len(out[s]["x"]) for s in SPLITS},
+            "source": str(images),
+            "label_rule": "y as in the source images; patches are row-major, each laid out (C, patch, patch)",
+        },
+    )
     return {"dataset": str(folder)}

@@ -1,4 +1,5 @@
 """Delayed recall: remember the first token for ``lag`` steps (the long-lag probe for B2)."""
+
 from __future__ import annotations
 
 from typing import Literal
@@ -12,8 +13,17 @@ from components.registry import component
 
 
 @component("data.delayed_recall", outputs=["dataset"], bottleneck="B2")
-def delayed_recall(ctx, *, lag: int = 20, vocab: int = 8, target: Literal["classify", "tag"] = "classify",
-                   n_train: int = 5000, n_valid: int = 500, n_test: int = 1000, seed: int = 0) -> dict:
+def delayed_recall(
+    ctx,
+    *,
+    lag: int = 20,
+    vocab: int = 8,
+    target: Literal["classify", "tag"] = "classify",
+    n_train: int = 5000,
+    n_valid: int = 500,
+    n_test: int = 1000,
+    seed: int = 0,
+) -> dict:
     """Generate the delayed-recall task: recall a token seen ``lag`` steps earlier.
 
     Args:
@@ -44,10 +54,22 @@ def delayed_recall(ctx, *, lag: int = 20, vocab: int = 8, target: Literal["class
             y[:, lag:] = x[:, :-lag]
         return {"x": x, "y": y, "lengths": torch.full((n,), seq_len, dtype=torch.long)}
 
-    rule = "y = x[:, 0] (read out at the last step)" if target == "classify" else \
-        "y[:, t] = x[:, t - lag] for t >= lag, -100 before"
-    meta = {"task": "delayed_recall", "target": "classify" if target == "classify" else "tag",
-            "vocab_size": vocab + 1, "pad_id": vocab, "num_classes": vocab, "input_dim": 0,
-            "seq_len": seq_len, "lag": lag, "chance": 1.0 / vocab, "label_rule": rule}
+    rule = (
+        "y = x[:, 0] (read out at the last step)"
+        if target == "classify"
+        else "y[:, t] = x[:, t - lag] for t >= lag, -100 before"
+    )
+    meta = {
+        "task": "delayed_recall",
+        "target": "classify" if target == "classify" else "tag",
+        "vocab_size": vocab + 1,
+        "pad_id": vocab,
+        "num_classes": vocab,
+        "input_dim": 0,
+        "seq_len": seq_len,
+        "lag": lag,
+        "chance": 1.0 / vocab,
+        "label_rule": rule,
+    }
     folder = write_task(ctx, make, {"train": n_train, "valid": n_valid, "test": n_test}, seed, meta)
     return {"dataset": str(folder)}

@@ -1,4 +1,5 @@
 """Spell a number: one id in, its digits out (the one-to-many task shape)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,8 +19,9 @@ def digits_of(n: torch.Tensor, base: int, length: int) -> torch.Tensor:
 
 
 @component("data.spell", outputs=["dataset"], bottleneck="B1")
-def spell(ctx, *, base: int = 4, length: int = 5, n_train: int = 5000, n_valid: int = 500,
-          n_test: int = 1000, seed: int = 0) -> dict:
+def spell(
+    ctx, *, base: int = 4, length: int = 5, n_train: int = 5000, n_valid: int = 500, n_test: int = 1000, seed: int = 0
+) -> dict:
     """Generate the spelling task: from one number id, emit its ``length`` digits in base ``base``.
 
     One input, a sequence out (Karpathy's one-to-many): a generator such as
@@ -42,18 +44,28 @@ def spell(ctx, *, base: int = 4, length: int = 5, n_train: int = 5000, n_valid: 
         raise DataError(f"base must be >= 2, got {base}")
     if length < 1:
         raise DataError(f"length must be >= 1, got {length}")
-    n_ids = base ** length
+    n_ids = base**length
     if n_ids > MAX_IDS:
-        raise DataError(f"base ** length = {n_ids:,} numbers is more than {MAX_IDS:,} embedding rows: "
-                        f"lower base or length")
+        raise DataError(
+            f"base ** length = {n_ids:,} numbers is more than {MAX_IDS:,} embedding rows: lower base or length"
+        )
     check_counts(n_train=n_train, n_valid=n_valid, n_test=n_test)
 
     def make(rng: np.random.Generator, n: int, split: str) -> dict[str, torch.Tensor]:
         x = torch.from_numpy(rng.integers(0, n_ids, size=n)).long()
         return {"x": x, "y": digits_of(x, base, length)}
 
-    meta = {"task": "spell", "target": "generate", "vocab_size": n_ids, "num_classes": base,
-            "input_dim": 0, "out_len": length, "base": base, "length": length, "chance": 1.0 / base,
-            "label_rule": f"y[:, t] = digit t of x in base {base}, most significant first"}
+    meta = {
+        "task": "spell",
+        "target": "generate",
+        "vocab_size": n_ids,
+        "num_classes": base,
+        "input_dim": 0,
+        "out_len": length,
+        "base": base,
+        "length": length,
+        "chance": 1.0 / base,
+        "label_rule": f"y[:, t] = digit t of x in base {base}, most significant first",
+    }
     folder = write_task(ctx, make, {"train": n_train, "valid": n_valid, "test": n_test}, seed, meta)
     return {"dataset": str(folder)}

@@ -1,4 +1,5 @@
 """Multi-digit strips: k digit images side by side, labelled with the digit sequence."""
+
 from __future__ import annotations
 
 import torch
@@ -10,8 +11,9 @@ from components.registry import component
 
 
 @component("data.digit_strips", outputs=["dataset"], bottleneck="B3")
-def digit_strips(ctx, *, images: str, digits: int = 3, n_train: int = 5000, n_valid: int = 500,
-                 n_test: int = 1000, seed: int = 0) -> dict:
+def digit_strips(
+    ctx, *, images: str, digits: int = 3, n_train: int = 5000, n_valid: int = 500, n_test: int = 1000, seed: int = 0
+) -> dict:
     """Glue ``digits`` random images of one split side by side; the label is their digit sequence.
 
     Args:
@@ -43,10 +45,25 @@ def digit_strips(ctx, *, images: str, digits: int = 3, n_train: int = 5000, n_va
     folder = ctx.path("dataset")
     save_splits(folder, out)
     h, w = src_meta["image_size"]
-    write_meta(folder, {"kind": "images", "image_size": [h, digits * w], "channels": src_meta["channels"],
-                        "num_classes": 10, "digits_per_strip": digits, "bos_id": 10, "eos_id": 11,
-                        "vocab_size": 12, "mean": src_meta["mean"], "std": src_meta["std"], "counts": counts,
-                        "chance": 0.1, "seed": seed, "source": str(images),
-                        "label_rule": "y[:, j] = label of the image in columns j*W..(j+1)*W"})
+    write_meta(
+        folder,
+        {
+            "kind": "images",
+            "image_size": [h, digits * w],
+            "channels": src_meta["channels"],
+            "num_classes": 10,
+            "digits_per_strip": digits,
+            "bos_id": 10,
+            "eos_id": 11,
+            "vocab_size": 12,
+            "mean": src_meta["mean"],
+            "std": src_meta["std"],
+            "counts": counts,
+            "chance": 0.1,
+            "seed": seed,
+            "source": str(images),
+            "label_rule": "y[:, j] = label of the image in columns j*W..(j+1)*W",
+        },
+    )
     ctx.log_metrics({f"n_{k}": v for k, v in counts.items()})
     return {"dataset": str(folder)}

@@ -1,4 +1,5 @@
 """A toy translation task: a fixed lexicon plus local reordering, BLEU measurable at any length."""
+
 from __future__ import annotations
 
 from typing import Literal
@@ -22,9 +23,18 @@ def translate(words: list[str], lexicon: dict[str, str], reorder: str) -> list[s
 
 
 @component("data.synthetic_translation", outputs=["dataset"], bottleneck="B3")
-def synthetic_translation(ctx, *, vocab: int = 40, min_len: int = 5, max_len: int = 40,
-                          reorder: Literal["pairs", "none"] = "pairs", n_train: int = 20000,
-                          n_valid: int = 500, n_test: int = 1000, seed: int = 0) -> dict:
+def synthetic_translation(
+    ctx,
+    *,
+    vocab: int = 40,
+    min_len: int = 5,
+    max_len: int = 40,
+    reorder: Literal["pairs", "none"] = "pairs",
+    n_train: int = 20000,
+    n_valid: int = 500,
+    n_test: int = 1000,
+    seed: int = 0,
+) -> dict:
     """Generate toy parallel text: target = lexicon permutation of the source, neighbours swapped.
 
     Args:
@@ -58,9 +68,23 @@ def synthetic_translation(ctx, *, vocab: int = 40, min_len: int = 5, max_len: in
     # Word level: the whole vocabulary appears in any sizeable train split; build it from the lexicon
     # so a tiny split cannot leave words unknown.
     tok = train_wordlevel([" ".join(src_words), " ".join(lexicon.values())])
-    folder = write_translation(ctx, splits, tok, tok, src_lang="src", tgt_lang="tgt", meta={
-        "task": "synthetic_translation", "lexicon": lexicon, "reorder": reorder, "min_len": min_len,
-        "max_len": max_len, "seed": seed, "tokenizer": "wordlevel",
-        "label_rule": "tgt = lexicon[w] for each src word w, then words 1<->2, 3<->4, ... swapped "
-                      "when reorder is 'pairs'"})
+    folder = write_translation(
+        ctx,
+        splits,
+        tok,
+        tok,
+        src_lang="src",
+        tgt_lang="tgt",
+        meta={
+            "task": "synthetic_translation",
+            "lexicon": lexicon,
+            "reorder": reorder,
+            "min_len": min_len,
+            "max_len": max_len,
+            "seed": seed,
+            "tokenizer": "wordlevel",
+            "label_rule": "tgt = lexicon[w] for each src word w, then words 1<->2, 3<->4, ... swapped "
+            "when reorder is 'pairs'",
+        },
+    )
     return {"dataset": str(folder)}

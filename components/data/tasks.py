@@ -1,4 +1,5 @@
 """Shared helpers for the synthetic sequence tasks: seeded generators and the on-disk layout."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,8 +28,13 @@ def check_counts(**counts: int) -> None:
         raise DataError(f"all example counts are 0 ({', '.join(counts)}): ask for some examples")
 
 
-def write_task(ctx, make: Callable[[np.random.Generator, int, str], dict[str, torch.Tensor]],
-               counts: dict[str, int], seed: int, meta: dict[str, Any]) -> Path:
+def write_task(
+    ctx,
+    make: Callable[[np.random.Generator, int, str], dict[str, torch.Tensor]],
+    counts: dict[str, int],
+    seed: int,
+    meta: dict[str, Any],
+) -> Path:
     """Generate every split with ``make(rng, n, split)``, save it with ``meta.json``; return the folder."""
     folder = ctx.path("dataset")
     splits = {name: make(split_rng(seed, name), n, name) for name, n in counts.items()}

@@ -1,4 +1,5 @@
 """Read line-aligned parallel text: plain or gzipped lines and WMT ``.sgm`` files."""
+
 from __future__ import annotations
 
 import difflib
@@ -41,7 +42,9 @@ def decode(file: Path, raw: bytes, encoding: str) -> str:
             f"re-encode the file to UTF-8 (e.g. iconv -f latin1 -t utf-8) or set encoding: to the file's encoding"
         ) from None
     except LookupError:
-        raise DataError(f"unknown encoding {encoding!r} for {file}: use a Python codec name such as utf-8 or latin-1") from None
+        raise DataError(
+            f"unknown encoding {encoding!r} for {file}: use a Python codec name such as utf-8 or latin-1"
+        ) from None
 
 
 def read_bytes(file: Path) -> bytes:
@@ -81,7 +84,7 @@ def read_sgm(file: Path, encoding: str = "utf-8") -> tuple[list[str], list[tuple
             doc = m.group(1) if m else ""
         elif line.startswith("<seg "):
             segments.append(normalise(_SEG.sub(r"\1", line)))
-            m = _SEGID.search(line[len("<seg"):])
+            m = _SEGID.search(line[len("<seg") :])
             ids.append((doc, m.group(1) if m else str(len(ids) + 1)))
     if not segments:
         raise DataError(f"{file}: no <seg> lines found: is it really a WMT .sgm file?")
@@ -129,9 +132,11 @@ def read_parallel(src_path: Path, tgt_path: Path, encoding: str = "utf-8") -> li
         i = next((k for k, (a, b) in enumerate(zip(src_ids, tgt_ids)) if a != b), min(len(src_ids), len(tgt_ids)))
         a = src_ids[i] if i < len(src_ids) else "end of file"
         b = tgt_ids[i] if i < len(tgt_ids) else "end of file"
-        raise DataError(f"{src_path} and {tgt_path} have different (docid, segid) sequences "
-                        f"({len(src)} vs {len(tgt)} segments), first difference at segment {i + 1}: "
-                        f"{a} vs {b}: pair the matching src/ref files")
+        raise DataError(
+            f"{src_path} and {tgt_path} have different (docid, segid) sequences "
+            f"({len(src)} vs {len(tgt)} segments), first difference at segment {i + 1}: "
+            f"{a} vs {b}: pair the matching src/ref files"
+        )
     if len(src) != len(tgt):
         i = first_divergence(src, tgt)
         show = lambda lines: repr(lines[i][:60]) if i < len(lines) else "(end of file)"  # noqa: E731

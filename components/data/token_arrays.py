@@ -4,6 +4,7 @@ Sequence i is ``ids[offsets[i]:offsets[i + 1]]``. Ids are uint16 when the vocabu
 37k BPE does): 4.5M pairs of ~30 tokens take ~0.5 GB instead of ~10 GB of Python lists, and a
 trainer maps them in no time instead of building lists at every start.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -46,7 +47,7 @@ class TokenArrays:
         arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
         offsets = np.asarray(arr.offsets).astype(np.int64)
         ids = np.asarray(arr.values.to_numpy(zero_copy_only=False)).astype(id_dtype(vocab_size), copy=False)
-        return cls(ids[offsets[0]:offsets[-1]], offsets - offsets[0])
+        return cls(ids[offsets[0] : offsets[-1]], offsets - offsets[0])
 
     def save(self, folder: Path, name: str) -> None:
         folder.mkdir(parents=True, exist_ok=True)
@@ -56,14 +57,15 @@ class TokenArrays:
     @classmethod
     def load(cls, folder: Path, name: str, mmap: bool = True) -> "TokenArrays":
         mode = "r" if mmap else None
-        return cls(np.load(folder / f"{name}.ids.npy", mmap_mode=mode),
-                   np.load(folder / f"{name}.offsets.npy", mmap_mode=mode))
+        return cls(
+            np.load(folder / f"{name}.ids.npy", mmap_mode=mode), np.load(folder / f"{name}.offsets.npy", mmap_mode=mode)
+        )
 
     def __len__(self) -> int:
         return len(self.lengths)
 
     def __getitem__(self, i: int) -> list[int]:
-        return self.ids[self.offsets[i]:self.offsets[i + 1]].tolist()
+        return self.ids[self.offsets[i] : self.offsets[i + 1]].tolist()
 
     def max_id(self) -> int:
         return int(self.ids.max()) if len(self.ids) else -1
@@ -74,7 +76,7 @@ class TokenArrays:
         lengths = self.lengths[idx]
         T = int(lengths.max()) if len(idx) else 0
         pos = np.arange(T)[None, :]
-        real = pos < lengths[:, None]                                            # (B, T)
+        real = pos < lengths[:, None]  # (B, T)
         out = np.full((len(idx), T), pad_id, dtype=np.int64)
         out[real] = self.ids[(self.offsets[idx][:, None] + pos)[real]]
         return torch.from_numpy(out), torch.from_numpy(lengths)

@@ -4,6 +4,7 @@ Encoding runs through ``Dataset.map(batched=True, num_proc=...)`` with the token
 ``encode_batch``; ids are stored as uint16 when the vocabulary fits, both in the Arrow columns and
 as memory-mapped arrays (``arrays/``) that the trainer reads without building Python lists.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -21,8 +22,17 @@ def _encode(batch: dict, src_tok, tgt_tok) -> dict:
     return {"src_ids": encode(src_tok, batch["src"], bos=False), "tgt_ids": encode(tgt_tok, batch["tgt"], bos=True)}
 
 
-def write_translation(ctx, splits: dict[str, list[tuple[str, str]]], src_tok, tgt_tok, *,
-                      src_lang: str, tgt_lang: str, meta: dict[str, Any], num_proc: int | None = None) -> Path:
+def write_translation(
+    ctx,
+    splits: dict[str, list[tuple[str, str]]],
+    src_tok,
+    tgt_tok,
+    *,
+    src_lang: str,
+    tgt_lang: str,
+    meta: dict[str, Any],
+    num_proc: int | None = None,
+) -> Path:
     """Encode every split and write ``data/``, ``arrays/``, the tokenizer file(s) and ``meta.json``.
 
     ``tgt_tok is src_tok`` means a joint vocabulary (one ``tokenizer.json``). ``num_proc`` encodes
@@ -36,8 +46,14 @@ def write_translation(ctx, splits: dict[str, list[tuple[str, str]]], src_tok, tg
     joint = tgt_tok is src_tok
     vocab = max(src_tok.get_vocab_size(), tgt_tok.get_vocab_size())
     dtype = str(id_dtype(vocab))
-    features = Features({"src": Value("string"), "tgt": Value("string"),
-                         "src_ids": Sequence(Value(dtype)), "tgt_ids": Sequence(Value(dtype))})
+    features = Features(
+        {
+            "src": Value("string"),
+            "tgt": Value("string"),
+            "src_ids": Sequence(Value(dtype)),
+            "tgt_ids": Sequence(Value(dtype)),
+        }
+    )
     parts, counts, hist, longest = {}, {}, {}, {}
     for name in SPLITS:
         pairs = splits.get(name, [])
@@ -46,8 +62,14 @@ def write_translation(ctx, splits: dict[str, list[tuple[str, str]]], src_tok, tg
         src, tgt = [p[0] for p in pairs], [p[1] for p in pairs]
         procs = num_proc if num_proc and len(pairs) >= 5_000 * num_proc else None  # a pool for small splits costs more
         parts[name] = Dataset.from_dict({"src": src, "tgt": tgt}).map(
-            _encode, batched=True, batch_size=5_000, num_proc=procs, features=features,
-            fn_kwargs={"src_tok": src_tok, "tgt_tok": tgt_tok}, new_fingerprint=f"encode-{name}")
+            _encode,
+            batched=True,
+            batch_size=5_000,
+            num_proc=procs,
+            features=features,
+            fn_kwargs={"src_tok": src_tok, "tgt_tok": tgt_tok},
+            new_fingerprint=f"encode-{name}",
+        )
         counts[name] = len(pairs)
         hist[name] = length_histogram(src)
         for side in ("src", "tgt"):
@@ -60,10 +82,23 @@ def write_translation(ctx, splits: dict[str, list[tuple[str, str]]], src_tok, tg
     else:
         src_tok.save(str(folder / "tokenizer.src.json"))
         tgt_tok.save(str(folder / "tokenizer.tgt.json"))
-    meta = {"kind": "translation", "src_lang": src_lang, "tgt_lang": tgt_lang, "joint": joint,
-            "src_vocab_size": src_tok.get_vocab_size(), "tgt_vocab_size": tgt_tok.get_vocab_size(),
-            "pad_id": PAD_ID, "unk_id": UNK_ID, "bos_id": BOS_ID, "eos_id": EOS_ID, "counts": counts,
-            "length_histogram": hist, "longest_ids": longest, "id_dtype": dtype, **meta}
+    meta = {
+        "kind": "translation",
+        "src_lang": src_lang,
+        "tgt_lang": tgt_lang,
+        "joint": joint,
+        "src_vocab_size": src_tok.get_vocab_size(),
+        "tgt_vocab_size": tgt_tok.get_vocab_size(),
+        "pad_id": PAD_ID,
+        "unk_id": UNK_ID,
+        "bos_id": BOS_ID,
+        "eos_id": EOS_ID,
+        "counts": counts,
+        "length_histogram": hist,
+        "longest_ids": longest,
+        "id_dtype": dtype,
+        **meta,
+    }
     write_meta(folder, meta)
     ctx.log_metrics({f"n_{k}": v for k, v in counts.items()})
     ctx.log_metrics({"src_vocab_size": meta["src_vocab_size"], "tgt_vocab_size": meta["tgt_vocab_size"]})

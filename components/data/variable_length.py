@@ -1,4 +1,5 @@
 """Variable-length sequence classification: the majority symbol (the task-shape demo for B1)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,8 +21,17 @@ def _sequence(rng: np.random.Generator, length: int, vocab: int) -> tuple[np.nda
 
 
 @component("data.variable_length", outputs=["dataset"], bottleneck="B1")
-def variable_length(ctx, *, vocab: int = 4, min_len: int = 5, max_len: int = 50,
-                    n_train: int = 5000, n_valid: int = 500, n_test: int = 1000, seed: int = 0) -> dict:
+def variable_length(
+    ctx,
+    *,
+    vocab: int = 4,
+    min_len: int = 5,
+    max_len: int = 50,
+    n_train: int = 5000,
+    n_valid: int = 500,
+    n_test: int = 1000,
+    seed: int = 0,
+) -> dict:
     """Generate sequences of random length labelled with their most frequent symbol.
 
     Args:
@@ -49,8 +59,17 @@ def variable_length(ctx, *, vocab: int = 4, min_len: int = 5, max_len: int = 50,
             x[i, :length] = seq
         return {"x": torch.from_numpy(x), "y": torch.from_numpy(y), "lengths": torch.from_numpy(lengths)}
 
-    meta = {"task": "variable_length", "target": "classify", "vocab_size": vocab + 1, "pad_id": pad_id,
-            "num_classes": vocab, "input_dim": 0, "min_len": min_len, "max_len": max_len, "chance": 1.0 / vocab,
-            "label_rule": "y = the symbol occurring most often in x[:length] (always unique)"}
+    meta = {
+        "task": "variable_length",
+        "target": "classify",
+        "vocab_size": vocab + 1,
+        "pad_id": pad_id,
+        "num_classes": vocab,
+        "input_dim": 0,
+        "min_len": min_len,
+        "max_len": max_len,
+        "chance": 1.0 / vocab,
+        "label_rule": "y = the symbol occurring most often in x[:length] (always unique)",
+    }
     folder = write_task(ctx, make, {"train": n_train, "valid": n_valid, "test": n_test}, seed, meta)
     return {"dataset": str(folder)}

@@ -1,4 +1,5 @@
 """Parallel text (WMT, Multi30k, any line-aligned corpus) to a tokenised translation dataset."""
+
 from __future__ import annotations
 
 from typing import Literal
@@ -31,14 +32,33 @@ def _read_files(files: dict[str, list[list[str]]], data_dir: str, encoding: str)
 
 
 @component("data.wmt", outputs=["dataset"], bottleneck="B3")
-def wmt(ctx, *, source: Literal["hf", "files"] = "hf", src_lang: str = "en", tgt_lang: str = "de",
-        dataset: str = "wmt14", config: str | None = None, hf_splits: dict[str, str] = HUB_SPLITS,
-        streaming: bool = False, max_pairs: int | None = None, cache_dir: str | None = None,
-        data_dir: str = "", files: dict[str, list[list[str]]] = {}, encoding: str = "utf-8",
-        max_len: int | None = 100, max_ratio: float | None = 3.0, dedup: bool = True,
-        valid_fraction: float = 0.05, test_fraction: float = 0.05,
-        vocab_size: int = 8000, joint: bool = True, min_frequency: int = 2, lowercase: bool = False,
-        num_proc: int | None = None, seed: int = 0) -> dict:
+def wmt(
+    ctx,
+    *,
+    source: Literal["hf", "files"] = "hf",
+    src_lang: str = "en",
+    tgt_lang: str = "de",
+    dataset: str = "wmt14",
+    config: str | None = None,
+    hf_splits: dict[str, str] = HUB_SPLITS,
+    streaming: bool = False,
+    max_pairs: int | None = None,
+    cache_dir: str | None = None,
+    data_dir: str = "",
+    files: dict[str, list[list[str]]] = {},
+    encoding: str = "utf-8",
+    max_len: int | None = 100,
+    max_ratio: float | None = 3.0,
+    dedup: bool = True,
+    valid_fraction: float = 0.05,
+    test_fraction: float = 0.05,
+    vocab_size: int = 8000,
+    joint: bool = True,
+    min_frequency: int = 2,
+    lowercase: bool = False,
+    num_proc: int | None = None,
+    seed: int = 0,
+) -> dict:
     """Prepare parallel text as a BPE-tokenised translation dataset.
 
     Args:
@@ -76,15 +96,26 @@ def wmt(ctx, *, source: Literal["hf", "files"] = "hf", src_lang: str = "en", tgt
             unknown = set(hf_splits) - set(SPLITS)
             if unknown or "train" not in hf_splits:
                 raise DataError(f"hf_splits needs a 'train' entry and only train/valid/test, got {sorted(hf_splits)}")
-            raw = {ours: load_hub_pairs(dataset, config, spec, src_lang, tgt_lang, streaming=streaming,
-                                        max_pairs=max_pairs if ours == "train" else None, seed=seed,
-                                        cache_dir=cache_dir)
-                   for ours, spec in hf_splits.items()}
+            raw = {
+                ours: load_hub_pairs(
+                    dataset,
+                    config,
+                    spec,
+                    src_lang,
+                    tgt_lang,
+                    streaming=streaming,
+                    max_pairs=max_pairs if ours == "train" else None,
+                    seed=seed,
+                    cache_dir=cache_dir,
+                )
+                for ours, spec in hf_splits.items()
+            }
             origin = {"source": "hf", "dataset": dataset, "config": config, "hf_splits": dict(hf_splits)}
         else:
             if "train" not in files:
-                raise DataError("source: files needs files.train (a list of [src_file, tgt_file]) "
-                                "to train the tokenizer")
+                raise DataError(
+                    "source: files needs files.train (a list of [src_file, tgt_file]) to train the tokenizer"
+                )
             raw = _read_files(files, data_dir, encoding)
             if max_pairs is not None and max_pairs < len(raw["train"]):
                 raw["train"] = split_pairs(raw["train"], {"sample": max_pairs / len(raw["train"])}, seed)["sample"]
@@ -93,8 +124,10 @@ def wmt(ctx, *, source: Literal["hf", "files"] = "hf", src_lang: str = "en", tgt
         bar.update(completed=1, description="data: clean")
         train, dropped = clean_pairs(raw.pop("train"), max_len, max_ratio, dedup)
         if not train:
-            raise DataError(f"no training pairs left after cleaning (removed: {dropped}): check the files "
-                            f"or loosen max_len={max_len} / max_ratio={max_ratio}")
+            raise DataError(
+                f"no training pairs left after cleaning (removed: {dropped}): check the files "
+                f"or loosen max_len={max_len} / max_ratio={max_ratio}"
+            )
         carve = {name: frac for name, frac in (("valid", valid_fraction), ("test", test_fraction)) if name not in raw}
         splits = {**split_pairs(train, carve, seed), **raw}
 
@@ -107,12 +140,24 @@ def wmt(ctx, *, source: Literal["hf", "files"] = "hf", src_lang: str = "en", tgt
             tgt_tok = train_bpe([t for _, t in texts], vocab_size, min_frequency, lowercase)
         for side, tok in (("src", src_tok), ("tgt", tgt_tok)):
             if tok.get_vocab_size() > vocab_size:  # BPE keeps every character it saw, whatever the budget
-                ctx.log.warning("%s vocabulary has %d entries, more than vocab_size=%d: the training text has "
-                                "that many distinct characters", side, tok.get_vocab_size(), vocab_size)
+                ctx.log.warning(
+                    "%s vocabulary has %d entries, more than vocab_size=%d: the training text has "
+                    "that many distinct characters",
+                    side,
+                    tok.get_vocab_size(),
+                    vocab_size,
+                )
         ctx.log_metrics({f"dropped/{k}": v for k, v in dropped.items()})
         bar.update(completed=3, description="data: encode")
-        folder = write_translation(ctx, splits, src_tok, tgt_tok, src_lang=src_lang, tgt_lang=tgt_lang,
-                                   meta={**origin, "dropped": dropped, "seed": seed, "tokenizer": "bpe",
-                                         "requested_vocab_size": vocab_size}, num_proc=num_proc)
+        folder = write_translation(
+            ctx,
+            splits,
+            src_tok,
+            tgt_tok,
+            src_lang=src_lang,
+            tgt_lang=tgt_lang,
+            meta={**origin, "dropped": dropped, "seed": seed, "tokenizer": "bpe", "requested_vocab_size": vocab_size},
+            num_proc=num_proc,
+        )
         bar.update(completed=4)
         return {"dataset": str(folder)}

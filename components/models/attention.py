@@ -3,6 +3,7 @@
 Masks are boolean and broadcast to (..., T_q, T_k): True means "may attend", as in
 ``F.scaled_dot_product_attention``.
 """
+
 from __future__ import annotations
 
 import math
@@ -14,10 +15,17 @@ from torch import Tensor, nn
 from components.models.registry import ModelError
 
 
-def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, scale: bool = True,
-              dropout: float = 0.0, training: bool = False) -> tuple[Tensor, Tensor]:
+def attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None = None,
+    scale: bool = True,
+    dropout: float = 0.0,
+    training: bool = False,
+) -> tuple[Tensor, Tensor]:
     """Return softmax(Q K^T / sqrt(d_k)) V and the weights (Vaswani 2017, eq. 1)."""
-    scores = q @ k.transpose(-2, -1)                                  # (..., T_q, T_k)
+    scores = q @ k.transpose(-2, -1)  # (..., T_q, T_k)
     if scale:  # without it, dot products grow like sqrt(d_k) and the softmax saturates
         scores = scores / math.sqrt(q.shape[-1])
     if mask is not None:
@@ -63,8 +71,15 @@ class MultiHeadAttention(nn.Module):
     otherwise weights are computed only when asked for and SDPA runs the fused kernel.
     """
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, scale: bool = True,
-                 naive: bool = False, bias: bool = True):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        dropout: float = 0.0,
+        scale: bool = True,
+        naive: bool = False,
+        bias: bool = True,
+    ):
         super().__init__()
         if d_model % n_heads:
             raise ModelError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
@@ -74,15 +89,22 @@ class MultiHeadAttention(nn.Module):
 
     def _split(self, x: Tensor) -> Tensor:
         B, T, _ = x.shape
-        return x.view(B, T, self.n_heads, self.d_k).transpose(1, 2)   # (B, n_heads, T, d_k)
+        return x.view(B, T, self.n_heads, self.d_k).transpose(1, 2)  # (B, n_heads, T, d_k)
 
     def project_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """Return keys and values of x split into heads, (B, n_heads, T, d_k) each (a decoder caches them)."""
         return self._split(self.w_k(x)), self._split(self.w_v(x))
 
-    def forward(self, query: Tensor, key: Tensor | None, value: Tensor | None, mask: Tensor | None = None,
-                need_weights: bool = False, is_causal: bool = False,
-                kv: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor | None]:
+    def forward(
+        self,
+        query: Tensor,
+        key: Tensor | None,
+        value: Tensor | None,
+        mask: Tensor | None = None,
+        need_weights: bool = False,
+        is_causal: bool = False,
+        kv: tuple[Tensor, Tensor] | None = None,
+    ) -> tuple[Tensor, Tensor | None]:
         """Return output (B, T_q, d_model) and weights (B, n_heads, T_q, T_k) or None.
 
         ``is_causal`` masks subsequent positions without a mask tensor (T_q == T_k), so SDPA can pick
@@ -96,8 +118,9 @@ class MultiHeadAttention(nn.Module):
         if need_weights or self.naive:
             out, weights = attention(q, k, v, mask, self.scale, p, self.training)
         else:
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, is_causal=is_causal,
-                                                 scale=None if self.scale else 1.0)
+            out = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, dropout_p=p, is_causal=is_causal, scale=None if self.scale else 1.0
+            )
             weights = None
         B, _, T, _ = out.shape
         out = self.w_o(out.transpose(1, 2).reshape(B, T, self.n_heads * self.d_k))

@@ -4,6 +4,7 @@ At step t: z_t = beta_t * sum_i alpha_ti a_i with alpha from additive attention 
 gate beta_t = sigmoid(f_beta(h_{t-1})) (sec. 4.2.1); h_t = cell([E y_{t-1}; z_t], h_{t-1});
 logits from [h_t; z_t; E y_{t-1}] (deep output, eq. 7). h_0, c_0 come from the mean region.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -33,15 +34,15 @@ class CaptionerConfig:
     channels: int = 1
     widths: tuple[int, ...] = (32, 64)
     num_classes: int = 10
-    tgt_vocab_size: int = 0          # 0: num_classes + 2 (labels, BOS, EOS)
-    bos_id: int | None = None        # None: num_classes
-    eos_id: int | None = None        # None: num_classes + 1
+    tgt_vocab_size: int = 0  # 0: num_classes + 2 (labels, BOS, EOS)
+    bos_id: int | None = None  # None: num_classes
+    eos_id: int | None = None  # None: num_classes + 1
     embed_dim: int = 32
     hidden_size: int = 64
     attention_dim: int = 64
-    cell: str = "lstm"               # lstm (as in the paper) | gru
+    cell: str = "lstm"  # lstm (as in the paper) | gru
     dropout: float = 0.0
-    pad_id: int | None = None        # None: captions have no padding symbol; decoding fills with EOS
+    pad_id: int | None = None  # None: captions have no padding symbol; decoding fills with EOS
 
     def __post_init__(self):
         self.widths = tuple(self.widths)
@@ -51,8 +52,10 @@ class CaptionerConfig:
             raise ModelError(f"{len(self.widths)} pooling blocks need image_size >= {2 ** len(self.widths)}")
         for name in ("bos", "eos"):
             if not 0 <= getattr(self, name) < self.out_vocab:
-                raise ModelError(f"{name}_id {getattr(self, name)} is outside the output vocabulary of "
-                                 f"{self.out_vocab}; set tgt_vocab_size or num_classes")
+                raise ModelError(
+                    f"{name}_id {getattr(self, name)} is outside the output vocabulary of "
+                    f"{self.out_vocab}; set tgt_vocab_size or num_classes"
+                )
 
     @property
     def out_vocab(self) -> int:
@@ -90,18 +93,18 @@ class Captioner(Generates, nn.Module):
         cfg = self.config
         if images.dim() != 4 or images.shape[1] != cfg.channels:
             raise ModelError(f"Captioner expects images (B, {cfg.channels}, H, W), got {tuple(images.shape)}")
-        regions = self.features(images).flatten(2).transpose(1, 2)                 # (B, h*w, D)
+        regions = self.features(images).flatten(2).transpose(1, 2)  # (B, h*w, D)
         mask = torch.ones(regions.shape[:2], dtype=torch.bool, device=regions.device)
         return {"values": regions, "keys": self.attn.prepare(regions), "mask": mask}
 
     def init_state(self, memory):
-        mean = memory["values"].mean(1)                                             # (B, D)
+        mean = memory["values"].mean(1)  # (B, D)
         return torch.tanh(self.init_h(mean)), torch.tanh(self.init_c(mean))
 
     def _step(self, y_emb: Tensor, state, memory):
         h, c = state
         z, a = self.attn(h[:, None], memory["keys"], memory["values"], memory["mask"])
-        z = torch.sigmoid(self.f_beta(h)) * z[:, 0]                                 # gated context (B, D)
+        z = torch.sigmoid(self.f_beta(h)) * z[:, 0]  # gated context (B, D)
         x = torch.cat([y_emb, z], -1)
         h, c = self.cell(x, (h, c)) if self.config.cell == "lstm" else (self.cell(x, h), c)
         return self.out(self.drop(torch.cat([h, z, y_emb], -1))), (h, c), a[:, 0]

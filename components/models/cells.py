@@ -4,6 +4,7 @@ Weights follow ``nn.RNN``/``nn.LSTM``/``nn.GRU``: ``w_ih (G*H, I)``, ``w_hh (G*H
 ``b_hh (G*H,)`` with gate blocks stacked in PyTorch's order. Each step takes the input projection
 ``gi = x W_ih^T + b_ih`` precomputed for the whole sequence (one matmul instead of T).
 """
+
 from __future__ import annotations
 
 import torch
@@ -49,7 +50,7 @@ def gru_step(gi: Tensor, state: State, w_hh: Tensor, b_hh: Tensor) -> State:
 # cell name -> (step function, number of gate blocks G, index of the block a bias option applies to)
 CELLS = {
     "rnn": (rnn_step, 1, None),
-    "lstm": (lstm_step, 4, 1),        # forget gate f is block 1 of (i, f, g, o)
+    "lstm": (lstm_step, 4, 1),  # forget gate f is block 1 of (i, f, g, o)
     "lstm1997": (lstm1997_step, 3, None),
-    "gru": (gru_step, 3, 1),          # update gate z is block 1 of (r, z, n)
+    "gru": (gru_step, 3, 1),  # update gate z is block 1 of (r, z, n)
 }

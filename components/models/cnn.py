@@ -1,4 +1,5 @@
 """Small convolutional image classifier: the baseline a tiny ViT is compared with on small data."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,8 +26,9 @@ class CNNConfig:
             raise ModelError(f"widths must be a non-empty list of positive channel counts, got {list(self.widths)}")
         self.image_size = self.image_size if isinstance(self.image_size, int) else hw(self.image_size)
         if min(hw(self.image_size)) < 2 ** len(self.widths):
-            raise ModelError(f"{len(self.widths)} pooling blocks need image_size >= {2 ** len(self.widths)}, "
-                             f"got {self.image_size}")
+            raise ModelError(
+                f"{len(self.widths)} pooling blocks need image_size >= {2 ** len(self.widths)}, got {self.image_size}"
+            )
 
 
 def conv_features(channels: int, widths) -> nn.Sequential:
@@ -47,8 +49,9 @@ class CNN(nn.Module):
         super().__init__()
         self.config, self.removes = cfg, set()
         self.features = conv_features(cfg.channels, cfg.widths)
-        self.head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Dropout(cfg.dropout),
-                                  nn.Linear(cfg.widths[-1], cfg.num_classes))
+        self.head = nn.Sequential(
+            nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Dropout(cfg.dropout), nn.Linear(cfg.widths[-1], cfg.num_classes)
+        )
 
     def forward(self, images: Tensor) -> Tensor:
         """Return logits (B, num_classes)."""

@@ -3,6 +3,7 @@
 Residual blocks x + ReLU(conv_d(x)) with dilation 2^l (as in WaveNet / TCN), so the receptive field
 grows exponentially with depth while every position is computed in parallel.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,15 +21,15 @@ from components.models.registry import ModelError, check_choice
 class Conv1DConfig:
     """Sizes of the dilated residual 1D CNN."""
 
-    head: str = "many_to_one"        # many_to_one (masked mean pool) | many_to_many
+    head: str = "many_to_one"  # many_to_one (masked mean pool) | many_to_many
     vocab_size: int = 16
-    input_dim: int = 0               # > 0: real-valued inputs (B, T, input_dim) instead of tokens
+    input_dim: int = 0  # > 0: real-valued inputs (B, T, input_dim) instead of tokens
     embed_dim: int = 32
     channels: int = 64
     kernel_size: int = 3
     num_layers: int = 4
-    dilation_growth: int = 2         # dilation of layer l = growth^l (1 = plain stack)
-    causal: bool = False             # pad on the left only: position t sees only inputs <= t
+    dilation_growth: int = 2  # dilation of layer l = growth^l (1 = plain stack)
+    causal: bool = False  # pad on the left only: position t sees only inputs <= t
     dropout: float = 0.0
     num_classes: int = 8
     pad_id: int = 0
@@ -42,7 +43,7 @@ class Conv1DConfig:
 
     @property
     def receptive_field(self) -> int:
-        return 1 + sum((self.kernel_size - 1) * self.dilation_growth ** l for l in range(self.num_layers))
+        return 1 + sum((self.kernel_size - 1) * self.dilation_growth**i for i in range(self.num_layers))
 
 
 class Conv1DModel(nn.Module):
@@ -55,8 +56,10 @@ class Conv1DModel(nn.Module):
         self.config, self.removes = cfg, {"B1", "B4"}
         self.input = SequenceInput(cfg.vocab_size, cfg.input_dim, cfg.embed_dim, cfg.pad_id)
         self.proj = nn.Linear(self.input.dim, cfg.channels)
-        self.convs = nn.ModuleList(nn.Conv1d(cfg.channels, cfg.channels, cfg.kernel_size,
-                                             dilation=cfg.dilation_growth ** l) for l in range(cfg.num_layers))
+        self.convs = nn.ModuleList(
+            nn.Conv1d(cfg.channels, cfg.channels, cfg.kernel_size, dilation=cfg.dilation_growth**i)
+            for i in range(cfg.num_layers)
+        )
         self.drop = nn.Dropout(cfg.dropout)
         head = ManyToOne if cfg.head == "many_to_one" else ManyToMany
         self.head = head(cfg.channels, cfg.num_classes)
@@ -68,7 +71,7 @@ class Conv1DModel(nn.Module):
         mask = length_mask(check_lengths(lengths, B, T, "Conv1DModel"), T, e.device)
         if taps is not None:
             e = e + taps
-        h = self.proj(e).transpose(1, 2)                                          # (B, C, T)
+        h = self.proj(e).transpose(1, 2)  # (B, C, T)
         keep = mask[:, None, :].to(h.dtype) if mask is not None else None
         for conv in self.convs:
             if keep is not None:  # zero padding positions so they act like the conv's own zero padding

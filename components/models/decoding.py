@@ -6,6 +6,7 @@ state, attn (B, T_src) or None)``. Memory and state are tensors (or tuples/dicts
 batch first, so beams are made and reordered by indexing dim 0.
 Outputs exclude BOS, include EOS, and hold ``config.pad_id`` after it (EOS if the model has none).
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -103,8 +104,7 @@ def length_penalty(lengths: Tensor, alpha: float) -> Tensor:
     return ((5.0 + lengths.float()) / 6.0) ** alpha
 
 
-def beam_search(model, src, src_lengths, beam: int, max_len: int, bos: int, eos: int,
-                alpha: float = 0.6) -> Tensor:
+def beam_search(model, src, src_lengths, beam: int, max_len: int, bos: int, eos: int, alpha: float = 0.6) -> Tensor:
     """Keep the ``beam`` best prefixes per sentence; return the best hypothesis by log P / lp (B, T).
 
     All B * beam hypotheses advance as one batch; the output is as long as its longest best hypothesis.
@@ -117,17 +117,17 @@ def beam_search(model, src, src_lengths, beam: int, max_len: int, bos: int, eos:
         memory = index_batch(memory, torch.arange(B, device=dev).repeat_interleave(K))  # (B*K, ...)
         state = model.init_state(memory)
         scores = torch.full((B, K), float("-inf"), device=dev)
-        scores[:, 0] = 0.0                                   # all beams start as one hypothesis
+        scores[:, 0] = 0.0  # all beams start as one hypothesis
         prev = torch.full((B * K,), bos, dtype=torch.long, device=dev)
         done = torch.zeros(B * K, dtype=torch.bool, device=dev)
         lengths = torch.zeros(B * K, dtype=torch.long, device=dev)
         tokens = torch.zeros(B * K, 0, dtype=torch.long, device=dev)
         base = torch.arange(B, device=dev)[:, None] * K
         for i in range(max_len):
-            logp, state, _ = model.step(prev, state, memory)                    # (B*K, V)
+            logp, state, _ = model.step(prev, state, memory)  # (B*K, V)
             V = logp.shape[-1]
             frozen = torch.full_like(logp, float("-inf"))
-            frozen[:, pad] = 0.0                             # finished beams extend with pad at no cost
+            frozen[:, pad] = 0.0  # finished beams extend with pad at no cost
             logp = torch.where(done[:, None], frozen, logp)
             top, idx = (scores.view(-1, 1) + logp.float()).view(B, K * V).topk(K, -1)  # (B, K)
             origin = (base + idx // V).view(-1)
@@ -151,7 +151,6 @@ class Generates:
         """Return greedy tokens (B, T) and attention (B, T, T_src) or None."""
         return greedy(self, src, src_lengths, max_len, bos, eos)
 
-    def beam_search(self, src, src_lengths, beam: int, max_len: int, bos: int, eos: int,
-                    length_penalty: float = 0.6):
+    def beam_search(self, src, src_lengths, beam: int, max_len: int, bos: int, eos: int, length_penalty: float = 0.6):
         """Return the best beam per sentence (B, T), ranked by log P / ((5+|Y|)/6)^length_penalty."""
         return beam_search(self, src, src_lengths, beam, max_len, bos, eos, length_penalty)

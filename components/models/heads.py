@@ -1,4 +1,5 @@
 """Task heads for the sequence task shapes (Karpathy's many-to-one / many-to-many / one-to-many)."""
+
 from __future__ import annotations
 
 from torch import Tensor, nn

@@ -1,4 +1,5 @@
 """Image sizes given as one side or as [H, W] (data meta.json writes [H, W])."""
+
 from __future__ import annotations
 
 from components.models.registry import ModelError

@@ -1,4 +1,5 @@
 """Turn a batch of token ids (B, T) or real-valued steps (B, T, F) into vectors (B, T, D)."""
+
 from __future__ import annotations
 
 from torch import Tensor, nn
@@ -30,8 +31,9 @@ class SequenceInput(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         if self.tokens:
             if x.dim() != 2 or x.dtype.is_floating_point:
-                raise ModelError(f"expected token ids of shape (B, T) and integer dtype, "
-                                 f"got {tuple(x.shape)} {x.dtype}")
+                raise ModelError(
+                    f"expected token ids of shape (B, T) and integer dtype, got {tuple(x.shape)} {x.dtype}"
+                )
             if x.numel() and (int(x.max()) >= self.vocab_size or int(x.min()) < 0):
                 raise ModelError(f"token id {int(x.max())} out of range for vocab_size {self.vocab_size}")
             return self.embed(x)

@@ -1,4 +1,5 @@
 """Length masks and padded-sequence helpers shared by every family."""
+
 from __future__ import annotations
 
 import torch
@@ -15,8 +16,10 @@ def check_lengths(lengths: Tensor | None, batch: int, max_len: int, where: str) 
     if lengths.dim() != 1 or lengths.shape[0] != batch:
         raise ModelError(f"{where}: lengths must have shape ({batch},), got {tuple(lengths.shape)}")
     if batch and (int(lengths.min()) < 1 or int(lengths.max()) > max_len):
-        raise ModelError(f"{where}: lengths must lie in [1, {max_len}] (the padded length), "
-                         f"got min {int(lengths.min())} max {int(lengths.max())}")
+        raise ModelError(
+            f"{where}: lengths must lie in [1, {max_len}] (the padded length), "
+            f"got min {int(lengths.min())} max {int(lengths.max())}"
+        )
     return lengths
 
 
@@ -33,9 +36,9 @@ def reverse_padded(x: Tensor, lengths: Tensor | None) -> Tensor:
     B, T = x.shape[:2]
     if lengths is None:
         return x.flip(1)
-    t = torch.arange(T, device=x.device)[None, :]                       # (1, T)
-    lengths = lengths.to(x.device)[:, None]                              # (B, 1)
-    idx = torch.where(t < lengths, lengths - 1 - t, t)                   # (B, T)
+    t = torch.arange(T, device=x.device)[None, :]  # (1, T)
+    lengths = lengths.to(x.device)[:, None]  # (B, 1)
+    idx = torch.where(t < lengths, lengths - 1 - t, t)  # (B, T)
     idx = idx.view(B, T, *([1] * (x.dim() - 2))).expand_as(x)
     return x.gather(1, idx)
 

@@ -1,4 +1,5 @@
 """One-to-one MLP baseline: a fixed-size input window, the model that lives with bottleneck B1."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,9 +17,9 @@ from components.models.registry import ModelError, check_choice
 class MLPConfig:
     """Sizes of the MLP baseline; ``seq_len`` is the fixed window it can see."""
 
-    head: str = "many_to_one"   # many_to_one | many_to_many
+    head: str = "many_to_one"  # many_to_one | many_to_many
     vocab_size: int = 16
-    input_dim: int = 0               # > 0: real-valued inputs (B, T, input_dim) instead of tokens
+    input_dim: int = 0  # > 0: real-valued inputs (B, T, input_dim) instead of tokens
     embed_dim: int = 16
     seq_len: int = 32
     hidden_size: int = 128
@@ -56,8 +57,10 @@ class MLP(nn.Module):
         e = self.input(x)
         B, T, _ = e.shape
         if T > self.config.seq_len:
-            raise ModelError(f"the MLP baseline sees a fixed window of seq_len={self.config.seq_len} steps, "
-                             f"got T={T}; build it with seq_len>={T}")
+            raise ModelError(
+                f"the MLP baseline sees a fixed window of seq_len={self.config.seq_len} steps, "
+                f"got T={T}; build it with seq_len>={T}"
+            )
         mask = length_mask(check_lengths(lengths, B, T, "MLP"), T, e.device)
         if mask is not None:
             e = e * mask.unsqueeze(-1)
@@ -67,7 +70,7 @@ class MLP(nn.Module):
         """Return logits (B, C) or (B, T, C)."""
         e = self.hidden_states(x, lengths, taps)
         B, T, E = e.shape
-        e = torch.nn.functional.pad(e, (0, 0, 0, self.config.seq_len - T))      # (B, seq_len, E)
+        e = torch.nn.functional.pad(e, (0, 0, 0, self.config.seq_len - T))  # (B, seq_len, E)
         out = self.out(self.body(e.reshape(B, -1)))
         if self.config.head == "many_to_one":
             return out

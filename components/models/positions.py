@@ -1,4 +1,5 @@
 """Positional information added to token embeddings: sinusoidal, learned, or none."""
+
 from __future__ import annotations
 
 import math
@@ -38,6 +39,8 @@ class Positions(nn.Module):
             return x
         T = x.shape[1]
         if offset + T > self.max_len:
-            raise ModelError(f"sequence of length {offset + T} exceeds max_len={self.max_len} of the "
-                             f"position table; build the model with a larger max_len")
-        return x + self.table[:, offset:offset + T]
+            raise ModelError(
+                f"sequence of length {offset + T} exceeds max_len={self.max_len} of the "
+                f"position table; build the model with a larger max_len"
+            )
+        return x + self.table[:, offset : offset + T]

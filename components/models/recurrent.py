@@ -3,6 +3,7 @@
 One set of weights (named as in ``nn.LSTM``: ``core.weight_ih_l0``, ``core.bias_hh_l1_reverse``...)
 serves both paths, so ``impl="loop"`` gives per-step states of exactly the production model.
 """
+
 from __future__ import annotations
 
 import math
@@ -45,9 +46,17 @@ class Recurrent(nn.Module):
     ``impl``: ``"fused"`` (nn.RNN/LSTM/GRU), ``"loop"`` (our cells), ``"auto"`` (fused when it exists).
     """
 
-    def __init__(self, cell: str, input_size: int, hidden_size: int, num_layers: int = 1,
-                 bidirectional: bool = False, dropout: float = 0.0, gate_bias: float | None = None,
-                 impl: str = "auto"):
+    def __init__(
+        self,
+        cell: str,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bidirectional: bool = False,
+        dropout: float = 0.0,
+        gate_bias: float | None = None,
+        impl: str = "auto",
+    ):
         super().__init__()
         check_choice("cell", cell, CELLS)
         check_choice("impl", impl, {"auto", "fused", "loop"})
@@ -58,8 +67,14 @@ class Recurrent(nn.Module):
         self.dropout = dropout
         self.impl = impl if impl != "auto" else ("fused" if cell in FUSED else "loop")
         if cell in FUSED:
-            self.core = FUSED[cell](input_size, hidden_size, num_layers, batch_first=True,
-                                    bidirectional=bidirectional, dropout=dropout if num_layers > 1 else 0.0)
+            self.core = FUSED[cell](
+                input_size,
+                hidden_size,
+                num_layers,
+                batch_first=True,
+                bidirectional=bidirectional,
+                dropout=dropout if num_layers > 1 else 0.0,
+            )
         else:
             self.core = _Weights(CELLS[cell][1], input_size, hidden_size, num_layers, self.directions)
         block = CELLS[cell][2]
@@ -67,7 +82,7 @@ class Recurrent(nn.Module):
             with torch.no_grad():
                 for name, p in self.core.named_parameters():
                     if name.startswith("bias_"):
-                        chunk = p[block * hidden_size:(block + 1) * hidden_size]
+                        chunk = p[block * hidden_size : (block + 1) * hidden_size]
                         chunk.fill_(gate_bias if name.startswith("bias_ih") else 0.0)
 
     @property
@@ -110,14 +125,14 @@ class Recurrent(nn.Module):
         else:
             h0, c0 = state, zeros
         mask = length_mask(lengths, T, x.device)
-        mask = mask.unsqueeze(-1) if mask is not None else None                 # (B, T, 1)
+        mask = mask.unsqueeze(-1) if mask is not None else None  # (B, T, 1)
         hs, cs, layer_in = [], [], x
         for layer in range(self.num_layers):
             outs = []
             for d in range(self.directions):
                 w_ih, w_hh, b_ih, b_hh = self.weights(layer, d)
                 seq = layer_in if d == 0 else reverse_padded(layer_in, lengths)
-                gi = nn.functional.linear(seq, w_ih, b_ih)                      # (B, T, G*H) in one matmul
+                gi = nn.functional.linear(seq, w_ih, b_ih)  # (B, T, G*H) in one matmul
                 k = layer * self.directions + d
                 h, c, steps = h0[k], c0[k], []
                 # unbind, not gi[:, t]: the backward of T slices would write T full-size gradients
@@ -130,7 +145,7 @@ class Recurrent(nn.Module):
                     else:
                         steps.append(h_new)
                     h, c = h_new, c_new
-                out = torch.stack(steps, 1)                                     # (B, T, H)
+                out = torch.stack(steps, 1)  # (B, T, H)
                 outs.append(out if d == 0 else reverse_padded(out, lengths))
                 hs.append(h)
                 cs.append(c)
@@ -144,5 +159,5 @@ class Recurrent(nn.Module):
 def last_layer_state(final, cell: str, num_layers: int, directions: int) -> Tensor:
     """Return the top layer's final hidden state (B, D*H) from nn-style final states."""
     h = final[0] if cell in HAS_CELL_STATE else final
-    h = h.view(num_layers, directions, *h.shape[1:])[-1]                       # (D, B, H)
+    h = h.view(num_layers, directions, *h.shape[1:])[-1]  # (D, B, H)
     return torch.cat(list(h), -1)

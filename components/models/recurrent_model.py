@@ -1,4 +1,5 @@
 """Recurrent sequence models: embedding -> Recurrent stack -> task head (family ``rnn``)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,28 +22,30 @@ REMOVES = {"rnn": {"B1"}, "lstm": {"B1", "B2"}, "lstm1997": {"B1", "B2"}, "gru":
 class RecurrentConfig:
     """Sizes and options of a recurrent sequence model."""
 
-    cell: str = "lstm"              # rnn | lstm | lstm1997 | gru
-    head: str = "many_to_one"       # many_to_one | many_to_many | one_to_many
-    vocab_size: int = 16            # token inputs (used when input_dim == 0)
-    input_dim: int = 0              # > 0: real-valued inputs (B, T, input_dim) instead of tokens
+    cell: str = "lstm"  # rnn | lstm | lstm1997 | gru
+    head: str = "many_to_one"  # many_to_one | many_to_many | one_to_many
+    vocab_size: int = 16  # token inputs (used when input_dim == 0)
+    input_dim: int = 0  # > 0: real-valued inputs (B, T, input_dim) instead of tokens
     embed_dim: int = 32
     hidden_size: int = 64
     num_layers: int = 1
     bidirectional: bool = False
     dropout: float = 0.0
     num_classes: int = 8
-    forget_bias: float = 1.0        # LSTM forget-gate bias (Gers 2000; Jozefowicz 2015 recommend 1)
+    forget_bias: float = 1.0  # LSTM forget-gate bias (Gers 2000; Jozefowicz 2015 recommend 1)
     update_bias: float | None = None  # GRU update-gate bias; None keeps PyTorch's init
-    impl: str = "auto"              # auto | fused | loop
-    out_len: int = 10               # one_to_many: steps generated from the vector
+    impl: str = "auto"  # auto | fused | loop
+    out_len: int = 10  # one_to_many: steps generated from the vector
     pad_id: int = 0
 
     def __post_init__(self):
         check_choice("cell", self.cell, CELLS)
         check_choice("head", self.head, HEADS)
         if self.hidden_size < 1 or self.num_layers < 1 or self.num_classes < 1:
-            raise ModelError(f"hidden_size, num_layers and num_classes must be >= 1, got "
-                             f"{self.hidden_size}, {self.num_layers}, {self.num_classes}")
+            raise ModelError(
+                f"hidden_size, num_layers and num_classes must be >= 1, got "
+                f"{self.hidden_size}, {self.num_layers}, {self.num_classes}"
+            )
         if self.head == "one_to_many" and self.bidirectional:
             raise ModelError("a one_to_many generator runs forward in time; set bidirectional=False")
 
@@ -52,8 +55,9 @@ class RecurrentConfig:
 
 
 def _recurrent(cfg: RecurrentConfig, input_size: int) -> Recurrent:
-    return Recurrent(cfg.cell, input_size, cfg.hidden_size, cfg.num_layers, cfg.bidirectional,
-                     cfg.dropout, cfg.gate_bias, cfg.impl)
+    return Recurrent(
+        cfg.cell, input_size, cfg.hidden_size, cfg.num_layers, cfg.bidirectional, cfg.dropout, cfg.gate_bias, cfg.impl
+    )
 
 
 class RecurrentModel(nn.Module):
@@ -70,7 +74,7 @@ class RecurrentModel(nn.Module):
         self.head = head(self.rnn.output_size, cfg.num_classes, cfg.dropout)
 
     def _run(self, x, lengths, taps, impl=None):
-        e = self.input(x)                                              # (B, T, E)
+        e = self.input(x)  # (B, T, E)
         lengths = check_lengths(lengths, e.shape[0], e.shape[1], "RecurrentModel")
         if taps is not None:  # zero tensor the caller differentiates against: dL/dtaps[:, t] = dL/de_t
             e = e + taps
@@ -100,7 +104,7 @@ class OneToMany(nn.Module):
             self.embed, dim = nn.Embedding(cfg.vocab_size, cfg.embed_dim), cfg.embed_dim
         else:
             self.embed, dim = nn.Identity(), cfg.input_dim
-        self.init = nn.Linear(dim, cfg.hidden_size * cfg.num_layers)   # vector -> initial state of every layer
+        self.init = nn.Linear(dim, cfg.hidden_size * cfg.num_layers)  # vector -> initial state of every layer
         self.rnn = _recurrent(cfg, dim)
         self.head = ManyToMany(cfg.hidden_size, cfg.num_classes, cfg.dropout)
 
@@ -110,12 +114,12 @@ class OneToMany(nn.Module):
             raise ModelError(f"one_to_many with vocab_size expects ids of shape (B,), got {tuple(x.shape)} {x.dtype}")
         if cfg.input_dim > 0 and (x.dim() != 2 or x.shape[1] != cfg.input_dim):
             raise ModelError(f"one_to_many expects vectors (B, {cfg.input_dim}), got {tuple(x.shape)}")
-        v = self.embed(x if cfg.input_dim <= 0 else x.float())                      # (B, E)
+        v = self.embed(x if cfg.input_dim <= 0 else x.float())  # (B, E)
         T = cfg.out_len if lengths is None else int(torch.as_tensor(lengths).max())
         lengths = check_lengths(lengths, v.shape[0], T, "OneToMany")
         h0 = torch.tanh(self.init(v)).view(v.shape[0], cfg.num_layers, -1).transpose(0, 1).contiguous()
         state = (h0, torch.zeros_like(h0)) if cfg.cell in ("lstm", "lstm1997") else h0
-        inputs = v.unsqueeze(1).expand(-1, T, -1)                                   # the vector at every step
+        inputs = v.unsqueeze(1).expand(-1, T, -1)  # the vector at every step
         return self.rnn(inputs, lengths, state, impl=impl)[0]
 
     def forward(self, x: Tensor, lengths: Tensor | None = None) -> Tensor:

@@ -1,4 +1,5 @@
 """Registry of named model variants: a variant returns a config; its family builds the module."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -45,8 +46,10 @@ def variant(name: str, builder: Callable[[Any], nn.Module]) -> Callable:
     def register(make: Callable[[], Any]) -> Callable[[], Any]:
         if name in _VARIANTS:
             prev = _VARIANTS[name].make
-            raise ModelError(f"model variant {name!r} registered twice: {prev.__module__}.{prev.__qualname__} "
-                             f"and {make.__module__}.{make.__qualname__}")
+            raise ModelError(
+                f"model variant {name!r} registered twice: {prev.__module__}.{prev.__qualname__} "
+                f"and {make.__module__}.{make.__qualname__}"
+            )
         doc = inspect.getdoc(make) or ""
         _VARIANTS[name] = Variant(name, make, builder, doc.splitlines()[0] if doc else "")
         return make
@@ -66,8 +69,10 @@ def config(name: str, **overrides) -> Any:
     fields = {f.name for f in dataclasses.fields(cfg)}
     for key in overrides:
         if key not in fields:
-            raise ModelError(f"model {name!r} ({type(cfg).__name__}) has no field {key!r}"
-                             f"{did_you_mean(key, fields)}; fields: {', '.join(sorted(fields))}")
+            raise ModelError(
+                f"model {name!r} ({type(cfg).__name__}) has no field {key!r}"
+                f"{did_you_mean(key, fields)}; fields: {', '.join(sorted(fields))}"
+            )
     return dataclasses.replace(cfg, **overrides)  # re-runs __post_init__ validation
 
 

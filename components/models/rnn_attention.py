@@ -3,6 +3,7 @@
 Both take queries (B, T_q, D_q), keys prepared once per batch by ``prepare(values)``, values
 (B, T_src, D_v) and a (B, T_src) bool mask; they return context (B, T_q, D_v) and weights (B, T_q, T_src).
 """
+
 from __future__ import annotations
 
 import torch
@@ -44,8 +45,10 @@ class LuongAttention(nn.Module):
         check_choice("Luong attention", kind, {"dot", "general", "concat"})
         self.kind = kind
         if kind == "dot" and query_dim != key_dim:
-            raise ModelError(f"dot attention needs equal decoder and encoder state sizes, got {query_dim} and "
-                             f"{key_dim} (a bidirectional encoder doubles it); use 'general' or 'concat'")
+            raise ModelError(
+                f"dot attention needs equal decoder and encoder state sizes, got {query_dim} and "
+                f"{key_dim} (a bidirectional encoder doubles it); use 'general' or 'concat'"
+            )
         if kind == "general":
             self.w_a = nn.Linear(key_dim, query_dim, bias=False)
         if kind == "concat":  # W_a [h_t; h_s] split as W_q h_t + W_k h_s so the h_s half is computed once
@@ -65,6 +68,6 @@ class LuongAttention(nn.Module):
         if self.kind == "concat":
             scores = self.v_a(torch.tanh(self.w_q(query)[:, :, None] + keys[:, None])).squeeze(-1)
         else:
-            scores = query @ keys.transpose(1, 2)                                           # (B, T_q, T_src)
+            scores = query @ keys.transpose(1, 2)  # (B, T_q, T_src)
         weights = _softmax(scores, mask)
         return weights @ values, weights

@@ -1,4 +1,5 @@
 """Recurrent source encoder shared by seq2seq, Bahdanau and Luong models."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,17 +18,17 @@ ATTENTIONS = {"none", "bahdanau", "dot", "general", "concat"}
 class Seq2SeqConfig:
     """Sizes and options of the recurrent encoder-decoders."""
 
-    attention: str = "none"           # none (Sutskever/Cho) | bahdanau | dot | general | concat (Luong)
-    cell: str = "gru"                 # rnn | lstm | gru
+    attention: str = "none"  # none (Sutskever/Cho) | bahdanau | dot | general | concat (Luong)
+    cell: str = "gru"  # rnn | lstm | gru
     src_vocab_size: int = 32
     tgt_vocab_size: int = 32
     embed_dim: int = 32
     hidden_size: int = 64
-    num_layers: int = 1               # encoder and (seq2seq, Luong) decoder layers; Bahdanau's decoder has 1
+    num_layers: int = 1  # encoder and (seq2seq, Luong) decoder layers; Bahdanau's decoder has 1
     bidirectional_encoder: bool = False
-    reverse_source: bool = False      # Sutskever 2014: feed the source backwards
-    attention_dim: int = 0            # additive/concat scoring size; 0 = hidden_size
-    maxout_dim: int = 0               # Bahdanau deep output: maxout units; 0 = hidden_size // 2
+    reverse_source: bool = False  # Sutskever 2014: feed the source backwards
+    attention_dim: int = 0  # additive/concat scoring size; 0 = hidden_size
+    maxout_dim: int = 0  # Bahdanau deep output: maxout units; 0 = hidden_size // 2
     dropout: float = 0.0
     forget_bias: float = 1.0
     update_bias: float | None = None
@@ -56,16 +57,25 @@ class RNNEncoder(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.embed = nn.Embedding(cfg.src_vocab_size, cfg.embed_dim, padding_idx=cfg.pad_id)
-        self.rnn = Recurrent(cfg.cell, cfg.embed_dim, cfg.hidden_size, cfg.num_layers, cfg.bidirectional_encoder,
-                             cfg.dropout, cfg.gate_bias)
+        self.rnn = Recurrent(
+            cfg.cell,
+            cfg.embed_dim,
+            cfg.hidden_size,
+            cfg.num_layers,
+            cfg.bidirectional_encoder,
+            cfg.dropout,
+            cfg.gate_bias,
+        )
         self.decoder_layers = decoder_layers
         if cfg.bidirectional_encoder:  # s_0 = tanh(W_s [h_fwd; h_bwd]) (Bahdanau 2015 A.2.2, both directions)
             self.bridge_h = nn.Linear(2 * cfg.hidden_size, cfg.hidden_size)
             if cfg.cell in HAS_CELL_STATE:
                 self.bridge_c = nn.Linear(2 * cfg.hidden_size, cfg.hidden_size)
         elif decoder_layers != cfg.num_layers:
-            raise ModelError(f"a unidirectional encoder hands over one state per layer: the decoder needs "
-                             f"{cfg.num_layers} layers, got {decoder_layers}")
+            raise ModelError(
+                f"a unidirectional encoder hands over one state per layer: the decoder needs "
+                f"{cfg.num_layers} layers, got {decoder_layers}"
+            )
 
     @property
     def output_size(self) -> int:
@@ -88,13 +98,18 @@ class RNNEncoder(nn.Module):
         if self.cfg.bidirectional_encoder:
             h = torch.tanh(self.bridge_h(self._join_directions(h)))
             c = self.bridge_c(self._join_directions(c)) if self.cfg.cell in HAS_CELL_STATE else torch.zeros_like(h)
-        return {"values": values, "mask": length_mask(lengths, T, src.device), "lengths": lengths.to(src.device),
-                "h0": h.transpose(0, 1), "c0": c.transpose(0, 1)}                # states batch-first
+        return {
+            "values": values,
+            "mask": length_mask(lengths, T, src.device),
+            "lengths": lengths.to(src.device),
+            "h0": h.transpose(0, 1),
+            "c0": c.transpose(0, 1),
+        }  # states batch-first
 
     def _join_directions(self, s: Tensor) -> Tensor:
         """(L*2, B, H) final states -> (L_dec, B, 2H): [forward; backward] of the top L_dec layers."""
         L, B = self.cfg.num_layers, s.shape[1]
-        return s.view(L, 2, B, -1).transpose(1, 2).reshape(L, B, -1)[-self.decoder_layers:]
+        return s.view(L, 2, B, -1).transpose(1, 2).reshape(L, B, -1)[-self.decoder_layers :]
 
     def unreverse(self, attn: Tensor | None, lengths: Tensor) -> Tensor | None:
         """Map attention over the reversed source (B, T_q, T_src) back to source order."""

@@ -5,6 +5,7 @@ s_i = f(s_{i-1}, [E y_{i-1}; c_i]). The W2 h_j half is computed once per batch (
 teacher-forced pass only what depends on s_{i-1} stays in the time loop: the cell's input projection of
 E y_{i-1} is one matmul over all steps, and the deep output and softmax layer run once after the loop.
 """
+
 from __future__ import annotations
 
 import torch
@@ -38,7 +39,7 @@ class RNNSearch(Generates, nn.Module):
     """Attention-based encoder-decoder; ``forward`` returns logits and per-step alignments."""
 
     family = "seq2seq"
-    projects_kept = True    # forward(..., keep=flat indices) projects only those target positions
+    projects_kept = True  # forward(..., keep=flat indices) projects only those target positions
 
     def __init__(self, cfg: Seq2SeqConfig):
         super().__init__()
@@ -53,20 +54,20 @@ class RNNSearch(Generates, nn.Module):
         self.cell = CELL[cfg.cell](E + K, H)
         if cfg.cell == "lstm":
             with torch.no_grad():
-                self.cell.bias_ih[H:2 * H].fill_(cfg.forget_bias)
-                self.cell.bias_hh[H:2 * H].zero_()
+                self.cell.bias_ih[H : 2 * H].fill_(cfg.forget_bias)
+                self.cell.bias_hh[H : 2 * H].zero_()
         self.maxout = cfg.maxout_dim or H // 2
-        self.deep = nn.Linear(H + E + K, 2 * self.maxout)   # t~_i = U_o s_{i-1} + V_o E y_{i-1} + C_o c_i
+        self.deep = nn.Linear(H + E + K, 2 * self.maxout)  # t~_i = U_o s_{i-1} + V_o E y_{i-1} + C_o c_i
         self.drop = nn.Dropout(cfg.dropout)
         self.out = nn.Linear(self.maxout, cfg.tgt_vocab_size)
 
     def encode(self, src: Tensor, src_lengths: Tensor | None) -> dict[str, Tensor]:
         memory = self.encoder(src, src_lengths)
-        memory["keys"] = self.attn.prepare(memory["values"])                      # (B, T_src, A) once
+        memory["keys"] = self.attn.prepare(memory["values"])  # (B, T_src, A) once
         return memory
 
     def init_state(self, memory):
-        return (memory["h0"][:, -1], memory["c0"][:, -1])                         # (B, H) each
+        return (memory["h0"][:, -1], memory["c0"][:, -1])  # (B, H) each
 
     def _step(self, y_emb: Tensor, state, memory):
         """One step from embedded y_{i-1} (B, E): logits (B, V), new state, alignment (B, T_src)."""
@@ -83,10 +84,10 @@ class RNNSearch(Generates, nn.Module):
         if tgt_in.numel() and tgt_in.device.type == "cpu" and int(tgt_in.max()) >= self.config.tgt_vocab_size:
             raise ModelError(f"tgt id {int(tgt_in.max())} out of range for tgt_vocab_size {self.config.tgt_vocab_size}")
         memory = self.encode(src, src_lengths)
-        (s, c), emb = self.init_state(memory), self.embed(tgt_in)               # (B, T, E)
+        (s, c), emb = self.init_state(memory), self.embed(tgt_in)  # (B, T, E)
         E = emb.shape[-1]
         w_y, w_c = self.cell.weight_ih[:, :E], self.cell.weight_ih[:, E:]
-        gi_y = F.linear(emb, w_y, self.cell.bias_ih)                             # (B, T, G*H) for all steps at once
+        gi_y = F.linear(emb, w_y, self.cell.bias_ih)  # (B, T, G*H) for all steps at once
         states, ctxs, attns = [], [], []
         for gi in gi_y.unbind(1):  # unbind: slicing [:, i] would cost O(T) per step in backward
             ctx, a = self.attn(s[:, None], memory["keys"], memory["values"], memory["mask"])
@@ -94,9 +95,9 @@ class RNNSearch(Generates, nn.Module):
             ctxs.append(ctx[:, 0])
             attns.append(a[:, 0])
             s, c = cell_from_gates(self.config.cell, gi + F.linear(ctx[:, 0], w_c), self.cell, s, c)
-        prev_s, ctx = torch.stack(states, 1), torch.stack(ctxs, 1)              # s_{i-1}, c_i: (B, T, H), (B, T, K)
+        prev_s, ctx = torch.stack(states, 1), torch.stack(ctxs, 1)  # s_{i-1}, c_i: (B, T, H), (B, T, K)
         t = self.deep(self.drop(torch.cat([prev_s, emb, ctx], -1)))
-        t = t.view(*t.shape[:2], self.maxout, 2).max(-1).values                 # maxout (B, T, maxout)
+        t = t.view(*t.shape[:2], self.maxout, 2).max(-1).values  # maxout (B, T, maxout)
         attn = self.encoder.unreverse(torch.stack(attns, 1), memory["lengths"])
         return self.out(kept(self.drop(t), keep)), attn
 
@@ -104,4 +105,3 @@ class RNNSearch(Generates, nn.Module):
         logits, state, a = self._step(self.embed(prev), state, memory)
         a = self.encoder.unreverse(a[:, None], memory["lengths"])[:, 0]
         return F.log_softmax(logits, -1), state, a
-

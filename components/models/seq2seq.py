@@ -3,6 +3,7 @@
 The decoder runs the fused recurrent kernel over the whole target; Luong attention is computed
 after it for all target positions at once (no input feeding), so training is vectorised.
 """
+
 from __future__ import annotations
 
 import torch
@@ -21,7 +22,7 @@ class Seq2Seq(Generates, nn.Module):
     """``attention='none'``: the decoder sees only the encoder's final state (bottleneck B3)."""
 
     family = "seq2seq"
-    projects_kept = True    # forward(..., keep=flat indices) projects only those target positions
+    projects_kept = True  # forward(..., keep=flat indices) projects only those target positions
 
     def __init__(self, cfg: Seq2SeqConfig):
         super().__init__()
@@ -30,12 +31,13 @@ class Seq2Seq(Generates, nn.Module):
         self.config, self.removes = cfg, cfg.removes
         self.encoder = RNNEncoder(cfg, cfg.num_layers)
         self.embed = nn.Embedding(cfg.tgt_vocab_size, cfg.embed_dim, padding_idx=cfg.pad_id)
-        self.decoder = Recurrent(cfg.cell, cfg.embed_dim, cfg.hidden_size, cfg.num_layers, False, cfg.dropout,
-                                 cfg.gate_bias)
+        self.decoder = Recurrent(
+            cfg.cell, cfg.embed_dim, cfg.hidden_size, cfg.num_layers, False, cfg.dropout, cfg.gate_bias
+        )
         H = cfg.hidden_size
         if cfg.attention != "none":
             self.attn = LuongAttention(cfg.attention, H, self.encoder.output_size, cfg.attention_dim)
-            self.combine = nn.Linear(H + self.encoder.output_size, H)   # h~_t = tanh(W_c [c_t; h_t]) (eq. 5)
+            self.combine = nn.Linear(H + self.encoder.output_size, H)  # h~_t = tanh(W_c [c_t; h_t]) (eq. 5)
         self.drop = nn.Dropout(cfg.dropout)
         self.out = nn.Linear(H, cfg.tgt_vocab_size)
 
@@ -55,9 +57,9 @@ class Seq2Seq(Generates, nn.Module):
         """
         if tgt_in.numel() and tgt_in.device.type == "cpu" and int(tgt_in.max()) >= self.config.tgt_vocab_size:
             raise ModelError(f"tgt id {int(tgt_in.max())} out of range for tgt_vocab_size {self.config.tgt_vocab_size}")
-        h0, c0 = (s.transpose(0, 1).contiguous() for s in state)                # (L, B, H)
+        h0, c0 = (s.transpose(0, 1).contiguous() for s in state)  # (L, B, H)
         rnn_state = (h0, c0) if self.config.cell in HAS_CELL_STATE else h0
-        out, final = self.decoder(self.drop(self.embed(tgt_in)), None, rnn_state)   # (B, T, H)
+        out, final = self.decoder(self.drop(self.embed(tgt_in)), None, rnn_state)  # (B, T, H)
         h, c = final if self.config.cell in HAS_CELL_STATE else (final, c0)
         attn = None
         if self.config.attention != "none":

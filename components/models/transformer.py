@@ -1,4 +1,5 @@
 """Transformer encoder-decoder (Vaswani 2017) with the ablation switches of the comparison."""
+
 from __future__ import annotations
 
 import math
@@ -28,17 +29,17 @@ class TransformerConfig:
     n_encoder_layers: int = 2
     n_decoder_layers: int = 2
     dropout: float = 0.1
-    positions: str = "sinusoidal"     # sinusoidal | learned | none
-    norm_first: bool = False          # False: post-LN as in the paper; True: pre-LN
-    scale: bool = True                # False drops 1/sqrt(d_k) (ablation)
-    window: int = 0                   # > 0: self-attention restricted to |i - j| <= window
-    tie_embeddings: bool = True       # target embedding = pre-softmax weights (paper sec. 3.4)
-    share_embeddings: bool = False    # one embedding for source and target (joint vocabulary)
-    naive: bool = False               # force explicit softmax(QK^T)V instead of SDPA
-    kv_cache: bool = True             # decode with cached keys/values; False reruns the whole prefix (reference)
+    positions: str = "sinusoidal"  # sinusoidal | learned | none
+    norm_first: bool = False  # False: post-LN as in the paper; True: pre-LN
+    scale: bool = True  # False drops 1/sqrt(d_k) (ablation)
+    window: int = 0  # > 0: self-attention restricted to |i - j| <= window
+    tie_embeddings: bool = True  # target embedding = pre-softmax weights (paper sec. 3.4)
+    share_embeddings: bool = False  # one embedding for source and target (joint vocabulary)
+    naive: bool = False  # force explicit softmax(QK^T)V instead of SDPA
+    kv_cache: bool = True  # decode with cached keys/values; False reruns the whole prefix (reference)
     activation: str = "relu"
     max_len: int = 512
-    pos_init_std: float = 1.0         # learned positions on the scale of the scaled embeddings
+    pos_init_std: float = 1.0  # learned positions on the scale of the scaled embeddings
     pad_id: int = 0
 
     def __post_init__(self):
@@ -47,31 +48,42 @@ class TransformerConfig:
         if self.d_model % self.n_heads:
             raise ModelError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
-            raise ModelError(f"share_embeddings needs one joint vocabulary, got src_vocab_size="
-                             f"{self.src_vocab_size} and tgt_vocab_size={self.tgt_vocab_size}")
+            raise ModelError(
+                f"share_embeddings needs one joint vocabulary, got src_vocab_size="
+                f"{self.src_vocab_size} and tgt_vocab_size={self.tgt_vocab_size}"
+            )
         if self.window < 0:
             raise ModelError(f"window must be >= 0 (0 = unrestricted), got {self.window}")
 
     def stack_args(self) -> tuple:
-        return (self.d_model, self.n_heads, self.d_ff, self.dropout, self.norm_first, self.scale, self.naive,
-                self.activation)
+        return (
+            self.d_model,
+            self.n_heads,
+            self.d_ff,
+            self.dropout,
+            self.norm_first,
+            self.scale,
+            self.naive,
+            self.activation,
+        )
 
 
 class Transformer(Generates, nn.Module):
     """Encoder-decoder; ``forward`` returns logits and the last layer's cross-attention (head mean)."""
 
     family = "transformer"
-    projects_kept = True    # forward(..., keep=flat indices) projects only those target positions
+    projects_kept = True  # forward(..., keep=flat indices) projects only those target positions
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
         self.config, self.removes = cfg, {"B1", "B2", "B3", "B4"}
         d = cfg.d_model
         self.src_embed = nn.Embedding(cfg.src_vocab_size, d, padding_idx=cfg.pad_id)
-        self.tgt_embed = self.src_embed if cfg.share_embeddings else nn.Embedding(cfg.tgt_vocab_size, d,
-                                                                                  padding_idx=cfg.pad_id)
+        self.tgt_embed = (
+            self.src_embed if cfg.share_embeddings else nn.Embedding(cfg.tgt_vocab_size, d, padding_idx=cfg.pad_id)
+        )
         for emb in dict.fromkeys([self.src_embed, self.tgt_embed]):  # ordered: same seed, same weights; N(0, 1/d)
-            nn.init.normal_(emb.weight, std=d ** -0.5)
+            nn.init.normal_(emb.weight, std=d**-0.5)
             with torch.no_grad():
                 emb.weight[cfg.pad_id].zero_()
         self.positions = Positions(cfg.positions, d, cfg.max_len, cfg.pos_init_std)
@@ -108,12 +120,20 @@ class Transformer(Generates, nn.Module):
         return {"memory": memory, "mask": key_mask, "cross": self.decoder.cross_kv(memory)}
 
     def decode(self, tgt_in: Tensor, memory: dict, need_weights: bool = True, keep: Tensor | None = None):
-        """Return logits (B, T_tgt, V), or (N, V) at ``keep``, and cross-attention (B, T_tgt, T_src) averaged over heads."""
+        """Return logits (B, T_tgt, V), or (N, V) at ``keep``, and cross-attention (B, T_tgt, T_src)
+        averaged over heads."""
         T = tgt_in.shape[1]
         x = self._embed(self.tgt_embed, tgt_in, "tgt_in")
         causal = not self.config.window  # is_causal, no mask tensor: SDPA may use Flash
-        x, w, _ = self.decoder(x, memory["memory"], None if causal else self._self_mask(T, True, tgt_in.device),
-                               memory["mask"], need_weights, causal, memory.get("cross"))
+        x, w, _ = self.decoder(
+            x,
+            memory["memory"],
+            None if causal else self._self_mask(T, True, tgt_in.device),
+            memory["mask"],
+            need_weights,
+            causal,
+            memory.get("cross"),
+        )
         return self.generator(kept(x, keep)), (w.mean(1) if w is not None else None)
 
     def forward(self, src: Tensor, src_lengths: Tensor | None, tgt_in: Tensor, keep: Tensor | None = None):
@@ -127,16 +147,17 @@ class Transformer(Generates, nn.Module):
             return {"prefix": m.new_zeros(m.shape[0], 0, dtype=torch.long)}
         h = self.config.n_heads
         empty = m.new_zeros(m.shape[0], h, 0, self.config.d_model // h)
-        return {"past": [(empty, empty) for _ in self.decoder.layers], "t": 0}   # t: positions decoded so far
+        return {"past": [(empty, empty) for _ in self.decoder.layers], "t": 0}  # t: positions decoded so far
 
     def step(self, prev: Tensor, state: dict, memory):
-        """Decode one position from ``prev`` (B,); return its log-probs (B, V), the state, cross-attention (B, T_src)."""
+        """Decode one position from ``prev`` (B,); return its log-probs (B, V), the state and the
+        cross-attention (B, T_src)."""
         if "prefix" in state:  # reference path: rerun the decoder over the whole prefix
             prefix = torch.cat([state["prefix"], prev[:, None]], 1)
             logits, attn = self.decode(prefix, memory)
             return F.log_softmax(logits[:, -1], -1), {"prefix": prefix}, attn[:, -1]
         past, t = state["past"], state["t"]
-        x = self._embed(self.tgt_embed, prev[:, None], "prev", offset=t)          # (B, 1, d)
+        x = self._embed(self.tgt_embed, prev[:, None], "prev", offset=t)  # (B, 1, d)
         w = self.config.window
         if w:  # restricted self-attention: only the last ``window`` positions stay in the cache
             past = [(k[:, :, -w:], v[:, :, -w:]) for k, v in past]

@@ -3,6 +3,7 @@
 ``norm_first=False`` is the paper's post-LN ``LN(x + sublayer(x))``; ``True`` is pre-LN
 ``x + sublayer(LN(x))`` (Xiong 2020; ViT), which needs a final LayerNorm after the stack.
 """
+
 from __future__ import annotations
 
 import torch
@@ -18,8 +19,9 @@ class FeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, dropout: float, activation: str = "relu"):
         super().__init__()
-        self.net = nn.Sequential(nn.Linear(d_model, d_ff), ACTIVATIONS[activation](), nn.Dropout(dropout),
-                                 nn.Linear(d_ff, d_model))
+        self.net = nn.Sequential(
+            nn.Linear(d_model, d_ff), ACTIVATIONS[activation](), nn.Dropout(dropout), nn.Linear(d_ff, d_model)
+        )
 
     def forward(self, x: Tensor) -> Tensor:
         return self.net(x)
@@ -28,8 +30,17 @@ class FeedForward(nn.Module):
 class EncoderLayer(nn.Module):
     """Self-attention then feed-forward, each with a residual and LayerNorm."""
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False,
-                 scale: bool = True, naive: bool = False, activation: str = "relu"):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        norm_first: bool = False,
+        scale: bool = True,
+        naive: bool = False,
+        activation: str = "relu",
+    ):
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, scale, naive)
         self.ff = FeedForward(d_model, d_ff, dropout, activation)
@@ -55,8 +66,17 @@ class DecoderLayer(nn.Module):
     their keys/values are appended and returned, so a decoding step costs O(t), not O(t^2).
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False,
-                 scale: bool = True, naive: bool = False, activation: str = "relu"):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        norm_first: bool = False,
+        scale: bool = True,
+        naive: bool = False,
+        activation: str = "relu",
+    ):
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, scale, naive)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout, scale, naive)
@@ -68,15 +88,23 @@ class DecoderLayer(nn.Module):
         if past is None:
             return self.self_attn(h, h, h, mask, is_causal=is_causal)[0], None
         k, v = self.self_attn.project_kv(h)
-        kv = (torch.cat([past[0], k], 2), torch.cat([past[1], v], 2))   # (B, n_heads, t + T_new, d_k)
+        kv = (torch.cat([past[0], k], 2), torch.cat([past[1], v], 2))  # (B, n_heads, t + T_new, d_k)
         return self.self_attn(h, None, None, mask, kv=kv)[0], kv
 
     def _cross(self, h: Tensor, memory: Tensor, mask: Tensor | None, need_weights: bool, cross_kv: KV | None):
         return self.cross_attn(h, memory, memory, mask, need_weights, kv=cross_kv)
 
-    def forward(self, x: Tensor, memory: Tensor, self_mask: Tensor | None, memory_mask: Tensor | None,
-                need_weights: bool = False, is_causal: bool = False, cross_kv: KV | None = None,
-                past: KV | None = None) -> tuple[Tensor, Tensor | None, KV | None]:
+    def forward(
+        self,
+        x: Tensor,
+        memory: Tensor,
+        self_mask: Tensor | None,
+        memory_mask: Tensor | None,
+        need_weights: bool = False,
+        is_causal: bool = False,
+        cross_kv: KV | None = None,
+        past: KV | None = None,
+    ) -> tuple[Tensor, Tensor | None, KV | None]:
         """Return (B, T, d), the cross-attention weights (B, n_heads, T, T_src) or None, and the new cache."""
         if self.norm_first:
             a, kv = self._self(self.norm1(x), self_mask, is_causal, past)
@@ -94,11 +122,22 @@ class DecoderLayer(nn.Module):
 class Encoder(nn.Module):
     """A stack of encoder layers (plus the final LayerNorm a pre-LN stack needs)."""
 
-    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
-                 norm_first: bool = False, scale: bool = True, naive: bool = False, activation: str = "relu"):
+    def __init__(
+        self,
+        n_layers: int,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        norm_first: bool = False,
+        scale: bool = True,
+        naive: bool = False,
+        activation: str = "relu",
+    ):
         super().__init__()
-        self.layers = nn.ModuleList(EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first, scale, naive, activation)
-                                    for _ in range(n_layers))
+        self.layers = nn.ModuleList(
+            EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first, scale, naive, activation) for _ in range(n_layers)
+        )
         self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
 
     def forward(self, x: Tensor, mask: Tensor | None = None, is_causal: bool = False) -> Tensor:
@@ -110,24 +149,51 @@ class Encoder(nn.Module):
 class Decoder(nn.Module):
     """A stack of decoder layers; returns the last layer's cross-attention weights when asked."""
 
-    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
-                 norm_first: bool = False, scale: bool = True, naive: bool = False, activation: str = "relu"):
+    def __init__(
+        self,
+        n_layers: int,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        norm_first: bool = False,
+        scale: bool = True,
+        naive: bool = False,
+        activation: str = "relu",
+    ):
         super().__init__()
-        self.layers = nn.ModuleList(DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first, scale, naive, activation)
-                                    for _ in range(n_layers))
+        self.layers = nn.ModuleList(
+            DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first, scale, naive, activation) for _ in range(n_layers)
+        )
         self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
 
     def cross_kv(self, memory: Tensor) -> list[KV]:
         """Project the encoder memory to every layer's cross-attention keys/values (once per batch)."""
         return [layer.cross_attn.project_kv(memory) for layer in self.layers]
 
-    def forward(self, x: Tensor, memory: Tensor, self_mask: Tensor | None, memory_mask: Tensor | None,
-                need_weights: bool = False, is_causal: bool = False, cross_kv: list[KV] | None = None,
-                past: list[KV] | None = None) -> tuple[Tensor, Tensor | None, list[KV] | None]:
+    def forward(
+        self,
+        x: Tensor,
+        memory: Tensor,
+        self_mask: Tensor | None,
+        memory_mask: Tensor | None,
+        need_weights: bool = False,
+        is_causal: bool = False,
+        cross_kv: list[KV] | None = None,
+        past: list[KV] | None = None,
+    ) -> tuple[Tensor, Tensor | None, list[KV] | None]:
         """Return (B, T, d), the last layer's cross-attention weights or None, and the new caches."""
         weights, cache = None, []
         for i, layer in enumerate(self.layers):
-            x, weights, kv = layer(x, memory, self_mask, memory_mask, need_weights and i == len(self.layers) - 1,
-                                   is_causal, cross_kv[i] if cross_kv else None, past[i] if past else None)
+            x, weights, kv = layer(
+                x,
+                memory,
+                self_mask,
+                memory_mask,
+                need_weights and i == len(self.layers) - 1,
+                is_causal,
+                cross_kv[i] if cross_kv else None,
+                past[i] if past else None,
+            )
             cache.append(kv)
         return self.norm(x), weights, (cache if past else None)

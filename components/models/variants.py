@@ -1,17 +1,18 @@
 """Named variants, tiny (tests, CPU) to the papers' sizes; each sets sizes and names its family builder."""
+
 from __future__ import annotations
 
-from components.models.mlp import MLP, MLPConfig
-from components.models.recurrent_model import RecurrentConfig, build_recurrent
 from components.models.captioner import Captioner, CaptionerConfig
 from components.models.cnn import CNN, CNNConfig
 from components.models.conv1d import Conv1DConfig, Conv1DModel
+from components.models.mlp import MLP, MLPConfig
+from components.models.recurrent_model import RecurrentConfig, build_recurrent
 from components.models.registry import variant
-from components.models.vit import ViT, ViTConfig
 from components.models.rnn_encoder import Seq2SeqConfig
 from components.models.seq2seq import build_seq2seq
 from components.models.transformer import Transformer, TransformerConfig
 from components.models.transformer_models import EncoderConfig, TransformerEncoderModel
+from components.models.vit import ViT, ViTConfig
 
 # -- one-to-one baseline (B1) ------------------------------------------------------------------------
 
@@ -113,15 +114,33 @@ def transformer_medium():
 @variant("transformer-base", Transformer)
 def transformer_base():
     """Paper size: Transformer base (Vaswani 2017), d_model 512, 8 heads, d_ff 2048, 6+6, 37k joint vocab."""
-    return TransformerConfig(src_vocab_size=37000, tgt_vocab_size=37000, d_model=512, n_heads=8, d_ff=2048,
-                             n_encoder_layers=6, n_decoder_layers=6, dropout=0.1, share_embeddings=True)
+    return TransformerConfig(
+        src_vocab_size=37000,
+        tgt_vocab_size=37000,
+        d_model=512,
+        n_heads=8,
+        d_ff=2048,
+        n_encoder_layers=6,
+        n_decoder_layers=6,
+        dropout=0.1,
+        share_embeddings=True,
+    )
 
 
 @variant("transformer-big", Transformer)
 def transformer_big():
     """Paper size: Transformer big (Vaswani 2017), d_model 1024, 16 heads, d_ff 4096, 6+6, dropout 0.3."""
-    return TransformerConfig(src_vocab_size=37000, tgt_vocab_size=37000, d_model=1024, n_heads=16, d_ff=4096,
-                             n_encoder_layers=6, n_decoder_layers=6, dropout=0.3, share_embeddings=True)
+    return TransformerConfig(
+        src_vocab_size=37000,
+        tgt_vocab_size=37000,
+        d_model=1024,
+        n_heads=16,
+        d_ff=4096,
+        n_encoder_layers=6,
+        n_decoder_layers=6,
+        dropout=0.3,
+        share_embeddings=True,
+    )
 
 
 @variant("transformer-encoder-tiny", TransformerEncoderModel)
@@ -151,15 +170,31 @@ def transformer_local_small():
 @variant("transformer-lm-tiny", TransformerEncoderModel)
 def transformer_lm_tiny():
     """Decoder-only language model (causal, tied embeddings), d_model 32, 1 layer (tests)."""
-    return EncoderConfig(head="many_to_many", num_classes=0, causal=True, tie_embeddings=True, d_model=32,
-                         n_heads=2, d_ff=64, num_layers=1)
+    return EncoderConfig(
+        head="many_to_many",
+        num_classes=0,
+        causal=True,
+        tie_embeddings=True,
+        d_model=32,
+        n_heads=2,
+        d_ff=64,
+        num_layers=1,
+    )
 
 
 @variant("transformer-lm-small", TransformerEncoderModel)
 def transformer_lm_small():
     """Decoder-only language model (causal, tied embeddings), d_model 128, 4 layers."""
-    return EncoderConfig(head="many_to_many", num_classes=0, causal=True, tie_embeddings=True, d_model=128,
-                         n_heads=4, d_ff=512, num_layers=4)
+    return EncoderConfig(
+        head="many_to_many",
+        num_classes=0,
+        causal=True,
+        tie_embeddings=True,
+        d_model=128,
+        n_heads=4,
+        d_ff=512,
+        num_layers=4,
+    )
 
 
 # -- recurrent encoder-decoders (B3 without / with attention) -----------------------------------------
@@ -222,15 +257,31 @@ def bahdanau_small():
 @variant("sutskever-4x1000", build_seq2seq)
 def sutskever_4x1000():
     """Paper size: Sutskever 2014, 4-layer 1000-unit LSTMs, 1000-dim embeddings, 160k/80k vocab, reversed source."""
-    return Seq2SeqConfig(cell="lstm", src_vocab_size=160000, tgt_vocab_size=80000, embed_dim=1000,
-                         hidden_size=1000, num_layers=4, reverse_source=True)
+    return Seq2SeqConfig(
+        cell="lstm",
+        src_vocab_size=160000,
+        tgt_vocab_size=80000,
+        embed_dim=1000,
+        hidden_size=1000,
+        num_layers=4,
+        reverse_source=True,
+    )
 
 
 @variant("rnnsearch-1000", build_seq2seq)
 def rnnsearch_1000():
     """Paper size: Bahdanau 2015 RNNsearch, 1000-unit GRUs, 620-dim embeddings, 30k vocab, 500 maxout units."""
-    return Seq2SeqConfig(attention="bahdanau", cell="gru", bidirectional_encoder=True, src_vocab_size=30000,
-                         tgt_vocab_size=30000, embed_dim=620, hidden_size=1000, attention_dim=1000, maxout_dim=500)
+    return Seq2SeqConfig(
+        attention="bahdanau",
+        cell="gru",
+        bidirectional_encoder=True,
+        src_vocab_size=30000,
+        tgt_vocab_size=30000,
+        embed_dim=620,
+        hidden_size=1000,
+        attention_dim=1000,
+        maxout_dim=500,
+    )
 
 
 # -- convolution over sequences (B1, B4) --------------------------------------------------------------
@@ -272,8 +323,17 @@ def vit_small():
 @variant("vit-b16", ViT)
 def vit_b16():
     """Paper size: ViT-B/16 (Dosovitskiy 2021), 224x224, d_model 768, 12 heads, d_ff 3072, 12 layers."""
-    return ViTConfig(image_size=224, patch=16, channels=3, num_classes=1000, d_model=768, n_heads=12, d_ff=3072,
-                     num_layers=12, dropout=0.1)
+    return ViTConfig(
+        image_size=224,
+        patch=16,
+        channels=3,
+        num_classes=1000,
+        d_model=768,
+        n_heads=12,
+        d_ff=3072,
+        num_layers=12,
+        dropout=0.1,
+    )
 
 
 @variant("cnn-tiny", CNN)

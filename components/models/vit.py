@@ -1,4 +1,5 @@
 """Vision Transformer (Dosovitskiy 2021): patches -> tokens, class token, learned 1D positions, pre-LN."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,8 +25,8 @@ class ViTConfig:
     d_ff: int = 128
     num_layers: int = 4
     dropout: float = 0.0
-    pos_init_std: float = 0.02      # as in the ViT reference code
-    head_hidden: int = 0            # 0: linear head (fine-tuning); > 0: MLP head with one tanh layer (pre-training)
+    pos_init_std: float = 0.02  # as in the ViT reference code
+    head_hidden: int = 0  # 0: linear head (fine-tuning); > 0: MLP head with one tanh layer (pre-training)
     naive: bool = False
 
     def __post_init__(self):
@@ -53,11 +54,13 @@ class ViT(nn.Module):
         self.cls_token = nn.Parameter(torch.zeros(1, 1, d))
         self.pos_embedding = nn.Parameter(torch.randn(1, 1 + n_patches, d) * cfg.pos_init_std)
         self.drop = nn.Dropout(cfg.dropout)
-        self.encoder = Encoder(cfg.num_layers, d, cfg.n_heads, cfg.d_ff, cfg.dropout, norm_first=True,
-                               naive=cfg.naive, activation="gelu")
+        self.encoder = Encoder(
+            cfg.num_layers, d, cfg.n_heads, cfg.d_ff, cfg.dropout, norm_first=True, naive=cfg.naive, activation="gelu"
+        )
         if cfg.head_hidden:
-            self.head = nn.Sequential(nn.Linear(d, cfg.head_hidden), nn.Tanh(),
-                                      nn.Linear(cfg.head_hidden, cfg.num_classes))
+            self.head = nn.Sequential(
+                nn.Linear(d, cfg.head_hidden), nn.Tanh(), nn.Linear(cfg.head_hidden, cfg.num_classes)
+            )
         else:
             self.head = nn.Linear(d, cfg.num_classes)
 
@@ -67,7 +70,7 @@ class ViT(nn.Module):
         expected = (cfg.channels, *hw(cfg.image_size))
         if images.dim() != 4 or tuple(images.shape[1:]) != expected:
             raise ModelError(f"ViT expects images (B, {', '.join(map(str, expected))}), got {tuple(images.shape)}")
-        x = self.patch_embed(images).flatten(2).transpose(1, 2)                 # (B, N, d), row-major patches
+        x = self.patch_embed(images).flatten(2).transpose(1, 2)  # (B, N, d), row-major patches
         x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], 1)
         return self.encoder(self.drop(x + self.pos_embedding))
 

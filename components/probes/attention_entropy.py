@@ -1,4 +1,5 @@
 """probe.attention_entropy: the softmax saturates without 1/sqrt(d_k) as d_k grows (at init)."""
+
 from __future__ import annotations
 
 import math

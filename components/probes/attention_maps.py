@@ -1,4 +1,5 @@
 """probe.attention_maps (B3): alignment heat maps and how much attention lies near the diagonal."""
+
 from __future__ import annotations
 
 import math
@@ -101,7 +102,7 @@ def attention_maps(
             m = maps[i]
             ax.imshow(m, cmap="Greys", vmin=0, vmax=1)
             ax.set_xticks(range(m.shape[1]), words(inputs["src"][i][: m.shape[1]], "src"), rotation=90, fontsize=7)
-            ax.set_yticks(range(m.shape[0]), words(inputs["tgt"][i][1: m.shape[0] + 1], "tgt"), fontsize=7)
+            ax.set_yticks(range(m.shape[0]), words(inputs["tgt"][i][1 : m.shape[0] + 1], "tgt"), fontsize=7)
             ax.set(title=f"example {i}")
     else:
         images, digits = inputs["images"], inputs["digits"]
@@ -119,7 +120,9 @@ def attention_maps(
         summary["gaze_on_digit"] = float(np.mean(on))
         summary["gaze_uniform"] = 1.0 / k
         summary["gaze_corr"] = float(np.mean(corr)) if corr else float("nan")
-        fig, axes = plt.subplots(max(len(shown), 1), k + 1, figsize=(2.2 * (k + 1), 1.6 * max(len(shown), 1)), squeeze=False)
+        fig, axes = plt.subplots(
+            max(len(shown), 1), k + 1, figsize=(2.2 * (k + 1), 1.6 * max(len(shown), 1)), squeeze=False
+        )
         for r, i in enumerate(shown):
             axes[r][0].imshow(images[i, 0], cmap="gray")
             axes[r][0].set_title("".join(str(int(d)) for d in digits[i]), fontsize=8)

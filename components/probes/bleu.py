@@ -1,4 +1,5 @@
 """eval.bleu (B3): BLEU and chrF overall and per source-length bucket, with bootstrap CIs."""
+
 from __future__ import annotations
 
 import json
@@ -61,8 +62,9 @@ def merge_checkpoints(checkpoints: dict[str, str] | list[dict[str, str]]) -> dic
     for group in checkpoints:
         for label, path in group.items():
             if label in merged:
-                raise P.ProbeError(f"eval.bleu: label {label!r} appears in two checkpoint groups; "
-                                   "give each model its own label")
+                raise P.ProbeError(
+                    f"eval.bleu: label {label!r} appears in two checkpoint groups; give each model its own label"
+                )
             merged[label] = path
     return merged
 
@@ -126,9 +128,18 @@ def eval_bleu(
             src_text, refs = list(part["src"][:n]), list(part["tgt"][:n])
             model = load_model(ckpt, ctx.device)
             bar.update(total=(bar.total or 0) + n, description=f"translate {label}")
-            ids = translate(model, list(part["src_ids"][:n]), meta, beam=beam, length_penalty=length_penalty,
-                            max_len_a=max_len_a, max_len_b=max_len_b, batch_size=batch_size, device=ctx.device,
-                            on_batch=bar.advance)
+            ids = translate(
+                model,
+                list(part["src_ids"][:n]),
+                meta,
+                beam=beam,
+                length_penalty=length_penalty,
+                max_len_a=max_len_a,
+                max_len_b=max_len_b,
+                batch_size=batch_size,
+                device=ctx.device,
+                on_batch=bar.advance,
+            )
             hyps = detokenize(folder, ids)
             for name, lines in (("hyps", hyps), ("refs", refs)):
                 path = ctx.path(f"{name}.{P.key(label)}.txt")
@@ -158,8 +169,14 @@ def eval_bleu(
             samples[f"hyp_{label}"] = hyps[:n_samples]
             if not example and n:
                 i = longest(src_text)
-                example = {"split": split, "index": i, "words": len(src_text[i].split()), "source": src_text[i],
-                           "reference": refs[i], "hyps": {}}
+                example = {
+                    "split": split,
+                    "index": i,
+                    "words": len(src_text[i].split()),
+                    "source": src_text[i],
+                    "reference": refs[i],
+                    "hyps": {},
+                }
             if example and example["index"] < n and src_text[example["index"]] == example["source"]:
                 example["hyps"][label] = hyps[example["index"]]
             elif example:  # another data folder: its sentence at that index is not the same source
@@ -176,18 +193,26 @@ def eval_bleu(
     fig, ax = plt.subplots(figsize=(7, 4))
     x = np.arange(len(names))
     for label, ys in curves.items():
-        line, = ax.plot(x, ys, "o-", label=label)
+        (line,) = ax.plot(x, ys, "o-", label=label)
         ci = [summary.get(P.key("bleu_ci", label, f"len_{b}")) for b in names]
         if all(isinstance(c, (int, float)) for c in ci):  # sacrebleu's 95% bootstrap over the bucket's sentences
             lo, hi = np.array(ys, float) - ci, np.array(ys, float) + ci
             ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.15, linewidth=0)
     counts = [summary[P.key("count", f"len_{b}")] for b in names]
     ax.set_xticks(x, [f"{b}\n(n={c})" for b, c in zip(names, counts)], fontsize=8)
-    ax.set(xlabel="source length (words)", ylabel=f"BLEU ({tokenize})", title=f"BLEU by source length ({split})"
-           + (f", 95% bootstrap bands ({n_bootstrap} resamples)" if n_bootstrap > 1 else ""))
+    ax.set(
+        xlabel="source length (words)",
+        ylabel=f"BLEU ({tokenize})",
+        title=f"BLEU by source length ({split})"
+        + (f", 95% bootstrap bands ({n_bootstrap} resamples)" if n_bootstrap > 1 else ""),
+    )
     ax.legend()
     examples = ctx.path("examples.json")
     examples.write_text(json.dumps(example, indent=2, ensure_ascii=False) + "\n")
     ctx.log_artifact(examples)
-    return {"summary": summary, "plot": P.save_figure(ctx, fig, "bleu_by_length.png"), "samples": str(table),
-            "examples": str(examples)}
+    return {
+        "summary": summary,
+        "plot": P.save_figure(ctx, fig, "bleu_by_length.png"),
+        "samples": str(table),
+        "examples": str(examples),
+    }

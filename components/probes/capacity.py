@@ -1,4 +1,5 @@
 """probe.capacity (B1 / B3): recall from a fixed-size state against input length, with and without attention."""
+
 from __future__ import annotations
 
 from typing import Any, Literal
@@ -45,8 +46,9 @@ def capacity(
             n = len(part) if max_examples <= 0 else min(max_examples, len(part))
             src, tgt = list(part["src_ids"][:n]), list(part["tgt_ids"][:n])
             bar.update(total=(bar.total or 0) + n, description=f"recall {label}")
-            hyps = translate(load_model(ckpt, ctx.device), src, meta, batch_size=batch_size, device=ctx.device,
-                             on_batch=bar.advance)
+            hyps = translate(
+                load_model(ckpt, ctx.device), src, meta, batch_size=batch_size, device=ctx.device, on_batch=bar.advance
+            )
             bos, eos = int(meta["bos_id"]), int(meta["eos_id"])
             refs = [[t for t in ids if t not in (bos, eos)] for ids in tgt]
             lengths = [len([t for t in ids if t != eos]) for ids in src]
@@ -59,12 +61,14 @@ def capacity(
                 summary[P.key("count", f"len_{b}")] = len(idx)
                 a = sum(accs[i] for i in idx) / len(idx) if idx else float("nan")
                 summary[P.key("acc", label, f"len_{b}")] = a
-                summary[P.key("exact", label, f"len_{b}")] = (sum(exact[i] for i in idx) / len(idx) if idx
-                                                              else float("nan"))
+                summary[P.key("exact", label, f"len_{b}")] = (
+                    sum(exact[i] for i in idx) / len(idx) if idx else float("nan")
+                )
                 curves[label].append(a)
             filled = [a for a in curves[label] if a == a]
-            summary[P.key("ratio", label)] = (filled[-1] / filled[0] if len(filled) > 1 and filled[0] > 0
-                                              else float("nan"))
+            summary[P.key("ratio", label)] = (
+                filled[-1] / filled[0] if len(filled) > 1 and filled[0] > 0 else float("nan")
+            )
     summary = P.flat(summary)
     P.log_summary(ctx, summary)
     plt = P.pyplot()

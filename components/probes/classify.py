@@ -1,4 +1,5 @@
 """eval.classify: accuracy and confusion matrix of a trained classifier or tagger."""
+
 from __future__ import annotations
 
 from typing import Literal
@@ -44,23 +45,31 @@ def classify(
     info = load_info(checkpoint)
     task = Task(data or info["data"], ctx.device)
     if task.kind == "seq_regress" or task.kind == "translation":
-        raise P.ProbeError(f"eval.classify needs a classification task, got {task.kind!r}; "
-                           "use eval.bleu for translation")
+        raise P.ProbeError(
+            f"eval.classify needs a classification task, got {task.kind!r}; use eval.bleu for translation"
+        )
     model = load_model(checkpoint, ctx.device)
     scores = evaluate(model, task, split, batch_size)
     pred, true = predictions(model, task, split, batch_size)
     n_classes = int(task.meta.get("num_classes") or max(pred.max(), true.max()) + 1)
     matrix = np.zeros((n_classes, n_classes), dtype=np.int64)
     np.add.at(matrix, (true, pred), 1)
-    summary = P.flat({"acc": float((pred == true).mean()) if len(true) else float("nan"),
-                      "loss": scores["loss"], "n": int(len(true)), "chance": task.meta.get("chance")})
+    summary = P.flat(
+        {
+            "acc": float((pred == true).mean()) if len(true) else float("nan"),
+            "loss": scores["loss"],
+            "n": int(len(true)),
+            "chance": task.meta.get("chance"),
+        }
+    )
     summary = {k: v for k, v in summary.items() if v is not None or k in ("acc", "loss")}
     P.log_summary(ctx, summary)
     import pandas as pd
 
     conf = ctx.path("confusion.csv")
-    pd.DataFrame(matrix, index=[f"true_{i}" for i in range(n_classes)],
-                 columns=[f"pred_{i}" for i in range(n_classes)]).to_csv(conf)
+    pd.DataFrame(
+        matrix, index=[f"true_{i}" for i in range(n_classes)], columns=[f"pred_{i}" for i in range(n_classes)]
+    ).to_csv(conf)
     ctx.log_artifact(conf)
     plt = P.pyplot()
     fig, ax = plt.subplots(figsize=(4 + n_classes * 0.15, 3.5 + n_classes * 0.15))

@@ -1,4 +1,5 @@
 """Shared by the probes: resolve a model spec, pick inputs, fit slopes, save plots."""
+
 from __future__ import annotations
 
 import math
@@ -23,8 +24,9 @@ def is_checkpoint(spec: str) -> bool:
     return spec.endswith(".pt") or Path(spec).is_file()
 
 
-def resolve(spec: str, overrides: dict[str, Any] | None = None, seed: int = 0,
-            device: str = "cpu") -> tuple[nn.Module, dict[str, Any]]:
+def resolve(
+    spec: str, overrides: dict[str, Any] | None = None, seed: int = 0, device: str = "cpu"
+) -> tuple[nn.Module, dict[str, Any]]:
     """Return (model in eval mode, info) for a checkpoint path or a variant name (built at init)."""
     if is_checkpoint(spec):
         if overrides:
@@ -126,5 +128,10 @@ def flat(summary: dict[str, Any]) -> dict[str, Any]:
 
 def log_summary(ctx, summary: dict[str, Any]) -> None:
     """Log every numeric summary entry as a metric."""
-    ctx.log_metrics({k: float(v) for k, v in summary.items()
-                     if isinstance(v, (int, float)) and not isinstance(v, bool) and v is not None})
+    ctx.log_metrics(
+        {
+            k: float(v)
+            for k, v in summary.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v is not None
+        }
+    )

@@ -1,4 +1,5 @@
 """Decode a translation split with an encoder-decoder, and bucket examples by source length."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -10,9 +11,19 @@ from components.probes.common import ProbeError
 
 
 @torch.no_grad()
-def translate(model, src_ids: list[list[int]], meta: dict[str, Any], *, beam: int = 1,
-              length_penalty: float = 0.6, max_len_a: float = 1.5, max_len_b: int = 10,
-              batch_size: int = 64, device: str = "cpu", on_batch=None) -> list[list[int]]:
+def translate(
+    model,
+    src_ids: list[list[int]],
+    meta: dict[str, Any],
+    *,
+    beam: int = 1,
+    length_penalty: float = 0.6,
+    max_len_a: float = 1.5,
+    max_len_b: int = 10,
+    batch_size: int = 64,
+    device: str = "cpu",
+    on_batch=None,
+) -> list[list[int]]:
     """Return output ids per source (in input order), batched by similar source length;
     ``on_batch(n)`` is called after each batch of n sentences (progress)."""
     if not hasattr(model, "greedy"):
@@ -21,7 +32,7 @@ def translate(model, src_ids: list[list[int]], meta: dict[str, Any], *, beam: in
     order = sorted(range(len(src_ids)), key=lambda i: len(src_ids[i]))
     out: list[list[int]] = [[] for _ in src_ids]
     for start in range(0, len(order), batch_size):
-        idx = order[start:start + batch_size]
+        idx = order[start : start + batch_size]
         src, lengths = pad([src_ids[i] for i in idx], pad_id)
         max_len = int(max_len_a * int(lengths.max()) + max_len_b)
         src, lengths = src.to(device), lengths.to(device)
@@ -39,7 +50,7 @@ def translate(model, src_ids: list[list[int]], meta: dict[str, Any], *, beam: in
 def strip(ids: list[int], bos: int, eos: int, pad_id: int) -> list[int]:
     """Cut at EOS and drop BOS / padding."""
     if eos in ids:
-        ids = ids[:ids.index(eos)]
+        ids = ids[: ids.index(eos)]
     return [i for i in ids if i not in (bos, pad_id)]
 
 

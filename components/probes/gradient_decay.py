@@ -1,4 +1,5 @@
 """probe.gradient_decay (B2): gradient norm against distance, and the fitted per-step factor rho."""
+
 from __future__ import annotations
 
 from typing import Any, Literal

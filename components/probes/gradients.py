@@ -1,4 +1,5 @@
 """Gradient of the last step's output with respect to each earlier input (for probe.gradient_decay)."""
+
 from __future__ import annotations
 
 import inspect
@@ -21,8 +22,10 @@ def input_gradients(model: nn.Module, x: torch.Tensor, seed: int = 0) -> torch.T
     ||U^T (W^T)^(T-t) v||, so its decay with distance T - t measures the per-step factor.
     """
     if not hasattr(model, "hidden_states"):
-        raise ProbeError(f"{type(model).__name__} has no hidden_states(x, lengths): the gradient probe needs a "
-                         "sequence model (rnn, lstm, gru, transformer encoder)")
+        raise ProbeError(
+            f"{type(model).__name__} has no hidden_states(x, lengths): the gradient probe needs a "
+            "sequence model (rnn, lstm, gru, transformer encoder)"
+        )
     params = inspect.signature(model.hidden_states).parameters
     B, T = x.shape[:2]
     hook = None

@@ -1,4 +1,5 @@
 """probe.long_lag (B2): accuracy against time lag; the longest lag solved."""
+
 from __future__ import annotations
 
 import re

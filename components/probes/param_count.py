@@ -1,4 +1,5 @@
 """probe.param_count (B1): one parameter set serves every length, or the size depends on T."""
+
 from __future__ import annotations
 
 from typing import Any

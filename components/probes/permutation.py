@@ -1,4 +1,5 @@
 """probe.permutation (B4 / positions): self-attention without positions is permutation equivariant."""
+
 from __future__ import annotations
 
 from typing import Any, Literal
@@ -12,7 +13,7 @@ from components.probes import common as P
 def equivariance_error(model, x: torch.Tensor, perm: torch.Tensor) -> tuple[float, float]:
     """Return (max |f(x)[:, perm] - f(x[:, perm])|, that divided by mean |f(x)|) over hidden states."""
     with torch.no_grad():
-        h = model.hidden_states(x)            # (B, T, H)
+        h = model.hidden_states(x)  # (B, T, H)
         hp = model.hidden_states(x[:, perm])  # (B, T, H)
     diff = float((h[:, perm] - hp).abs().max())
     return diff, diff / float(h.abs().mean().clamp_min(1e-30))

@@ -1,4 +1,5 @@
 """probe.position_similarity (ViT): do learned position embeddings recover the 2D patch grid?"""
+
 from __future__ import annotations
 
 from typing import Any
@@ -26,7 +27,7 @@ def neighbour_vs_far(sim: np.ndarray, grid: tuple[int, int], far: int = 0) -> tu
     far = far or max(2, (max_d + 1) // 2)
     near_s, far_s = [], []
     for i, a in enumerate(interior):
-        for b in interior[i + 1:]:
+        for b in interior[i + 1 :]:
             s = sim[a[0] * gw + a[1], b[0] * gw + b[1]]
             d = dist(a, b)
             if d == 1:
@@ -60,12 +61,13 @@ def position_similarity(
     if pos is None or grid is None:
         raise P.ProbeError(f"{type(net).__name__} has no pos_embedding / grid: position similarity needs a ViT")
     gh, gw = int(grid[0]), int(grid[1])
-    emb = pos.detach()[0, -gh * gw:]  # (N, d): drop the class token
+    emb = pos.detach()[0, -gh * gw :]  # (N, d): drop the class token
     emb = torch.nn.functional.normalize(emb, dim=-1)
     sim = (emb @ emb.T).numpy()  # (N, N)
     near, far_cos = neighbour_vs_far(sim, (gh, gw), far)
-    summary = P.flat({"neighbour_cos": near, "far_cos": far_cos, "neighbour_minus_far": near - far_cos,
-                      "grid_h": gh, "grid_w": gw})
+    summary = P.flat(
+        {"neighbour_cos": near, "far_cos": far_cos, "neighbour_minus_far": near - far_cos, "grid_h": gh, "grid_w": gw}
+    )
     P.log_summary(ctx, summary)
     plt = P.pyplot()
     fig, axes = plt.subplots(gh, gw, figsize=(1.2 * gw + 1, 1.2 * gh), squeeze=False)

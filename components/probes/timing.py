@@ -1,4 +1,5 @@
 """probe.timing (B4): wall-clock, peak memory, sequential steps and FLOPs against sequence length."""
+
 from __future__ import annotations
 
 import json
@@ -48,8 +49,13 @@ def flops_per_layer(family: str, T: int, d: int, k: int) -> int:
 
 def _run_worker(spec: dict, extra_env: dict[str, str] | None = None) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p), **(extra_env or {})}
-    res = subprocess.run([sys.executable, "-m", "components.probes.timing_worker", json.dumps(spec)],
-                         capture_output=True, text=True, env=env, cwd=str(Path.cwd()))
+    res = subprocess.run(
+        [sys.executable, "-m", "components.probes.timing_worker", json.dumps(spec)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(Path.cwd()),
+    )
     if res.returncode != 0:
         raise P.ProbeError(f"timing {spec['model']} failed:\n{res.stderr[-2000:]}")
     return json.loads(res.stdout.strip().splitlines()[-1])
@@ -90,8 +96,15 @@ def timing(
     if not lengths or min(lengths) < 1:
         raise P.ProbeError(f"lengths must be positive sequence lengths, got {lengths}")
     summary: dict[str, Any] = {"threads": threads, "batch": batch, "repeats": repeats}
-    ctx.log_params({"device": ctx.device, "dtype": dtype, "threads": threads, "torch": torch.__version__,
-                    "cpu": platform.processor() or platform.machine()})
+    ctx.log_params(
+        {
+            "device": ctx.device,
+            "dtype": dtype,
+            "threads": threads,
+            "torch": torch.__version__,
+            "cpu": platform.processor() or platform.machine(),
+        }
+    )
     rows, curves = [], {}
     with ctx.progress(total=len(models), description="timing") as bar:
         for label, name in models.items():
@@ -101,8 +114,18 @@ def timing(
             if fields and "max_len" in fields:  # learned / sinusoidal tables must cover the longest T
                 ov.setdefault("max_len", max(lengths))
             shape = structure(build_model(name, ov))
-            spec = {"model": name, "overrides": ov, "lengths": lengths, "batch": batch, "warmup": warmup,
-                    "repeats": repeats, "threads": threads, "dtype": dtype, "device": ctx.device, "seed": seed}
+            spec = {
+                "model": name,
+                "overrides": ov,
+                "lengths": lengths,
+                "batch": batch,
+                "warmup": warmup,
+                "repeats": repeats,
+                "threads": threads,
+                "dtype": dtype,
+                "device": ctx.device,
+                "seed": seed,
+            }
             result = _run_worker({**spec, "mode": "time"})
             if not ctx.device.startswith("cuda"):
                 memory = _run_worker({**spec, "mode": "memory"}, EXACT_MALLOC_ENV)
@@ -113,14 +136,22 @@ def timing(
             for r in result["rows"]:
                 T = r["T"]
                 per_layer, path = sequential_steps(shape["family"], T, shape["layers"])
-                row = {"model": label, "variant": name, "T": T, "seconds": r["seconds"],
-                       "memory_mb": r["peak_bytes"] / 2**20, "seq_steps": path, "seq_steps_per_layer": per_layer,
-                       "flops_per_layer": flops_per_layer(shape["family"], T, shape["width"], shape["kernel"])}
+                row = {
+                    "model": label,
+                    "variant": name,
+                    "T": T,
+                    "seconds": r["seconds"],
+                    "memory_mb": r["peak_bytes"] / 2**20,
+                    "seq_steps": path,
+                    "seq_steps_per_layer": per_layer,
+                    "flops_per_layer": flops_per_layer(shape["family"], T, shape["width"], shape["kernel"]),
+                }
                 rows.append(row)
                 for k in ("seconds", "memory_mb", "seq_steps", "seq_steps_per_layer", "flops_per_layer"):
                     summary[P.key("time_s" if k == "seconds" else k, label, f"T_{T}")] = row[k]
-                ctx.log_metrics({P.key("time_s", label): row["seconds"],
-                                 P.key("memory_mb", label): row["memory_mb"]}, T)
+                ctx.log_metrics(
+                    {P.key("time_s", label): row["seconds"], P.key("memory_mb", label): row["memory_mb"]}, T
+                )
             fit = [r for r in rows if r["model"] == label and r["T"] >= fit_min]
             for what, col in (("time_exp", "seconds"), ("memory_exp", "memory_mb")):
                 summary[P.key(what, label)] = P.loglog_exponent([r["T"] for r in fit], [r[col] for r in fit])
@@ -140,7 +171,11 @@ def timing(
         axes[0].loglog(Ts, [r["seconds"] for r in rs], "o-", label=f"{label} (k={summary[P.key('time_exp', label)]})")
         mem = [max(r["memory_mb"], 1e-3) for r in rs]
         axes[1].loglog(Ts, mem, "o-", label=f"{label} (k={summary[P.key('memory_exp', label)]})")
-    axes[0].set(xlabel="sequence length T", ylabel="fwd+bwd seconds (best of repeats)", title=f"time ({ctx.device}, {threads} thr)")
+    axes[0].set(
+        xlabel="sequence length T",
+        ylabel="fwd+bwd seconds (best of repeats)",
+        title=f"time ({ctx.device}, {threads} thr)",
+    )
     axes[1].set(xlabel="sequence length T", ylabel="peak memory MiB", title=summary["memory_method"])
     for ax in axes:
         ax.legend(fontsize=8)

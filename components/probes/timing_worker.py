@@ -10,6 +10,7 @@ is live memory; on Linux the mark is then reset per T (``/proc/self/clear_refs``
 as ``VmHWM``; elsewhere ``ru_maxrss`` of this fresh process with T ascending stands in. On CUDA
 the allocator's own peak (``max_memory_allocated``) is used.
 """
+
 from __future__ import annotations
 
 import ctypes

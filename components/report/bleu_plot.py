@@ -1,4 +1,5 @@
 """The ``report.bleu_by_length`` component: every model's BLEU-by-length curve on one plot, with bands."""
+
 from __future__ import annotations
 
 import json
@@ -48,15 +49,19 @@ def curves(evaluations: dict[str, Any], models: list[str] | None = None) -> dict
             if buckets is None:
                 buckets, counts = these, [int(summary[f"count/len_{b}"]) for b in these]
             elif these != buckets:
-                raise BleuPlotError(f"report.bleu_by_length: {name} is bucketed {these}, the first "
-                                    f"evaluation {buckets}; evaluate every model with the same buckets")
+                raise BleuPlotError(
+                    f"report.bleu_by_length: {name} is bucketed {these}, the first "
+                    f"evaluation {buckets}; evaluate every model with the same buckets"
+                )
             labels = {k.split("/")[1] for k in summary if k.startswith("bleu/") and k.count("/") == 1}
             for label in labels:
                 ys = [summary.get(f"bleu/{label}/len_{b}") for b in buckets]
                 cis = [summary.get(f"bleu_ci/{label}/len_{b}") for b in buckets]
                 entry = found.setdefault(label, {})
-                entry[seed or name] = {"bleu": [math.nan if y is None else float(y) for y in ys],
-                                       "ci": [0.0 if c is None else float(c) for c in cis]}
+                entry[seed or name] = {
+                    "bleu": [math.nan if y is None else float(y) for y in ys],
+                    "ci": [0.0 if c is None else float(c) for c in cis],
+                }
     if not found:
         raise BleuPlotError("report.bleu_by_length: the evaluations hold no bleu/<model> keys")
     order = models or sorted(found)
@@ -68,9 +73,12 @@ def curves(evaluations: dict[str, Any], models: list[str] | None = None) -> dict
         seeds = found[label]
         ys = np.array([s["bleu"] for s in seeds.values()])
         ci = np.array([s["ci"] for s in seeds.values()])
-        out["models"][label] = {"seeds": {k: s["bleu"] for k, s in seeds.items()},
-                                "mean": np.nanmean(ys, 0).tolist(), "low": np.nanmin(ys - ci, 0).tolist(),
-                                "high": np.nanmax(ys + ci, 0).tolist()}
+        out["models"][label] = {
+            "seeds": {k: s["bleu"] for k, s in seeds.items()},
+            "mean": np.nanmean(ys, 0).tolist(),
+            "low": np.nanmin(ys - ci, 0).tolist(),
+            "high": np.nanmax(ys + ci, 0).tolist(),
+        }
     return out
 
 
@@ -83,7 +91,7 @@ def draw(data: dict[str, Any], title: str):
     x = np.arange(len(data["buckets"]))
     for label, m in data["models"].items():
         n = len(m["seeds"])
-        line, = ax.plot(x, m["mean"], "o-", label=f"{label} ({n} seed{'s' * (n != 1)})")
+        (line,) = ax.plot(x, m["mean"], "o-", label=f"{label} ({n} seed{'s' * (n != 1)})")
         ax.fill_between(x, m["low"], m["high"], color=line.get_color(), alpha=0.15, linewidth=0)
         for ys in m["seeds"].values():
             ax.plot(x, ys, ".", color=line.get_color(), alpha=0.5)
@@ -132,8 +140,11 @@ def bleu_by_length(
     path = ctx.path("examples.json")
     path.write_text(json.dumps(merged, indent=2, ensure_ascii=False) + "\n")
     ctx.log_artifact(path)
-    return {"plot": P.save_figure(ctx, draw(data, title), "bleu_by_length_all.png"), "summary": summary,
-            "examples": str(path)}
+    return {
+        "plot": P.save_figure(ctx, draw(data, title), "bleu_by_length_all.png"),
+        "summary": summary,
+        "examples": str(path),
+    }
 
 
 def merge_examples(examples: dict[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,5 @@
 """Evaluate one validated check on the measurements: a verdict, what was expected, what was seen."""
+
 from __future__ import annotations
 
 import math
@@ -47,8 +48,17 @@ def describe(c: dict[str, Any]) -> str:
         tol = f" (+- {_op(c['tolerance'])})" if c["tolerance"] else ""
         return f"{_op(c['value'])} == {_op(c['to'])}{tol}"
     if k == "close":
-        tol = " + ".join(t for t in (_op(c["tolerance"]) if c["tolerance"] else "",
-                                     f"{_op(c['rel'])} relative" if c["rel"] else "") if t) or "0"
+        tol = (
+            " + ".join(
+                t
+                for t in (
+                    _op(c["tolerance"]) if c["tolerance"] else "",
+                    f"{_op(c['rel'])} relative" if c["rel"] else "",
+                )
+                if t
+            )
+            or "0"
+        )
         return f"|{_op(c['a'])} - {_op(c['b'])}| <= {tol}"
     if k == "beats":
         cmp = ">" if c["better"] == "higher" else "<"
@@ -65,13 +75,20 @@ def describe(c: dict[str, Any]) -> str:
     return f"{_op(c['value'])} finite (no divergence)"
 
 
-def evaluate(c: dict[str, Any], resolver: Resolver, *, over: str = "seed", min_seeds: int = 1,
-             spread_factor: float = rules.SPREAD_FACTOR) -> CheckResult:
+def evaluate(
+    c: dict[str, Any],
+    resolver: Resolver,
+    *,
+    over: str = "seed",
+    min_seeds: int = 1,
+    spread_factor: float = rules.SPREAD_FACTOR,
+) -> CheckResult:
     """Resolve the check's references and apply it; absent data gives 'not measured', never an error."""
     over = c.get("over") or over
     singles = {k: resolver.resolve(c[k], over) for k in _kind_refs(c) if c.get(k) is not None}
-    lists = {k: [resolver.resolve(r, over) for r in c[k]] for k in ("values", "minus", "y")
-             if isinstance(c.get(k), list)}
+    lists = {
+        k: [resolver.resolve(r, over) for r in c[k]] for k in ("values", "minus", "y") if isinstance(c.get(k), list)
+    }
     samples = list(singles.values()) + [s for ss in lists.values() for s in ss]
     measured = {s.ref: s.shown() for s in samples if s.ok and not s.constant}
     run_ids = sorted({r for s in samples for r in s.run_ids})
@@ -80,8 +97,11 @@ def evaluate(c: dict[str, Any], resolver: Resolver, *, over: str = "seed", min_s
     if missing:
         result.reason = "; ".join(missing)
         return result
-    few = [f"{s.ref} has {len(s.values)} seed{'s' * (len(s.values) != 1)}" for s in samples
-           if not s.constant and len(s.values) < min_seeds]
+    few = [
+        f"{s.ref} has {len(s.values)} seed{'s' * (len(s.values) != 1)}"
+        for s in samples
+        if not s.constant and len(s.values) < min_seeds
+    ]
     if few:
         result.reason = f"{'; '.join(few)}: the claim needs {min_seeds}"
         return result
@@ -117,9 +137,13 @@ def _apply(c, singles, lists, spread_factor, measured) -> Outcome:
         tol = lambda a, b: abs(a - b) <= c["tolerance"] + c["rel"] * max(abs(a), abs(b))  # noqa: E731
         return _pairwise(singles["a"].values, singles["b"].values, tol, "close")
     if k == "beats":
-        return rules.beats(singles["a"].values, singles["b"].values, higher=c["better"] == "higher",
-                           margin=c["margin"],
-                           spread_factor=spread_factor if c["spread_factor"] is None else c["spread_factor"])
+        return rules.beats(
+            singles["a"].values,
+            singles["b"].values,
+            higher=c["better"] == "higher",
+            margin=c["margin"],
+            spread_factor=spread_factor if c["spread_factor"] is None else c["spread_factor"],
+        )
     if k in ("flat", "cliff"):
         return _ratio(c, v.values, singles["base"].values, measured)
     if k in ("increasing", "decreasing"):
@@ -132,8 +156,12 @@ def _inside(x: float, low: float | None, high: float | None) -> bool:
 
 
 def _against(values, than, kind, tolerance: float = 0.0) -> Outcome:
-    tests = {"below": lambda a, b: a < b, "above": lambda a, b: a > b,
-             "at_most": lambda a, b: a <= b + tolerance, "at_least": lambda a, b: a >= b - tolerance}
+    tests = {
+        "below": lambda a, b: a < b,
+        "above": lambda a, b: a > b,
+        "at_most": lambda a, b: a <= b + tolerance,
+        "at_least": lambda a, b: a >= b - tolerance,
+    }
     word = {"below": "below", "above": "above", "at_most": "at most", "at_least": "at least"}[kind]
     if tolerance:
         word += f" (tolerance {fmt(tolerance)})"
@@ -177,9 +205,13 @@ def _ratio(c, value, base, measured) -> Outcome:
     if bad:
         return Outcome(False, f"not {c['check']} ({want}): {'; '.join(bad + weak)}{note}")
     if weak:  # the easy case was not learned: the curve's shape says nothing either way
-        return Outcome(False, f"base below the floor {fmt(c['base_at_least'])} ({'; '.join(weak)}): the model "
-                              f"did not learn the easy case, so the curve's shape was not judged; train longer "
-                              f"or lower base_at_least{note}", measurable=False)
+        return Outcome(
+            False,
+            f"base below the floor {fmt(c['base_at_least'])} ({'; '.join(weak)}): the model "
+            f"did not learn the easy case, so the curve's shape was not judged; train longer "
+            f"or lower base_at_least{note}",
+            measurable=False,
+        )
     return Outcome(True, f"{want} in every seed: {', '.join(fmt(r) for r in ratios.values())}{note}")
 
 
@@ -203,8 +235,11 @@ def _trend(c, lists, measured) -> Outcome:
         return Outcome(not bad, f"{'' if not bad else 'not '}{c['check']}: {', '.join(map(fmt, shown['']))}")
     if bad:
         return Outcome(False, f"not {c['check']} in {'; '.join(bad)}")
-    return Outcome(True, f"{c['check']} in every seed: "
-                         + "; ".join(f"{rules.seed_name(s)}: {', '.join(map(fmt, ys))}" for s, ys in shown.items()))
+    return Outcome(
+        True,
+        f"{c['check']} in every seed: "
+        + "; ".join(f"{rules.seed_name(s)}: {', '.join(map(fmt, ys))}" for s, ys in shown.items()),
+    )
 
 
 def _exponent(c, v: Sample | None, lists, measured) -> Outcome:

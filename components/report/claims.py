@@ -1,4 +1,5 @@
 """Judge claims (``expect:`` entries): run their checks, combine the verdicts, apply ``device:``."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -19,13 +20,13 @@ def combine(verdicts: list[str]) -> str:
     return HOLDS
 
 
-def judge(claim: dict[str, Any], resolver: Resolver, *, device: str, min_seeds: int,
-          spread_factor: float) -> dict[str, Any]:
+def judge(
+    claim: dict[str, Any], resolver: Resolver, *, device: str, min_seeds: int, spread_factor: float
+) -> dict[str, Any]:
     """Evaluate a validated claim; return its scorecard entry."""
     over = claim.get("over") or "seed"
     seeds = claim.get("min_seeds") or min_seeds
-    results = [evaluate(c, resolver, over=over, min_seeds=seeds, spread_factor=spread_factor)
-               for c in claim["checks"]]
+    results = [evaluate(c, resolver, over=over, min_seeds=seeds, spread_factor=spread_factor) for c in claim["checks"]]
     verdict = combine([r.verdict for r in results])
     if len(results) == 1:
         reason = results[0].reason
@@ -37,8 +38,7 @@ def judge(claim: dict[str, Any], resolver: Resolver, *, device: str, min_seeds: 
             measured.setdefault(k, v)
     wanted = claim.get("device")
     if wanted and _accelerator(wanted) != _accelerator(device):
-        reason = (f"the claim is about {wanted}; measured on {device}, where the checks say "
-                  f"'{verdict}': {reason}")
+        reason = f"the claim is about {wanted}; measured on {device}, where the checks say '{verdict}': {reason}"
         verdict = DEVICE
     return {
         "id": claim["id"],
@@ -53,8 +53,10 @@ def judge(claim: dict[str, Any], resolver: Resolver, *, device: str, min_seeds: 
         "device": wanted,
         "note": str(claim.get("note") or "").strip(),
         "plots": list(claim.get("plots") or []),
-        "checks": [{"check": c["check"], "expected": r.expected, "verdict": r.verdict, "reason": r.reason}
-                   for c, r in zip(claim["checks"], results)],
+        "checks": [
+            {"check": c["check"], "expected": r.expected, "verdict": r.verdict, "reason": r.reason}
+            for c, r in zip(claim["checks"], results)
+        ],
     }
 
 

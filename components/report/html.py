@@ -1,4 +1,5 @@
 """Write the scorecard as one self-contained HTML page (inline CSS, plots as base64 PNG)."""
+
 from __future__ import annotations
 
 import base64
@@ -36,47 +37,65 @@ def _png(path: str) -> str:
 def to_html(card: dict[str, Any], plots: dict[str, str]) -> str:
     """Render a scorecard dict as HTML; ``plots`` maps a plot name to a PNG file to embed."""
     s = card["summary"]
-    h = ["<!doctype html><html><head><meta charset='utf-8'>",
-         f"<title>{escape(card['title'])}</title><style>{_CSS}</style></head><body>",
-         f"<h1>{escape(card['title'])}</h1>",
-         f"<p><b>{escape(headline(s))}</b> <small>(measured on {escape(card['device'])}; "
-         f"{s['device_independent_holds']} of {s['device_independent']} device-independent claims hold)"
-         "</small></p>", "<h2>Claims</h2><table><tr><th>#</th><th>B</th><th>claim</th><th>expected</th>"
-         "<th>measured</th><th>verdict</th><th>why</th><th>settings</th><th>runs</th></tr>"]
+    h = [
+        "<!doctype html><html><head><meta charset='utf-8'>",
+        f"<title>{escape(card['title'])}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{escape(card['title'])}</h1>",
+        f"<p><b>{escape(headline(s))}</b> <small>(measured on {escape(card['device'])}; "
+        f"{s['device_independent_holds']} of {s['device_independent']} device-independent claims hold)"
+        "</small></p>",
+        "<h2>Claims</h2><table><tr><th>#</th><th>B</th><th>claim</th><th>expected</th>"
+        "<th>measured</th><th>verdict</th><th>why</th><th>settings</th><th>runs</th></tr>",
+    ]
     for c in card["claims"]:
         measured = "<br>".join(f"<code>{escape(line)}</code>" for line in measured_lines(c["measured"]))
         links = " ".join(f"<a href='#plot-{escape(p)}'>{escape(p)}</a>" for p in c.get("plots") or [])
-        h.append(f"<tr id='claim-{escape(c['id'])}'><td>{escape(c['id'])}</td>"
-                 f"<td>{escape(c.get('bottleneck') or '')}</td><td>{escape(c['claim'])} {links}</td>"
-                 f"<td>{escape(c['expected'])}</td><td>{measured or '—'}</td><td>{_verdict(c['verdict'])}</td>"
-                 f"<td>{escape(c['reason'])}{'<br><i>' + escape(c['note']) + '</i>' if c.get('note') else ''}</td><td>{escape(c['settings'])}</td>"
-                 f"<td><small>{'<br>'.join(escape(r) for r in c['run_id'])}</small></td></tr>")
+        h.append(
+            f"<tr id='claim-{escape(c['id'])}'><td>{escape(c['id'])}</td>"
+            f"<td>{escape(c.get('bottleneck') or '')}</td><td>{escape(c['claim'])} {links}</td>"
+            f"<td>{escape(c['expected'])}</td><td>{measured or '—'}</td><td>{_verdict(c['verdict'])}</td>"
+            f"<td>{escape(c['reason'])}{'<br><i>' + escape(c['note']) + '</i>' if c.get('note') else ''}</td>"
+            f"<td>{escape(c['settings'])}</td>"
+            f"<td><small>{'<br>'.join(escape(r) for r in c['run_id'])}</small></td></tr>"
+        )
     h.append("</table>")
     if card["architectures"]:
-        h.append("<h2>Which bottleneck does each architecture remove?</h2><table><tr><th>architecture</th>"
-                 + "".join(f"<th>{b}</th>" for b in BOTTLENECKS) + "</tr>")
+        h.append(
+            "<h2>Which bottleneck does each architecture remove?</h2><table><tr><th>architecture</th>"
+            + "".join(f"<th>{b}</th>" for b in BOTTLENECKS)
+            + "</tr>"
+        )
         for arch, row in card["architectures"].items():
             cells = []
             for b in BOTTLENECKS:
                 cell = row.get(b)
                 cls = f" class='v {cell['verdict'].replace(' ', '-')}'" if cell and cell.get("verdict") else ""
-                tip = f" title='{escape(cell['ref'] + (': ' + cell['reason'] if cell['reason'] else ''))}'" if cell else ""
+                tip = (
+                    f" title='{escape(cell['ref'] + (': ' + cell['reason'] if cell['reason'] else ''))}'"
+                    if cell
+                    else ""
+                )
                 cells.append(f"<td><span{cls}{tip}>{escape(cell_text(cell))}</span></td>")
             h.append(f"<tr><th>{escape(arch)}</th>{''.join(cells)}</tr>")
-        h.append("</table><p><small>Mean over seeds (each seed in brackets); hover a cell for its "
-                 "measurement.</small></p>")
+        h.append(
+            "</table><p><small>Mean over seeds (each seed in brackets); hover a cell for its measurement.</small></p>"
+        )
     ex = card.get("examples") or {}
     if ex:
-        h.append(f"<h2>One long sentence, every model</h2><p><small>{escape(str(ex.get('words', '?')))} source "
-                 f"words, {escape(str(ex.get('split', '')))} split</small></p><table>"
-                 f"<tr><th>source</th><td>{escape(ex['source'])}</td></tr>"
-                 f"<tr><th>reference</th><td>{escape(ex['reference'])}</td></tr>")
+        h.append(
+            f"<h2>One long sentence, every model</h2><p><small>{escape(str(ex.get('words', '?')))} source "
+            f"words, {escape(str(ex.get('split', '')))} split</small></p><table>"
+            f"<tr><th>source</th><td>{escape(ex['source'])}</td></tr>"
+            f"<tr><th>reference</th><td>{escape(ex['reference'])}</td></tr>"
+        )
         h += [f"<tr><th>{escape(label)}</th><td>{escape(hyp)}</td></tr>" for label, hyp in ex["hyps"].items()]
         h.append("</table>")
     if plots:
         h.append("<h2>Plots</h2>")
         for name, path in plots.items():
-            h.append(f"<figure id='plot-{escape(name)}'><img alt='{escape(name)}' src='{_png(path)}'>"
-                     f"<figcaption>{escape(name)}</figcaption></figure>")
+            h.append(
+                f"<figure id='plot-{escape(name)}'><img alt='{escape(name)}' src='{_png(path)}'>"
+                f"<figcaption>{escape(name)}</figcaption></figure>"
+            )
     h.append("</body></html>")
     return "\n".join(h) + "\n"

@@ -1,4 +1,5 @@
 """Write the scorecard as Markdown (the claims table, the architecture matrix, settings, runs)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -14,32 +15,52 @@ def _esc(text: Any) -> str:
 def to_markdown(card: dict[str, Any]) -> str:
     """Render a scorecard dict (the JSON's content) as a Markdown document."""
     s = card["summary"]
-    out = [f"# {card['title']}", "",
-           f"**{headline(s)}** (measured on {card['device']}; {s['device_independent_holds']} of "
-           f"{s['device_independent']} device-independent claims hold).", ""]
-    out += ["## Claims", "", "| # | B | claim | expected | measured | verdict | why |",
-            "|---|---|---|---|---|---|---|"]
+    out = [
+        f"# {card['title']}",
+        "",
+        f"**{headline(s)}** (measured on {card['device']}; {s['device_independent_holds']} of "
+        f"{s['device_independent']} device-independent claims hold).",
+        "",
+    ]
+    out += ["## Claims", "", "| # | B | claim | expected | measured | verdict | why |", "|---|---|---|---|---|---|---|"]
     for c in card["claims"]:
         measured = "<br>".join(_esc(line) for line in measured_lines(c["measured"])) or "—"
-        out.append(f"| {_esc(c['id'])} | {_esc(c.get('bottleneck') or '')} | {_esc(c['claim'])} | "
-                   f"{_esc(c['expected'])} | {measured} | {MARKS[c['verdict']]} {c['verdict']} | "
-                   f"{_esc(c['reason'])} |")
+        out.append(
+            f"| {_esc(c['id'])} | {_esc(c.get('bottleneck') or '')} | {_esc(c['claim'])} | "
+            f"{_esc(c['expected'])} | {measured} | {MARKS[c['verdict']]} {c['verdict']} | "
+            f"{_esc(c['reason'])} |"
+        )
     if card["architectures"]:
-        out += ["", "## Which bottleneck does each architecture remove?", "",
-                "| architecture | " + " | ".join(BOTTLENECKS) + " |",
-                "|---|" + "---|" * len(BOTTLENECKS)]
+        out += [
+            "",
+            "## Which bottleneck does each architecture remove?",
+            "",
+            "| architecture | " + " | ".join(BOTTLENECKS) + " |",
+            "|---|" + "---|" * len(BOTTLENECKS),
+        ]
         for arch, row in card["architectures"].items():
             out.append(f"| {_esc(arch)} | " + " | ".join(_esc(cell_text(row.get(b))) for b in BOTTLENECKS) + " |")
-        out += ["", "Cells show the mean over seeds (each seed in brackets); ✓/✗ where the cell is checked. "
-                    "References:", ""]
+        out += [
+            "",
+            "Cells show the mean over seeds (each seed in brackets); ✓/✗ where the cell is checked. References:",
+            "",
+        ]
         for arch, row in card["architectures"].items():
-            refs = "; ".join(f"{b}: `{cell['ref']}`" + (f" ({cell['reason']})" if cell["reason"] else "")
-                             for b, cell in row.items())
+            refs = "; ".join(
+                f"{b}: `{cell['ref']}`" + (f" ({cell['reason']})" if cell["reason"] else "") for b, cell in row.items()
+            )
             out.append(f"- **{arch}**: {refs}")
     ex = card.get("examples") or {}
     if ex:
-        out += ["", f"## One long sentence, every model ({ex.get('words', '?')} source words, {ex.get('split', '')})", "",
-                "| | text |", "|---|---|", f"| source | {_esc(ex['source'])} |", f"| reference | {_esc(ex['reference'])} |"]
+        out += [
+            "",
+            f"## One long sentence, every model ({ex.get('words', '?')} source words, {ex.get('split', '')})",
+            "",
+            "| | text |",
+            "|---|---|",
+            f"| source | {_esc(ex['source'])} |",
+            f"| reference | {_esc(ex['reference'])} |",
+        ]
         out += [f"| {_esc(label)} | {_esc(hyp)} |" for label, hyp in ex["hyps"].items()]
     settings = [c for c in card["claims"] if c["settings"]]
     if settings:

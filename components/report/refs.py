@@ -11,6 +11,7 @@ of a matrixed step, and a key of that step's flat ``summary``:
 - ``lag.arch=lstm,lag=50.acc``       the same without brackets (split where it resolves)
 - ``train.acc/seed_*``               a wildcard in the key: each match is one seed
 """
+
 from __future__ import annotations
 
 import math
@@ -93,9 +94,7 @@ def _unwrap(value: Any) -> tuple[Any, str | None]:
 def is_matrixed(source: Any) -> bool:
     """A matrixed step arrives as a dict of instance label -> summary dict."""
     source, _ = _unwrap(source)
-    return isinstance(source, dict) and bool(source) and all(
-        isinstance(_unwrap(v)[0], dict) for v in source.values()
-    )
+    return isinstance(source, dict) and bool(source) and all(isinstance(_unwrap(v)[0], dict) for v in source.values())
 
 
 def to_number(value: Any) -> float | None:
@@ -130,24 +129,28 @@ class Resolver:
         source_name = re.split(r"[.\[]", ref, maxsplit=1)[0]
         if source_name not in self.measurements:
             have = ", ".join(sorted(self.measurements)) or "none"
-            return Sample(ref=ref, missing=f"no source {source_name!r} in measurements "
-                                           f"(have: {have}){suggest(source_name, self.measurements)}")
+            return Sample(
+                ref=ref,
+                missing=f"no source {source_name!r} in measurements "
+                f"(have: {have}){suggest(source_name, self.measurements)}",
+            )
         source, inline_run = _unwrap(self.measurements[source_name])
         if source is None:
             return Sample(ref=ref, missing=f"source {source_name!r} is empty (the step did not run?)")
         if not isinstance(source, dict):
-            return Sample(ref=ref, missing=f"source {source_name!r} is {type(source).__name__}, "
-                                           "expected a summary dict")
+            return Sample(
+                ref=ref, missing=f"source {source_name!r} is {type(source).__name__}, expected a summary dict"
+            )
         m = _BRACKET.match(ref)
         if m:
             return self._from(ref, source_name, source, m["sel"], m["key"], over, inline_run)
-        rest = ref[len(source_name) + 1:]
+        rest = ref[len(source_name) + 1 :]
         if not is_matrixed(source):
             return self._from(ref, source_name, source, None, rest, over, inline_run)
         # Unbracketed selector: try each split point; the first that finds values wins.
         first = None
         for i in [i for i, c in enumerate(rest) if c == "."]:
-            s = self._from(ref, source_name, source, rest[:i], rest[i + 1:], over, inline_run)
+            s = self._from(ref, source_name, source, rest[:i], rest[i + 1 :], over, inline_run)
             if s.ok:
                 return s
             first = first or s
@@ -169,10 +172,12 @@ class Resolver:
         if len(chosen) > 1 and sel.strip() != "*":
             varying = _varying_axes(chosen, over)
             if varying:
-                hint = (f" (or write {name}[*].{key} to take every instance as a seed)"
-                        if varying == ["(label)"] else "")
-                return Sample(ref=ref, missing=f"{name}[{sel}] matches instances that differ in "
-                                               f"{', '.join(varying)}: name it in the selector{hint}")
+                hint = f" (or write {name}[*].{key} to take every instance as a seed)" if varying == ["(label)"] else ""
+                return Sample(
+                    ref=ref,
+                    missing=f"{name}[{sel}] matches instances that differ in "
+                    f"{', '.join(varying)}: name it in the selector{hint}",
+                )
         values: dict[str, float] = {}
         run_ids: list[str] = []
         for lab, (summary, inline) in sorted(chosen.items(), key=lambda kv: _natural(kv[0])):
@@ -222,8 +227,7 @@ def _natural(label: str) -> list:
 def _varying_axes(chosen: dict, over: str) -> list[str]:
     labels = [parse_label(lab) for lab in chosen]
     axes = sorted({k for lab in labels for k in lab})
-    return [a or "(label)" for a in axes
-            if a != over and len({lab.get(a) for lab in labels}) > 1]
+    return [a or "(label)" for a in axes if a != over and len({lab.get(a) for lab in labels}) > 1]
 
 
 def _seed_label(label: str, over: str) -> str:

@@ -3,6 +3,7 @@
 A row named ``"{arch}"`` is a template: it gets one row for every value the ``arch`` axis takes in
 the matrixed sources its cells reference, so adding a model to the pipeline's matrix adds its row.
 """
+
 from __future__ import annotations
 
 import math
@@ -22,8 +23,9 @@ TEMPLATE = re.compile(r"^\{(\w+)\}$")
 def validate_architectures(architectures: Any) -> dict[str, dict[str, dict[str, Any]]]:
     """Check the ``architectures:`` mapping; return each cell as a dict with 'value' (and a check)."""
     if not isinstance(architectures, dict):
-        raise ScorecardError(f"architectures: must map an architecture name to its B1-B4 cells, "
-                             f"got {type(architectures).__name__}")
+        raise ScorecardError(
+            f"architectures: must map an architecture name to its B1-B4 cells, got {type(architectures).__name__}"
+        )
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for arch, cells in architectures.items():
         where = f"architectures.{arch}"
@@ -32,8 +34,10 @@ def validate_architectures(architectures: Any) -> dict[str, dict[str, dict[str, 
         out[str(arch)] = {}
         for col, cell in cells.items():
             if col not in BOTTLENECKS:
-                raise ScorecardError(f"{where}: unknown column {col!r}{suggest(str(col), BOTTLENECKS)}; "
-                                     f"columns are {', '.join(BOTTLENECKS)}")
+                raise ScorecardError(
+                    f"{where}: unknown column {col!r}{suggest(str(col), BOTTLENECKS)}; "
+                    f"columns are {', '.join(BOTTLENECKS)}"
+                )
             out[str(arch)][col] = _cell(cell, f"{where}.{col}")
     return out
 
@@ -42,8 +46,7 @@ def _cell(cell: Any, where: str) -> dict[str, Any]:
     if isinstance(cell, str) and cell.strip():
         return {"value": cell.strip(), "label": None, "check": None}
     if not isinstance(cell, dict):
-        raise ScorecardError(f"{where}: a cell is a reference ('step.key') or a mapping with 'value', "
-                             f"got {cell!r}")
+        raise ScorecardError(f"{where}: a cell is a reference ('step.key') or a mapping with 'value', got {cell!r}")
     if "check" in cell:
         label, seeds = cell.get("label"), cell.get("min_seeds")
         if seeds is not None and (not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 1):
@@ -65,8 +68,9 @@ def _mean(finite: list[float]) -> float | None:
     return json_number(sum(finite) / len(finite)) if finite else None
 
 
-def fill(cells: dict[str, dict[str, Any]], resolver: Resolver, *, min_seeds: int,
-         spread_factor: float) -> dict[str, Any]:
+def fill(
+    cells: dict[str, dict[str, Any]], resolver: Resolver, *, min_seeds: int, spread_factor: float
+) -> dict[str, Any]:
     """Measure one architecture's row: per bottleneck the value, its seeds and, if checked, a verdict."""
     row: dict[str, Any] = {}
     for col in BOTTLENECKS:
@@ -92,12 +96,18 @@ def fill(cells: dict[str, dict[str, Any]], resolver: Resolver, *, min_seeds: int
         if cell["check"] is not None:
             seeds = cell.get("min_seeds") or min_seeds  # a single measurement (a count) needs one
             r = evaluate(cell["check"], resolver, min_seeds=seeds, spread_factor=spread_factor)
-            entry.update(verdict=r.verdict, reason=r.reason, expected=r.expected,
-                         run_id=sorted(set(entry["run_id"]) | set(r.run_ids)))
+            entry.update(
+                verdict=r.verdict,
+                reason=r.reason,
+                expected=r.expected,
+                run_id=sorted(set(entry["run_id"]) | set(r.run_ids)),
+            )
             ratios = r.measured.get("ratio") if cell["check"]["check"] in ("flat", "cliff") else None
             if ratios:  # a flat/cliff cell is about value / base: show that ratio, not the raw value
-                entry.update(measured=ratios, mean=_mean([v for v in ratios.values()
-                                                          if isinstance(v, (int, float)) and math.isfinite(v)]))
+                entry.update(
+                    measured=ratios,
+                    mean=_mean([v for v in ratios.values() if isinstance(v, (int, float)) and math.isfinite(v)]),
+                )
         row[col] = entry
     return row
 
@@ -114,8 +124,11 @@ def expand(rows: dict[str, dict[str, dict[str, Any]]], measurements: dict[str, A
         for value in _axis_values(cells, m.group(1), measurements):
             if value in rows or value in out:
                 continue  # a row written out by hand wins over the template
-            row = {col: _substitute(cell, placeholder, value) for col, cell in cells.items()
-                   if _has_instance(cell, placeholder, value, measurements)}
+            row = {
+                col: _substitute(cell, placeholder, value)
+                for col, cell in cells.items()
+                if _has_instance(cell, placeholder, value, measurements)
+            }
             out[value] = row
     return out
 

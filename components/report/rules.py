@@ -4,6 +4,7 @@ Rule (from the calibration prototypes): A beats B when the effect shows in every
 the mean gap exceeds ``spread_factor`` times the largest seed range, or every seed of A beats every
 seed of B. A non-finite value is a diverged run: the worst possible outcome for its side.
 """
+
 from __future__ import annotations
 
 import math
@@ -52,8 +53,14 @@ def get(values: dict[str, float], seed: str) -> float:
     return values[""] if set(values) == {""} else values[seed]
 
 
-def beats(a: dict[str, float], b: dict[str, float], *, higher: bool = True, margin: float = 0.0,
-          spread_factor: float = SPREAD_FACTOR) -> Outcome:
+def beats(
+    a: dict[str, float],
+    b: dict[str, float],
+    *,
+    higher: bool = True,
+    margin: float = 0.0,
+    spread_factor: float = SPREAD_FACTOR,
+) -> Outcome:
     """Apply the fair-verdict rule: does A beat B (higher or lower is better) in every seed?"""
     seeds, note = pair(a, b)
     if not seeds:
@@ -67,8 +74,7 @@ def beats(a: dict[str, float], b: dict[str, float], *, higher: bool = True, marg
 
     sa = [score(a, s) for s in seeds]
     sb = [score(b, s) for s in seeds]
-    losing = [seed_name(s) for s, x, y in zip(seeds, sa, sb)
-              if not (x > y and (x - y > margin or y == worst))]
+    losing = [seed_name(s) for s, x, y in zip(seeds, sa, sb) if not (x > y and (x - y > margin or y == worst))]
     if losing:
         word = f"by more than {fmt(margin)} " if margin else ""
         return Outcome(False, f"A does not beat B {word}in {', '.join(losing)}{note}")
@@ -84,8 +90,11 @@ def beats(a: dict[str, float], b: dict[str, float], *, higher: bool = True, marg
         return Outcome(True, f"every seed of A beats every seed of B (mean gap {fmt(gap)}){note}")
     if gap > spread_factor * spread:
         return Outcome(True, f"mean gap {fmt(gap)} > {fmt(spread_factor)} x seed range {fmt(spread)}{note}")
-    return Outcome(False, f"effect in every seed, but mean gap {fmt(gap)} <= {fmt(spread_factor)} x "
-                          f"seed range {fmt(spread)} and the seeds overlap{note}")
+    return Outcome(
+        False,
+        f"effect in every seed, but mean gap {fmt(gap)} <= {fmt(spread_factor)} x "
+        f"seed range {fmt(spread)} and the seeds overlap{note}",
+    )
 
 
 def every(values: dict[str, float], test, what: str) -> Outcome:

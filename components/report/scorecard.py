@@ -1,4 +1,5 @@
 """The ``report.scorecard`` component: judge the pipeline's claims and write the scorecard."""
+
 from __future__ import annotations
 
 import json
@@ -25,10 +26,12 @@ _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 def _checked(validate):
     """Run ``validate`` when parameters are validated, so `bottlenecks check` reports bad claims."""
+
     def run(value):
         if value is not None:
             validate(value)
         return value
+
     return AfterValidator(run)
 
 
@@ -77,17 +80,27 @@ def scorecard(
         raise ValueError(f"report.scorecard: min_seeds must be >= 1, got {min_seeds}")
     device = device or ctx.device
     resolver = Resolver(measurements, run_ids)
-    claims = [judge(c, resolver, device=device, min_seeds=min_seeds, spread_factor=spread_factor)
-              for c in claims_spec]
-    rows = {arch: fill(cells, resolver, min_seeds=min_seeds, spread_factor=spread_factor)
-            for arch, cells in expand(arch_spec, measurements).items()}
+    claims = [judge(c, resolver, device=device, min_seeds=min_seeds, spread_factor=spread_factor) for c in claims_spec]
+    rows = {
+        arch: fill(cells, resolver, min_seeds=min_seeds, spread_factor=spread_factor)
+        for arch, cells in expand(arch_spec, measurements).items()
+    }
     pngs, skipped = _plots(plots or {})
     for name, why in skipped.items():
         ctx.log.warning("scorecard: plot %s left out: %s", name, why)
     summary = summarise(claims)
-    card = {"title": title, "device": device, "min_seeds": min_seeds, "spread_factor": spread_factor,
-            "summary": summary, "claims": claims, "architectures": rows, "plots": sorted(pngs),
-            "plots_left_out": skipped, "examples": _examples(examples)}
+    card = {
+        "title": title,
+        "device": device,
+        "min_seeds": min_seeds,
+        "spread_factor": spread_factor,
+        "summary": summary,
+        "claims": claims,
+        "architectures": rows,
+        "plots": sorted(pngs),
+        "plots_left_out": skipped,
+        "examples": _examples(examples),
+    }
     json_path, md_path, html_path = ctx.path("scorecard.json"), ctx.path("scorecard.md"), ctx.path("scorecard.html")
     json_path.write_text(json.dumps(card, indent=2, allow_nan=False) + "\n")
     md_path.write_text(to_markdown(card))
@@ -95,8 +108,9 @@ def scorecard(
     for p in (json_path, md_path, html_path):
         ctx.log_artifact(p)
     ctx.log_metrics(metrics(summary, claims, rows))
-    ctx.log_params({"scorecard.device": device, "scorecard.min_seeds": min_seeds,
-                    "scorecard.spread_factor": spread_factor})
+    ctx.log_params(
+        {"scorecard.device": device, "scorecard.min_seeds": min_seeds, "scorecard.spread_factor": spread_factor}
+    )
     return {"scorecard": str(json_path), "summary": summary, "markdown": str(md_path), "html": str(html_path)}
 
 
@@ -138,8 +152,7 @@ def _examples(path: str | None) -> dict[str, Any]:
     except (OSError, ValueError) as e:
         raise ValueError(f"report.scorecard: examples {path!r} is not a readable JSON file: {e}") from None
     if data and not {"source", "reference", "hyps"} <= set(data):
-        raise ValueError(f"report.scorecard: examples {path!r} needs source, reference and hyps; "
-                         f"got {sorted(data)}")
+        raise ValueError(f"report.scorecard: examples {path!r} needs source, reference and hyps; got {sorted(data)}")
     return data
 
 

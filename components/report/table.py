@@ -1,4 +1,5 @@
 """Terminal views of a scorecard (rich tables) for the CLI to print at the end of a run."""
+
 from __future__ import annotations
 
 import json
@@ -29,14 +30,26 @@ def render_table(scorecard: dict[str, Any] | str | Path, *, width: int = 60) -> 
     """
     card = _load(scorecard)
     table = Table(title=card.get("title"), caption=headline(card["summary"]), show_lines=False)
-    for name, kw in (("#", {"justify": "right"}), ("B", {}), ("claim", {"ratio": 3}),
-                     ("verdict", {"no_wrap": True}), ("measured", {"ratio": 2}), ("why", {"ratio": 2})):
+    for name, kw in (
+        ("#", {"justify": "right"}),
+        ("B", {}),
+        ("claim", {"ratio": 3}),
+        ("verdict", {"no_wrap": True}),
+        ("measured", {"ratio": 2}),
+        ("why", {"ratio": 2}),
+    ):
         table.add_column(name, **kw)
     for c in card["claims"]:
         v = c["verdict"]
         measured = "\n".join(_cut(line, width) for line in measured_lines(c["measured"])[:4])
-        table.add_row(escape(str(c["id"])), escape(c.get("bottleneck") or ""), escape(c["claim"]),
-                      f"[{STYLES[v]}]{MARKS[v]} {v}[/]", escape(measured), escape(_cut(c["reason"], 2 * width)))
+        table.add_row(
+            escape(str(c["id"])),
+            escape(c.get("bottleneck") or ""),
+            escape(c["claim"]),
+            f"[{STYLES[v]}]{MARKS[v]} {v}[/]",
+            escape(measured),
+            escape(_cut(c["reason"], 2 * width)),
+        )
     return table
 
 

@@ -1,4 +1,5 @@
 """Format scorecard entries as short text shared by the Markdown, HTML and terminal views."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -7,8 +8,12 @@ from components.report.refs import to_number
 from components.report.rules import fmt
 
 MARKS = {"holds": "✓", "fails": "✗", "not measured": "?", "device-dependent": "~"}
-COUNT_KEYS = {"holds": "holds", "fails": "fails", "device-dependent": "device_dependent",
-              "not measured": "not_measured"}
+COUNT_KEYS = {
+    "holds": "holds",
+    "fails": "fails",
+    "device-dependent": "device_dependent",
+    "not measured": "not_measured",
+}
 
 
 def number(v: Any) -> str:
@@ -49,5 +54,7 @@ def cell_text(cell: dict[str, Any] | None) -> str:
 
 def headline(summary: dict[str, Any]) -> str:
     """``13 of 18 claims hold · 2 fail · 1 device-dependent · 2 not measured``."""
-    return (f"{summary['holds']} of {summary['claims']} claims hold · {summary['fails']} fail · "
-            f"{summary['device_dependent']} device-dependent · {summary['not_measured']} not measured")
+    return (
+        f"{summary['holds']} of {summary['claims']} claims hold · {summary['fails']} fail · "
+        f"{summary['device_dependent']} device-dependent · {summary['not_measured']} not measured"
+    )

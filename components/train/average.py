@@ -1,4 +1,5 @@
 """Checkpoint averaging (Vaswani 2017 sec. 6.1: the base model averages the last 5 checkpoints)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -44,5 +45,5 @@ class Snapshots:
 
     def save(self, step: int, net, name: str, config: dict, **info) -> None:
         C.save_model(self.folder / f"step_{step:08d}.pt", net, name, config, **info, step=step)
-        for old in self.paths()[:-self.keep]:
+        for old in self.paths()[: -self.keep]:
             old.unlink()

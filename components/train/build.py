@@ -1,4 +1,5 @@
 """Build a model by variant name (the model zoo) or by a user's ``module:function`` factory."""
+
 from __future__ import annotations
 
 import dataclasses

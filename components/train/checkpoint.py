@@ -4,6 +4,7 @@ Both are ``torch.save`` dicts written atomically (temp file, then rename), so a 
 mid-write keeps its previous checkpoint. A model file holds the variant name and the overrides
 it was built with, so ``load_model`` rebuilds the same architecture before loading weights.
 """
+
 from __future__ import annotations
 
 import os
@@ -47,8 +48,7 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 def model_record(model: nn.Module, name: str, overrides: dict[str, Any], **info: Any) -> dict[str, Any]:
     """Return what ``load_model`` needs: format, variant name, overrides and weights."""
-    return {"format": FORMAT, "model": name, "overrides": dict(overrides),
-            "state_dict": model.state_dict(), **info}
+    return {"format": FORMAT, "model": name, "overrides": dict(overrides), "state_dict": model.state_dict(), **info}
 
 
 def save_model(path: Path, model: nn.Module, name: str, overrides: dict[str, Any], **info: Any) -> None:

@@ -3,6 +3,7 @@
 The batch at step ``s`` is a pure function of (seed, s): epoch ``e`` shuffles with a generator
 seeded from (seed, e). Resuming therefore needs only the step count to continue the data order.
 """
+
 from __future__ import annotations
 
 import torch
@@ -34,7 +35,7 @@ class TensorBatches:
         epoch, i = divmod(step, self.per_epoch)
         if self._order is None or self._order[0] != epoch:
             self._order = (epoch, epoch_order(self.n, self.seed, epoch))
-        idx = self._order[1][i * self.batch_size:(i + 1) * self.batch_size]
+        idx = self._order[1][i * self.batch_size : (i + 1) * self.batch_size]
         return {k: v[idx] for k, v in self.tensors.items()}
 
 
@@ -42,4 +43,4 @@ def chunks(tensors: dict[str, torch.Tensor], batch_size: int):
     """Yield the split in order, in batches (for evaluation)."""
     n = len(next(iter(tensors.values())))
     for start in range(0, n, batch_size):
-        yield {k: v[start:start + batch_size] for k, v in tensors.items()}
+        yield {k: v[start : start + batch_size] for k, v in tensors.items()}

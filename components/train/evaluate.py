@@ -1,4 +1,5 @@
 """Evaluate a model on one split of its task: mean loss and accuracy."""
+
 from __future__ import annotations
 
 import torch

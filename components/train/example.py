@@ -1,4 +1,5 @@
 """An input example and the model's output on it, for the model's signature in MLflow."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
 """Describe the dataset a training run reads, for lineage: name, content digest, folder, sizes."""
+
 from __future__ import annotations
 
 import hashlib

@@ -1,4 +1,5 @@
 """Optimisers and learning-rate schedules used by the papers."""
+
 from __future__ import annotations
 
 import math
@@ -9,8 +10,15 @@ from torch import nn
 from components.train.build import TrainError
 
 
-def make_optimizer(model: nn.Module, name: str, lr: float, weight_decay: float,
-                   betas: tuple[float, float], momentum: float, fused: bool = False) -> torch.optim.Optimizer:
+def make_optimizer(
+    model: nn.Module,
+    name: str,
+    lr: float,
+    weight_decay: float,
+    betas: tuple[float, float],
+    momentum: float,
+    fused: bool = False,
+) -> torch.optim.Optimizer:
     """Return Adam, AdamW or SGD over the model's trainable parameters (``fused``: one CUDA kernel for Adam)."""
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:

@@ -1,4 +1,5 @@
 """Numeric precision per device and model family: TF32 matmuls, bf16 autocast where it is safe."""
+
 from __future__ import annotations
 
 from contextlib import contextmanager, nullcontext

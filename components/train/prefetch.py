@@ -1,4 +1,5 @@
 """Collate the next batches on a background thread while the model computes on this one."""
+
 from __future__ import annotations
 
 import queue

@@ -1,4 +1,5 @@
 """One optimiser step's forward and backward passes over ``accumulate`` micro-batches."""
+
 from __future__ import annotations
 
 import torch
@@ -11,7 +12,7 @@ def accumulate_gradients(model, task, micro_batches: list[dict], autocast, label
     whole step, so the gradients equal those of one big batch (up to float rounding). Returns the
     step's loss, correct and counted targets as device tensors (nothing is read back here).
     """
-    shares = [task.targets(b) for b in micro_batches]   # counted on the CPU batches
+    shares = [task.targets(b) for b in micro_batches]  # counted on the CPU batches
     total = max(sum(shares), 1)
     loss_sum, correct, counted = 0.0, 0, 0
     for batch, n in zip(micro_batches, shares):

@@ -4,6 +4,7 @@ Kinds (from meta.json): sequence classify / tag / regress, translation, images c
 images-to-sequence (digit strips). ``step_loss`` returns the loss and (correct, counted) for
 accuracy, so training and evaluation share one scoring path.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -90,8 +91,9 @@ class Task:
         return list(ds["src_ids"]), list(ds["tgt_ids"])
 
     # -- batches -----------------------------------------------------------------------------------
-    def train_batches(self, seed: int, batch_size: int, max_tokens: int | None,
-                      shift: int = 0) -> Callable[[int], dict]:
+    def train_batches(
+        self, seed: int, batch_size: int, max_tokens: int | None, shift: int = 0
+    ) -> Callable[[int], dict]:
         """Return step -> batch for the training split (images shifted by up to ``shift`` pixels)."""
         if self.kind == "translation":
             return TranslationBatches(*self.split("train"), self.pad_id, seed, batch_size, max_tokens)
@@ -154,8 +156,10 @@ class Task:
     def _generate(self, model: nn.Module, x: torch.Tensor) -> torch.Tensor:
         """One-to-many: one input per example, ``out_len`` outputs (B, T, C)."""
         T = int(self.meta["out_len"])
-        hint = (f"a generate task (one input, {T} outputs) needs a one-to-many model such as "
-                f"lstm-generator-small returning (B, {T}, C)")
+        hint = (
+            f"a generate task (one input, {T} outputs) needs a one-to-many model such as "
+            f"lstm-generator-small returning (B, {T}, C)"
+        )
         try:
             out = _logits(model(x))
         except (ValueError, RuntimeError, TypeError, IndexError) as e:
@@ -199,8 +203,10 @@ class Task:
             for name in ("train", "valid", "test"):
                 top = max_id(self.split(name)[0 if side == "src" else 1])
                 if top >= vocab:
-                    raise TrainError(f"{name} split: {side} id {top} is out of range for the model's "
-                                     f"{side}_vocab_size {vocab}; drop the vocab-size override or re-prepare the data")
+                    raise TrainError(
+                        f"{name} split: {side} id {top} is out of range for the model's "
+                        f"{side}_vocab_size {vocab}; drop the vocab-size override or re-prepare the data"
+                    )
 
     def tokens(self, batch: dict) -> int:
         """Count the input tokens (or examples) in a batch, for throughput."""
@@ -240,7 +246,7 @@ def shift_images(x: torch.Tensor, k: int) -> torch.Tensor:
     B, _, H, W = x.shape
     padded = F.pad(x, (k, k, k, k), mode="replicate")  # (B, C, H + 2k, W + 2k)
     off = torch.randint(0, 2 * k + 1, (B, 2))
-    return torch.stack([padded[i, :, dy:dy + H, dx:dx + W] for i, (dy, dx) in enumerate(off.tolist())])
+    return torch.stack([padded[i, :, dy : dy + H, dx : dx + W] for i, (dy, dx) in enumerate(off.tolist())])
 
 
 def collate_translation(src: list[list[int]], tgt: list[list[int]], pad_id: int) -> dict:
@@ -291,7 +297,7 @@ class TranslationBatches:
         else:
             order = D.epoch_order(len(self.src), self.seed, e).tolist()
             n = max(1, len(order) // self.batch_size)
-            batches = [order[i * self.batch_size:(i + 1) * self.batch_size] for i in range(n)]
+            batches = [order[i * self.batch_size : (i + 1) * self.batch_size] for i in range(n)]
         if not batches:
             raise TrainError("the translation training split produced no batches")
         return batches

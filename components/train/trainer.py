@@ -1,4 +1,5 @@
 """The ``train.model`` component: train any registered model on any data folder, resumably."""
+
 from __future__ import annotations
 
 import hashlib
@@ -41,8 +42,11 @@ def _finite_or_none(summary: dict[str, Any]) -> dict[str, Any]:
 @contextmanager
 def _determinism(on: bool, device: str):
     """Use deterministic kernels inside the block when ``on``; restore the global flags after."""
-    before = (torch.are_deterministic_algorithms_enabled(), torch.backends.cudnn.deterministic,
-              torch.backends.cudnn.benchmark)
+    before = (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.backends.cudnn.deterministic,
+        torch.backends.cudnn.benchmark,
+    )
     if on:
         if device.startswith("cuda"):
             os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # cuBLAS needs it to be deterministic
@@ -113,8 +117,10 @@ def train_model(
     if steps < 0 or batch_size < 1 or checkpoint_every < 0 or eval_every < 0 or log_every < 1:
         raise TrainError("steps, eval_every and checkpoint_every must be >= 0; batch_size and log_every >= 1")
     if accumulate < 1 or average_last < 0 or prefetch < 0:
-        raise TrainError(f"accumulate must be >= 1 and average_last, prefetch >= 0; got accumulate={accumulate}, "
-                         f"average_last={average_last}, prefetch={prefetch}")
+        raise TrainError(
+            f"accumulate must be >= 1 and average_last, prefetch >= 0; got accumulate={accumulate}, "
+            f"average_last={average_last}, prefetch={prefetch}"
+        )
     if average_last > 1 and not checkpoint_every:
         raise TrainError(f"average_last={average_last} averages checkpoints: set checkpoint_every > 0")
     if len(betas) != 2:
@@ -132,8 +138,10 @@ def train_model(
         sched = make_scheduler(opt, schedule, warmup)
         precision = P.choose(net, device, bf16)
         n_params = sum(p.numel() for p in net.parameters())
-        ctx.log_params({k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in params.items()}
-                       | {"params": n_params, "task_kind": task.kind, "precision": precision})
+        ctx.log_params(
+            {k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in params.items()}
+            | {"params": n_params, "task_kind": task.kind, "precision": precision}
+        )
 
         resume_path = ctx.path("checkpoints/last.pt")
         fingerprint = _fingerprint(params)
@@ -162,9 +170,19 @@ def train_model(
         snapshots = Snapshots(ctx.path("checkpoints/average"), average_last) if average_last > 1 else None
 
         def save_state(step: int, seconds: float) -> None:
-            C.atomic_save({**C.model_record(net, model, config, **info), "optimizer": opt.state_dict(),
-                           "scheduler": sched.state_dict(), "rng": C.rng_state(), "step": step,
-                           "seconds": seconds, "history": history, "fingerprint": fingerprint}, resume_path)
+            C.atomic_save(
+                {
+                    **C.model_record(net, model, config, **info),
+                    "optimizer": opt.state_dict(),
+                    "scheduler": sched.state_dict(),
+                    "rng": C.rng_state(),
+                    "step": step,
+                    "seconds": seconds,
+                    "history": history,
+                    "fingerprint": fingerprint,
+                },
+                resume_path,
+            )
             if snapshots is not None:
                 snapshots.save(step, net, model, config, **info)
 
@@ -201,11 +219,15 @@ def train_model(
                 window.add(loss, correct, count, n_tokens)
                 run_tokens += n_tokens
                 if logging_step:
-                    metrics = window.read(log_every) | {"train/lr": sched.get_last_lr()[0],
-                                                        "train/grad_norm": _item(grad_norm)}
+                    metrics = window.read(log_every) | {
+                        "train/lr": sched.get_last_lr()[0],
+                        "train/grad_norm": _item(grad_norm),
+                    }
                     ctx.log_metrics(metrics, step)
-                    bar.update(description=f"train {model} loss {metrics['train/loss']:.4f} "
-                                           f"{metrics['train/tokens_per_s']:,.0f} tok/s")
+                    bar.update(
+                        description=f"train {model} loss {metrics['train/loss']:.4f} "
+                        f"{metrics['train/tokens_per_s']:,.0f} tok/s"
+                    )
                 if eval_every and step % eval_every == 0:
                     valid = evaluate(net, task, "valid", eval_batch_size)
                     ctx.log_metrics({f"valid/{k}": v for k, v in valid.items()}, step)
@@ -218,11 +240,16 @@ def train_model(
         if diverged_step is None:
             save_state(step, seconds)
 
-        summary: dict[str, Any] = {"diverged": diverged_step is not None, "diverged_step": diverged_step,
-                                   "steps": step,
-                                   "seconds": round(seconds, 3), "params": n_params,
-                                   "resumed_from_step": resumed_from, "precision": precision,
-                                   "tokens_per_s": round(run_tokens / run_seconds, 1) if run_tokens else None}
+        summary: dict[str, Any] = {
+            "diverged": diverged_step is not None,
+            "diverged_step": diverged_step,
+            "steps": step,
+            "seconds": round(seconds, 3),
+            "params": n_params,
+            "resumed_from_step": resumed_from,
+            "precision": precision,
+            "tokens_per_s": round(run_tokens / run_seconds, 1) if run_tokens else None,
+        }
         if snapshots is not None and diverged_step is None:
             paths = snapshots.paths()
             net.load_state_dict(average_checkpoints(paths))
@@ -231,8 +258,14 @@ def train_model(
             for k, v in evaluate(net, task, split, eval_batch_size).items():
                 summary[f"{split}_{k}"] = v
         summary = _finite_or_none(summary)
-        ctx.log_metrics({k: float(v) for k, v in summary.items() if isinstance(v, (int, float)) and v is not None
-                         and not isinstance(v, bool)} | {"diverged": float(summary["diverged"])})
+        ctx.log_metrics(
+            {
+                k: float(v)
+                for k, v in summary.items()
+                if isinstance(v, (int, float)) and v is not None and not isinstance(v, bool)
+            }
+            | {"diverged": float(summary["diverged"])}
+        )
         out = ctx.path("model.pt")
         C.save_model(out, net, model, config, **info, summary=summary)
         (ctx.work_dir / "summary.json").write_text(json.dumps(summary, indent=2))
@@ -267,7 +300,10 @@ class _Window:
         """Return the window's means (one device read) and start a new window."""
         loss, correct, count = torch.stack([self.loss, self.correct.float(), self.count.float()]).tolist()
         now = time.perf_counter()
-        out = {"train/loss": loss / steps, "train/acc": correct / max(count, 1),
-               "train/tokens_per_s": self.tokens / max(now - self.t0, 1e-9)}
+        out = {
+            "train/loss": loss / steps,
+            "train/acc": correct / max(count, 1),
+            "train/tokens_per_s": self.tokens / max(now - self.t0, 1e-9),
+        }
         self.reset()
         return out

@@ -9,6 +9,7 @@
 ``main`` first offers a ``run`` to the warm process (``flows.services.daemon``), naming itself as
 what the warm process runs, so the service layer never imports the CLI.
 """
+
 from __future__ import annotations
 
 import sys
@@ -18,10 +19,21 @@ from flows.cli.app import app
 
 ENTRY = "flows.cli:main"
 # what a run imports, loaded once by the warm process; nothing here starts a thread
-PRELOAD = ("mlflow", "mlflow.store.tracking.sqlalchemy_store", "prefect.client.orchestration",
-           "prefect.flow_engine", "prefect.task_engine", "rich.live", "rich.table", "typer",
-           "flows.execute.executors", "flows.execute.pool", "flows.execute.runner", "flows.execute.view",
-           "flows.track.zombies")
+PRELOAD = (
+    "mlflow",
+    "mlflow.store.tracking.sqlalchemy_store",
+    "prefect.client.orchestration",
+    "prefect.flow_engine",
+    "prefect.task_engine",
+    "rich.live",
+    "rich.table",
+    "typer",
+    "flows.execute.executors",
+    "flows.execute.pool",
+    "flows.execute.runner",
+    "flows.execute.view",
+    "flows.track.zombies",
+)
 
 __all__ = ["app", "main"]
 

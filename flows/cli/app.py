@@ -3,6 +3,7 @@
 Text from the user or from a location (``FILE:100:COL``) is printed literally: the consoles
 interpret no emoji shortcodes, and messages are escaped before Rich sees them.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,15 +13,21 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-app = typer.Typer(help="Declarative pipelines for the four-bottleneck comparison of sequence models.",
-                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+app = typer.Typer(
+    help="Declarative pipelines for the four-bottleneck comparison of sequence models.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
 out = Console(soft_wrap=True, emoji=False)
 err = Console(stderr=True, soft_wrap=True, emoji=False)
 
 PipelineArg = Annotated[Path, typer.Argument(help="pipeline YAML file", show_default=False)]
 ProfileOpt = Annotated[Optional[str], typer.Option("--profile", "-p", help="named profile to overlay")]
-SetOpt = Annotated[Optional[list[str]], typer.Option(
-    "--set", "-s", help="override a param (KEY=VALUE) or a step parameter (STEP.PARAM=VALUE); repeatable")]
+SetOpt = Annotated[
+    Optional[list[str]],
+    typer.Option("--set", "-s", help="override a param (KEY=VALUE) or a step parameter (STEP.PARAM=VALUE); repeatable"),
+]
 
 
 def fail(message: str, code: int = 1, after: str = "") -> NoReturn:
@@ -56,4 +63,4 @@ def plan_or_exit(path: Path, profile: str | None, sets: list[str] | None, what: 
     except PipelineInvalid as e:
         n = print_invalid(e)
         err.print(f"[red]{n} error(s); nothing was {what}.[/]")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None

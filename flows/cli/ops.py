@@ -1,4 +1,5 @@
 """Commands for nightly runs: ``schedule``, ``serve``, ``deploy`` and ``history``."""
+
 from __future__ import annotations
 
 import os
@@ -15,8 +16,10 @@ from flows import home
 from flows.cli.app import app, err, fail, out, print_invalid, require_servers
 
 ProfileOpt = Annotated[Optional[str], typer.Option("--profile", "-p", help="named profile to run")]
-SetOpt = Annotated[Optional[list[str]], typer.Option(
-    "--set", "-s", help="override a param (KEY=VALUE) for the scheduled runs; repeatable")]
+SetOpt = Annotated[
+    Optional[list[str]],
+    typer.Option("--set", "-s", help="override a param (KEY=VALUE) for the scheduled runs; repeatable"),
+]
 
 
 def _spec(path: Path, **kwargs):
@@ -33,10 +36,13 @@ def _spec(path: Path, **kwargs):
 
 @app.command()
 def schedule(
-    pipeline: Annotated[Optional[str], typer.Argument(
-        help="pipeline YAML file (with --remove: the file or the pipeline's name)", show_default=False)] = None,
-    cron: Annotated[Optional[str], typer.Option(help="cron expression, e.g. \"0 2 * * *\" (default: the "
-                                                     "file's schedule: key)")] = None,
+    pipeline: Annotated[
+        Optional[str],
+        typer.Argument(help="pipeline YAML file (with --remove: the file or the pipeline's name)", show_default=False),
+    ] = None,
+    cron: Annotated[
+        Optional[str], typer.Option(help='cron expression, e.g. "0 2 * * *" (default: the file\'s schedule: key)')
+    ] = None,
     timezone: Annotated[Optional[str], typer.Option(help="IANA timezone of the cron (default UTC)")] = None,
     profile: ProfileOpt = None,
     set_: SetOpt = None,
@@ -66,8 +72,10 @@ def schedule(
         return
     spec = _spec(Path(pipeline), cron=cron, timezone=timezone, profile=profile, sets=set_)
     dep_id = sched.apply(spec)
-    out.print(f"scheduled [bold]{escape(spec.deployment)}[/] ({escape(spec.file)}) at '{escape(spec.cron)}' "
-              f"{escape(spec.timezone)}; deployment {dep_id}")
+    out.print(
+        f"scheduled [bold]{escape(spec.deployment)}[/] ({escape(spec.file)}) at '{escape(spec.cron)}' "
+        f"{escape(spec.timezone)}; deployment {dep_id}"
+    )
     if not os.environ.get("PREFECT_API_URL"):
         err.print("runs start only while `bottlenecks serve` is running (it starts a local Prefect server)")
 
@@ -86,22 +94,35 @@ def _list() -> None:
         spec = sched.spec_from_deployment(dep)
         upcoming = sched.next_runs(dep.id)
         when = f"{upcoming[0].expected_start_time:%Y-%m-%d %H:%M %Z}" if upcoming else "-"
-        table.add_row(escape(dep.name), escape(str((dep.parameters or {}).get("pipeline", "?"))),
-                      escape(str((dep.parameters or {}).get("profile") or "-")),
-                      escape(spec.cron if spec else "-"), escape(spec.timezone if spec else "-"),
-                      escape(f"work pool {dep.work_pool_name}" if dep.work_pool_name else "bottlenecks serve"),
-                      "paused" if dep.paused else when)
+        table.add_row(
+            escape(dep.name),
+            escape(str((dep.parameters or {}).get("pipeline", "?"))),
+            escape(str((dep.parameters or {}).get("profile") or "-")),
+            escape(spec.cron if spec else "-"),
+            escape(spec.timezone if spec else "-"),
+            escape(f"work pool {dep.work_pool_name}" if dep.work_pool_name else "bottlenecks serve"),
+            "paused" if dep.paused else when,
+        )
     out.print(table)
 
 
 @app.command()
 def serve(
-    pipelines: Annotated[Optional[list[Path]], typer.Argument(
-        help="pipeline files with a schedule: key (default: every schedule made with `bottlenecks schedule`)",
-        show_default=False)] = None,
+    pipelines: Annotated[
+        Optional[list[Path]],
+        typer.Argument(
+            help="pipeline files with a schedule: key (default: every schedule made with `bottlenecks schedule`)",
+            show_default=False,
+        ),
+    ] = None,
     limit: Annotated[Optional[int], typer.Option(help="pipeline runs at once across schedules")] = None,
-    wait: Annotated[bool, typer.Option("--wait", help="wait for a schedule to appear instead of exiting "
-                                                      "(for a service started before any schedule)")] = False,
+    wait: Annotated[
+        bool,
+        typer.Option(
+            "--wait",
+            help="wait for a schedule to appear instead of exiting (for a service started before any schedule)",
+        ),
+    ] = False,
 ) -> None:
     """Run the scheduled pipelines on this machine until Ctrl-C.
 
@@ -122,11 +143,11 @@ def serve(
     err.print("starting a local Prefect server for the scheduler ...")
     try:
         with local_prefect_server() as url:
-            os.environ["PREFECT_API_URL"] = url   # flow-run subprocesses inherit it
+            os.environ["PREFECT_API_URL"] = url  # flow-run subprocesses inherit it
             with temporary_settings({PREFECT_API_URL: url}):
                 err.print(f"Prefect API at {url}")
                 _serve(pipelines or [], limit, wait)
-    except typer.Exit:   # a click Exit is a RuntimeError too; it has printed its reason already
+    except typer.Exit:  # a click Exit is a RuntimeError too; it has printed its reason already
         raise
     except (RuntimeError, sched.ScheduleError) as e:
         fail(str(e))
@@ -158,11 +179,19 @@ def _serve(files: list[Path], limit: int | None, wait: bool = False, poll: float
 
 @app.command()
 def deploy(
-    pipelines: Annotated[Optional[list[Path]], typer.Argument(
-        help="pipeline files with a schedule: key (default: every existing schedule)", show_default=False)] = None,
-    work_pool: Annotated[str, typer.Option("--work-pool", help="Prefect work pool whose workers run the pipelines")] = ...,
-    working_dir: Annotated[Optional[str], typer.Option(
-        help="project folder on the worker hosts (process pools; pipeline paths are relative to it)")] = None,
+    pipelines: Annotated[
+        Optional[list[Path]],
+        typer.Argument(
+            help="pipeline files with a schedule: key (default: every existing schedule)", show_default=False
+        ),
+    ] = None,
+    work_pool: Annotated[
+        str, typer.Option("--work-pool", help="Prefect work pool whose workers run the pipelines")
+    ] = ...,
+    working_dir: Annotated[
+        Optional[str],
+        typer.Option(help="project folder on the worker hosts (process pools; pipeline paths are relative to it)"),
+    ] = None,
     profile: ProfileOpt = None,
     cron: Annotated[Optional[str], typer.Option(help="cron for the given files (default: their schedule: key)")] = None,
     timezone: Annotated[Optional[str], typer.Option(help="IANA timezone of the cron")] = None,
@@ -171,8 +200,10 @@ def deploy(
     home.configure()
     require_servers()
     if not os.environ.get("PREFECT_API_URL"):
-        fail("deploying to a work pool needs a shared Prefect server: set PREFECT_API_URL "
-              "(e.g. http://127.0.0.1:4200/api for the docker compose deployment)")
+        fail(
+            "deploying to a work pool needs a shared Prefect server: set PREFECT_API_URL "
+            "(e.g. http://127.0.0.1:4200/api for the docker compose deployment)"
+        )
     from prefect.exceptions import ObjectNotFound
 
     from flows.ops import schedule as sched
@@ -181,9 +212,11 @@ def deploy(
         try:
             client.read_work_pool(work_pool)
         except ObjectNotFound:
-            fail(f"work pool {work_pool!r} does not exist at {os.environ['PREFECT_API_URL']}; create it with "
-                  f"`prefect work-pool create {work_pool} --type process` or start a worker with "
-                  f"`prefect worker start --pool {work_pool} --type process`")
+            fail(
+                f"work pool {work_pool!r} does not exist at {os.environ['PREFECT_API_URL']}; create it with "
+                f"`prefect work-pool create {work_pool} --type process` or start a worker with "
+                f"`prefect worker start --pool {work_pool} --type process`"
+            )
     if pipelines:
         specs = [_spec(p, cron=cron, timezone=timezone, profile=profile) for p in pipelines]
     else:
@@ -193,20 +226,28 @@ def deploy(
     variables = {"working_dir": working_dir} if working_dir else None
     for spec in specs:
         dep_id = sched.apply(spec, work_pool=work_pool, job_variables=variables)
-        out.print(f"deployed {escape(spec.deployment)} to work pool {escape(work_pool)} at '{escape(spec.cron)}' "
-                  f"{escape(spec.timezone)}; deployment {dep_id}")
+        out.print(
+            f"deployed {escape(spec.deployment)} to work pool {escape(work_pool)} at '{escape(spec.cron)}' "
+            f"{escape(spec.timezone)}; deployment {dep_id}"
+        )
 
 
 @app.command()
 def history(
-    pipeline: Annotated[str, typer.Argument(help="pipeline name (its MLflow experiment) or YAML file",
-                                            show_default=False)],
-    last: Annotated[int, typer.Option("--last", "-n", min=2, help="runs shown; the ones before the "
-                                                                  "newest are its baseline")] = 10,
-    threshold: Annotated[Optional[list[str]], typer.Option(
-        help="relative change vs the median that is a regression: 0.25, or METRIC_GLOB=0.5; repeatable")] = None,
-    metric: Annotated[Optional[list[str]], typer.Option(
-        "--metric", "-m", help="only metrics matching this glob, e.g. 'report/claim*'; repeatable")] = None,
+    pipeline: Annotated[
+        str, typer.Argument(help="pipeline name (its MLflow experiment) or YAML file", show_default=False)
+    ],
+    last: Annotated[
+        int, typer.Option("--last", "-n", min=2, help="runs shown; the ones before the newest are its baseline")
+    ] = 10,
+    threshold: Annotated[
+        Optional[list[str]],
+        typer.Option(help="relative change vs the median that is a regression: 0.25, or METRIC_GLOB=0.5; repeatable"),
+    ] = None,
+    metric: Annotated[
+        Optional[list[str]],
+        typer.Option("--metric", "-m", help="only metrics matching this glob, e.g. 'report/claim*'; repeatable"),
+    ] = None,
     plot: Annotated[bool, typer.Option(help="log a trend plot to the newest run")] = True,
 ) -> None:
     """Show PIPELINE's results over its last runs; exit 1 when the newest run regressed.

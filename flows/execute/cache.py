@@ -6,6 +6,7 @@ computing or writing the same step at once; the second waits and then takes the 
 The lease is an exclusive ``flock`` (the kernel drops it when its holder dies) whose file names
 its owner (host, pid, run), so a waiter can say whom it waits for and give up after a timeout.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -61,8 +62,15 @@ class StepCache:
         self._entry(key).unlink(missing_ok=True)
 
     @contextmanager
-    def lock(self, key: str, *, owner: dict | None = None, timeout: float | None = None,
-             waiting: Callable[[dict], None] | None = None, poll: float = 0.2) -> Iterator[None]:
+    def lock(
+        self,
+        key: str,
+        *,
+        owner: dict | None = None,
+        timeout: float | None = None,
+        waiting: Callable[[dict], None] | None = None,
+        poll: float = 0.2,
+    ) -> Iterator[None]:
         """Hold the lease on ``key`` across processes (and hosts sharing the folder).
 
         ``owner`` is written into the lease file (host and pid are added); ``waiting`` is called
@@ -82,15 +90,20 @@ class StepCache:
                         waiting(holder)
                         told = True
                     if timeout is not None and time.monotonic() - started > timeout:
-                        raise LeaseTimeout(f"step cache key {key[:16]} is held by {describe_owner(holder)}; "
-                                           f"gave up after {timeout:.0f}s (raise settings.lease_timeout, or "
-                                           "stop that run)") from None
+                        raise LeaseTimeout(
+                            f"step cache key {key[:16]} is held by {describe_owner(holder)}; "
+                            f"gave up after {timeout:.0f}s (raise settings.lease_timeout, or "
+                            "stop that run)"
+                        ) from None
                     time.sleep(poll)
             try:
                 fh.seek(0)
                 fh.truncate()
-                fh.write(json.dumps({**(owner or {}), "host": socket.gethostname(), "pid": os.getpid(),
-                                     "since": time.time()}))
+                fh.write(
+                    json.dumps(
+                        {**(owner or {}), "host": socket.gethostname(), "pid": os.getpid(), "since": time.time()}
+                    )
+                )
                 fh.flush()
                 yield
             finally:

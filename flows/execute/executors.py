@@ -4,6 +4,7 @@
 Every executor takes the same ``StepPayload`` and gives back the same ``StepResult``; the parent
 (``flows/execute/runner.py``) keeps Prefect, the cache and MLflow's parent run.
 """
+
 from __future__ import annotations
 
 import os
@@ -14,8 +15,8 @@ from typing import Callable
 
 from flows.execute.pool import ProcessPool, Stopped
 from flows.execute.worker import StepPayload, StepResult, run_step
-
 from flows.settings import EXECUTORS  # noqa: E402  (re-exported for callers)
+
 Events = Callable[[dict], None]
 
 
@@ -97,13 +98,24 @@ class DaskExecutor:
             try:
                 self.client = Client(address, timeout="20s")
             except (OSError, TimeoutError) as e:
-                raise ExecutorError(f"no Dask scheduler answers at {address}: {e}; start one with "
-                                    f"`dask scheduler` and workers with `dask worker {address}`") from None
+                raise ExecutorError(
+                    f"no Dask scheduler answers at {address}: {e}; start one with "
+                    f"`dask scheduler` and workers with `dask worker {address}`"
+                ) from None
         else:
-            env = {"CUDA_VISIBLE_DEVICES": "", "BOTTLENECKS_DEVICE": "cpu",
-                   "BOTTLENECKS_WORKERS_PER_HOST": str(max(1, workers))}
-            self.cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
-                                        dashboard_address=None, resources={"CPU": 1}, env=env)
+            env = {
+                "CUDA_VISIBLE_DEVICES": "",
+                "BOTTLENECKS_DEVICE": "cpu",
+                "BOTTLENECKS_WORKERS_PER_HOST": str(max(1, workers)),
+            }
+            self.cluster = LocalCluster(
+                n_workers=max(1, workers),
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                resources={"CPU": 1},
+                env=env,
+            )
             self.client = Client(self.cluster)
         self.topic = f"bottlenecks-{uuid.uuid4().hex[:12]}"
         self.handlers: dict[str, Events] = {}
@@ -129,8 +141,15 @@ class DaskExecutor:
             raise Stopped()
         resources = {"GPU": 1} if gpu else ({"CPU": 1} if self.cpu_tagged else None)
         self.handlers[payload.instance] = on_event
-        future = self.client.submit(_dask_step, payload, self.topic, resources=resources, pure=False,
-                                    retries=0, key=f"{payload.instance}-{uuid.uuid4().hex[:8]}")
+        future = self.client.submit(
+            _dask_step,
+            payload,
+            self.topic,
+            resources=resources,
+            pure=False,
+            retries=0,
+            key=f"{payload.instance}-{uuid.uuid4().hex[:8]}",
+        )
         self.futures.add(future)
         try:
             while not future.done():
@@ -159,8 +178,9 @@ class DaskExecutor:
                 self.cluster.close(timeout=10)
 
 
-def make(name: str, *, workers: int, gpus: list[str], threads: int, address: str | None,
-         eager: tuple[int, int] = (0, 0)):
+def make(
+    name: str, *, workers: int, gpus: list[str], threads: int, address: str | None, eager: tuple[int, int] = (0, 0)
+):
     """Build the executor ``name`` for a run; ``eager``: (CPU, GPU) workers to start right away."""
     if name == "threads":
         return ThreadExecutor(workers, gpus, threads)

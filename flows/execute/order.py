@@ -6,6 +6,7 @@ which branches start first and how often a worker sits idle. ``submission_order`
 scheduling with estimated costs: whenever a worker is free it starts, among the instances whose
 inputs are finished, the one with the longest estimated path to the end of the pipeline.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -13,8 +14,8 @@ from typing import Callable
 
 from flows.plan.build import Instance, Plan
 
-STEP_SECONDS = 0.05    # a rough cost per training step (quick-profile models, 1 thread)
-BASE_SECONDS = 5.0     # start-up, evaluation, a probe without a step count
+STEP_SECONDS = 0.05  # a rough cost per training step (quick-profile models, 1 thread)
+BASE_SECONDS = 5.0  # start-up, evaluation, a probe without a step count
 
 Cost = Callable[[Instance], float]
 

@@ -5,6 +5,7 @@ imported once per worker), talking over a socket pair. A worker that dies (``os.
 segfault, the OOM killer) fails only the step it was running, with its signal; the slot starts
 a fresh worker for the next step. Workers never outlive the run: they exit when the parent does.
 """
+
 from __future__ import annotations
 
 import os
@@ -19,7 +20,6 @@ from multiprocessing.connection import Connection, wait
 from typing import Callable
 
 from flows.execute.worker import StepPayload, StepResult
-
 
 # not ``-m flows.execute.worker``: its classes must unpickle as ``flows.execute.worker.*``, not ``__main__.*``
 _ENTRY = "import sys; from flows.execute.worker import serve; serve(int(sys.argv[1]))"
@@ -46,10 +46,18 @@ class Worker:
 
     def __init__(self, env: dict[str, str]):
         ours, theirs = socket.socketpair()
-        child_env = {**os.environ, **env, "BOTTLENECKS_PARENT_PID": str(os.getpid()),
-                     "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-        self.proc = subprocess.Popen([sys.executable, "-c", _ENTRY, str(theirs.fileno())],
-                                     pass_fds=[theirs.fileno()], env=child_env, cwd=os.getcwd())
+        child_env = {
+            **os.environ,
+            **env,
+            "BOTTLENECKS_PARENT_PID": str(os.getpid()),
+            "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+        }
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _ENTRY, str(theirs.fileno())],
+            pass_fds=[theirs.fileno()],
+            env=child_env,
+            cwd=os.getcwd(),
+        )
         theirs.close()
         self.conn = Connection(ours.detach())
         self.ready = False
@@ -93,8 +101,7 @@ class Worker:
             code = self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             code = None
-        return StepResult("died", error=f"died: {describe_exit(code)}", pid=self.proc.pid,
-                          host=socket.gethostname())
+        return StepResult("died", error=f"died: {describe_exit(code)}", pid=self.proc.pid, host=socket.gethostname())
 
     def close(self, grace: float = 3.0) -> None:
         """End the worker: EOF first, then SIGTERM, then SIGKILL."""
@@ -121,9 +128,12 @@ class Slot:
 
     def __init__(self, name: str, gpu: str | None, threads: int):
         self.name, self.gpu, self.threads = name, gpu, threads
-        self.env = {"CUDA_VISIBLE_DEVICES": gpu if gpu is not None else "",
-                    "BOTTLENECKS_DEVICE": "cuda" if gpu is not None else "cpu",
-                    "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+        self.env = {
+            "CUDA_VISIBLE_DEVICES": gpu if gpu is not None else "",
+            "BOTTLENECKS_DEVICE": "cuda" if gpu is not None else "cpu",
+            "OMP_NUM_THREADS": str(threads),
+            "MKL_NUM_THREADS": str(threads),
+        }
         self.worker: Worker | None = None
         self.lock = threading.Lock()
 
@@ -147,7 +157,7 @@ class ProcessPool:
         self.stop = threading.Event()
         self._closed = False
         # start the interpreters the plan will need now, while the parent starts Prefect and MLflow
-        for s in self.cpu[:eager[0]] + self.gpu[:eager[1]]:
+        for s in self.cpu[: eager[0]] + self.gpu[: eager[1]]:
             s.start()
 
     @property

@@ -8,6 +8,7 @@ Prefect ``Completed`` state named ``Cached`` so the Prefect UI shows it as such.
 Ctrl-C or SIGTERM stops the run: workers are ended, unfinished runs are marked KILLED, Prefect's
 flow run is CANCELLED, and the next run resumes from the cache and the checkpoints.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,16 +30,16 @@ from prefect.states import Cancelled, Completed  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 
 from flows.execute import executors  # noqa: E402
-from flows.track import links
 from flows.execute.cache import StepCache  # noqa: E402
 from flows.execute.order import submission_order  # noqa: E402
-from flows.plan.build import Instance, Plan  # noqa: E402
 from flows.execute.pool import Stopped  # noqa: E402
-from flows.language.refs import Ref  # noqa: E402
-from flows.plan.resources import gpus as selected_gpus  # noqa: E402
-from flows.track.runs import Tracker, flatten, git_commit  # noqa: E402
 from flows.execute.worker import StepPayload, StepResult  # noqa: E402
+from flows.language.refs import Ref  # noqa: E402
+from flows.plan.build import Instance, Plan  # noqa: E402
+from flows.plan.resources import gpus as selected_gpus  # noqa: E402
+from flows.track import links  # noqa: E402
 from flows.track.note import run_note  # noqa: E402
+from flows.track.runs import Tracker, flatten, git_commit  # noqa: E402
 
 
 class StepFailed(Exception):
@@ -52,18 +53,19 @@ class RunResult:
     pipeline: str
     parent_run_id: str
     flow_run_id: str | None = None
-    status: dict[str, str] = field(default_factory=dict)   # done / cached / failed / skipped / stopped
+    status: dict[str, str] = field(default_factory=dict)  # done / cached / failed / skipped / stopped
     errors: dict[str, str] = field(default_factory=dict)
     outputs: dict[str, dict] = field(default_factory=dict)
     seconds: float = 0.0
     workers: dict[str, dict] = field(default_factory=dict)  # instance -> {pid, host, device}
-    stopped_by: int | None = None   # the signal that stopped the run
-    zombies: list = field(default_factory=list)   # runs a dead process had left RUNNING, now KILLED
+    stopped_by: int | None = None  # the signal that stopped the run
+    zombies: list = field(default_factory=list)  # runs a dead process had left RUNNING, now KILLED
 
     @property
     def ok(self) -> bool:
-        return (not self.errors and self.stopped_by is None
-                and all(s in ("done", "cached") for s in self.status.values()))
+        return (
+            not self.errors and self.stopped_by is None and all(s in ("done", "cached") for s in self.status.values())
+        )
 
     @property
     def exit_code(self) -> int:
@@ -102,20 +104,34 @@ class StepRunner:
     """Runs one step instance from the parent: cache lookup under its lease, the MLflow child
     run, the payload to the executor, and the result back into the cache and the view."""
 
-    def __init__(self, plan: Plan, tracker: Tracker, parent_run_id: str, cache: StepCache,
-                 use_cache: bool, view, result: RunResult, executor):
+    def __init__(
+        self,
+        plan: Plan,
+        tracker: Tracker,
+        parent_run_id: str,
+        cache: StepCache,
+        use_cache: bool,
+        view,
+        result: RunResult,
+        executor,
+    ):
         self.plan, self.tracker, self.parent = plan, tracker, parent_run_id
         self.cache, self.use_cache, self.view, self.result = cache, use_cache, view, result
         self.executor = executor
         self.stopping = threading.Event()
-        self.active: dict[str, str] = {}   # instance -> MLflow run id, while it runs
-        self._artifacts: dict[str, tuple] = {}   # instance -> (Prefect progress artifact, last update)
+        self.active: dict[str, str] = {}  # instance -> MLflow run id, while it runs
+        self._artifacts: dict[str, tuple] = {}  # instance -> (Prefect progress artifact, last update)
         self._lock = threading.Lock()
 
     def tags(self, inst: Instance) -> dict[str, str]:
-        tags = {"pipeline": self.plan.name, "step": inst.step.id, "component": inst.component.name,
-                "cache_key": inst.key, "spec_hash": self.plan.spec_hash,
-                "code_version": inst.component.code_version}
+        tags = {
+            "pipeline": self.plan.name,
+            "step": inst.step.id,
+            "component": inst.component.name,
+            "cache_key": inst.key,
+            "spec_hash": self.plan.spec_hash,
+            "code_version": inst.component.code_version,
+        }
         if inst.component.bottleneck:
             tags["bottleneck"] = inst.component.bottleneck
         tags.update({f"matrix.{k}": str(v) for k, v in inst.bindings.items()})
@@ -142,8 +158,9 @@ class StepRunner:
 
     def _reuse(self, inst: Instance, record: dict):
         origin = record.get("run_id", "")
-        run_id = self.tracker.start(inst.id, {**self.tags(inst), "cached": "true", "reused_from": origin},
-                                    parent=self.parent)
+        run_id = self.tracker.start(
+            inst.id, {**self.tags(inst), "cached": "true", "reused_from": origin}, parent=self.parent
+        )
         self.tracker.copy_results(origin, run_id)
         self.tracker.finish(run_id, ok=True)
         self.result.status[inst.id] = "cached"
@@ -153,18 +170,28 @@ class StepRunner:
 
     def _compute(self, inst: Instance, params: dict):
         home = str(self.cache.root)
-        run_id = self.tracker.start(inst.id, {**self.tags(inst), "cached": "false",
-                                              "executor": self.executor.name}, parent=self.parent)
+        run_id = self.tracker.start(
+            inst.id, {**self.tags(inst), "cached": "false", "executor": self.executor.name}, parent=self.parent
+        )
         with self._lock:
             self.active[inst.id] = run_id
         work = self.cache.work_dir(inst.step.id, inst.key)
         seed = int(inst.bindings.get("seed", self.plan.settings.seed))
-        payload = StepPayload(instance=inst.id, component=inst.component.name, params=params, key=inst.key,
-                              work_dir=str(work), run_id=run_id, seed=seed,
-                              tracking_uri=os.environ.get("MLFLOW_TRACKING_URI", ""), home=home,
-                              threads=int(self.plan.settings.torch_threads or 0),
-                              device=self._device(inst), module=inst.component.fn.__module__,
-                              inputs=sorted(set(_files_under(params, home))))
+        payload = StepPayload(
+            instance=inst.id,
+            component=inst.component.name,
+            params=params,
+            key=inst.key,
+            work_dir=str(work),
+            run_id=run_id,
+            seed=seed,
+            tracking_uri=os.environ.get("MLFLOW_TRACKING_URI", ""),
+            home=home,
+            threads=int(self.plan.settings.torch_threads or 0),
+            device=self._device(inst),
+            module=inst.component.fn.__module__,
+            inputs=sorted(set(_files_under(params, home))),
+        )
         self.view.event(inst.id, "running")
         try:
             result: StepResult = self.executor.run(payload, inst.gpu, lambda ev: self._on_event(ev))
@@ -187,9 +214,18 @@ class StepRunner:
             raise StepFailed(f"{inst.id}: {message}")
         outputs = {**result.outputs, "run_id": run_id}
         self._close_run(inst.id, run_id, "FINISHED")
-        self.cache.put(inst.key, {"outputs": outputs, "run_id": run_id, "step": inst.id,
-                                  "component": inst.component.name, "work_dir": str(work),
-                                  "host": result.host, "device": result.device})
+        self.cache.put(
+            inst.key,
+            {
+                "outputs": outputs,
+                "run_id": run_id,
+                "step": inst.id,
+                "component": inst.component.name,
+                "work_dir": str(work),
+                "host": result.host,
+                "device": result.device,
+            },
+        )
         self.result.status[inst.id] = "done"
         self.result.outputs[inst.id] = outputs
         self.result.errors.pop(inst.id, None)  # a retry succeeded
@@ -220,14 +256,14 @@ class StepRunner:
     def _on_event(self, event: dict) -> None:
         kind, iid = event.get("kind"), event.get("instance", "")
         if kind == "progress":
-            self.view.progress_of(iid, event.get("completed", 0), event.get("total"),
-                                  event.get("description", ""))
+            self.view.progress_of(iid, event.get("completed", 0), event.get("total"), event.get("description", ""))
             self._prefect_progress(iid, event)
         elif kind == "log":
             import logging
 
-            logging.getLogger("bottlenecks").log(event.get("level", logging.WARNING),
-                                                 f"{iid}: {event.get('message', '')}")
+            logging.getLogger("bottlenecks").log(
+                event.get("level", logging.WARNING), f"{iid}: {event.get('message', '')}"
+            )
 
     def _prefect_progress(self, iid: str, event: dict) -> None:
         """Mirror a step's progress onto its Prefect task run (a progress artifact), at most every
@@ -276,8 +312,7 @@ class StepRunner:
 
 def _to_compute(plan: Plan, cache: StepCache, use_cache: bool) -> tuple[int, int]:
     """(CPU, GPU) step instances without a cache record: how many workers to start at once."""
-    todo = [i for i in plan.instances.values()
-            if not (use_cache and i.step.cache and cache.get(i.key) is not None)]
+    todo = [i for i in plan.instances.values() if not (use_cache and i.step.cache and cache.get(i.key) is not None)]
     return sum(1 for i in todo if not i.gpu), sum(1 for i in todo if i.gpu)
 
 
@@ -289,8 +324,9 @@ def _executor(plan: Plan, eager: tuple[int, int] = (0, 0)):
     name = plan.settings.executor
     if name == "dask" and address:
         _require_servers(address)
-    executor = executors.make(name, workers=int(plan.settings.workers), gpus=gpus,
-                              threads=torch_threads(plan), address=address, eager=eager)
+    executor = executors.make(
+        name, workers=int(plan.settings.workers), gpus=gpus, threads=torch_threads(plan), address=address, eager=eager
+    )
     offered = getattr(executor, "gpu_workers", len(gpus))
     from flows.plan.build import place_on
 
@@ -300,9 +336,11 @@ def _executor(plan: Plan, eager: tuple[int, int] = (0, 0)):
         executor.close()
         step = wanting[0].step
         line, col = step.node.vpos("resources") if "resources" in step.node else step.node.pos
-        raise executors.ExecutorError(f"{plan.pipeline.file}:{line}:{col}: step {step.id} asks for gpu: "
-                                      f"{wanting[0].gpu} but this cluster offers none (no worker of the "
-                                      f"{name} cluster has the resource GPU)")
+        raise executors.ExecutorError(
+            f"{plan.pipeline.file}:{line}:{col}: step {step.id} asks for gpu: "
+            f"{wanting[0].gpu} but this cluster offers none (no worker of the "
+            f"{name} cluster has the resource GPU)"
+        )
     return executor
 
 
@@ -312,11 +350,13 @@ def _require_servers(address: str) -> None:
     if uri.startswith(("sqlite:", "file:")) or "://" not in uri:
         raise executors.ExecutorError(
             f"executor dask at {address} needs an MLflow tracking server its workers can reach, not "
-            f"{uri or 'a local store'}: set MLFLOW_TRACKING_URI=http://HOST:5000 (see docs/deployment.md)")
+            f"{uri or 'a local store'}: set MLFLOW_TRACKING_URI=http://HOST:5000 (see docs/deployment.md)"
+        )
     if not os.environ.get("PREFECT_API_URL"):
         raise executors.ExecutorError(
             f"executor dask at {address} needs a Prefect server: set PREFECT_API_URL=http://HOST:4200/api "
-            "(see docs/deployment.md)")
+            "(see docs/deployment.md)"
+        )
 
 
 class _Signals:
@@ -365,12 +405,19 @@ def run(plan: Plan, *, use_cache: bool = True, view=None, executor=None) -> RunR
     executor = executor or _executor(plan, _to_compute(plan, cache, use_cache))
     tracker = Tracker(plan.name)
     swept = tracker.sweep_zombies()
-    parent_tags = {"pipeline": plan.name, "spec_hash": plan.spec_hash, "profile": plan.profile or "",
-                   "pipeline_file": os.path.basename(plan.pipeline.file), "git_commit": git_commit(),
-                   "overrides": " ".join(plan.overrides), "executor": executor.name}
+    parent_tags = {
+        "pipeline": plan.name,
+        "spec_hash": plan.spec_hash,
+        "profile": plan.profile or "",
+        "pipeline_file": os.path.basename(plan.pipeline.file),
+        "git_commit": git_commit(),
+        "overrides": " ".join(plan.overrides),
+        "executor": executor.name,
+    }
     parent = tracker.start(f"{plan.name}", parent_tags)
-    tracker.log(parent, params=flatten({**plan.params, "profile": plan.profile or "",
-                                        "workers": plan.settings.workers}))
+    tracker.log(
+        parent, params=flatten({**plan.params, "profile": plan.profile or "", "workers": plan.settings.workers})
+    )
     result = RunResult(plan.name, parent, zombies=swept)
     runner = StepRunner(plan, tracker, parent, cache, use_cache, view, result, executor)
     started = time.monotonic()
@@ -390,8 +437,13 @@ def run(plan: Plan, *, use_cache: bool = True, view=None, executor=None) -> RunR
     def _retry(task_, task_run, state) -> bool:
         return not runner.stopping.is_set()  # a stopped step is not retried
 
-    @flow(name=plan.name, task_runner=ThreadPoolTaskRunner(max_workers=max(1, executor.slots)),
-          persist_result=False, log_prints=False, validate_parameters=False)
+    @flow(
+        name=plan.name,
+        task_runner=ThreadPoolTaskRunner(max_workers=max(1, executor.slots)),
+        persist_result=False,
+        log_prints=False,
+        validate_parameters=False,
+    )
     def pipeline_flow():
         from prefect.runtime import flow_run
 
@@ -404,8 +456,11 @@ def run(plan: Plan, *, use_cache: bool = True, view=None, executor=None) -> RunR
             inst = plan.instances[iid]
             upstream = {d: futures[d] for d in inst.deps}
             futures[iid] = step_task.with_options(
-                name=inst.step.id, task_run_name=iid, retries=inst.step.retries,
-                retry_delay_seconds=inst.step.retry_delay, retry_condition_fn=_retry,
+                name=inst.step.id,
+                task_run_name=iid,
+                retries=inst.step.retries,
+                retry_delay_seconds=inst.step.retry_delay,
+                retry_condition_fn=_retry,
             ).submit(iid, upstream)
         for iid, fut in futures.items():
             fut.wait()
@@ -417,8 +472,9 @@ def run(plan: Plan, *, use_cache: bool = True, view=None, executor=None) -> RunR
                     result.status[iid] = "stopped"
                 else:
                     result.status[iid] = "skipped"
-                    failed_up = [d for d in plan.instances[iid].deps if d in result.errors
-                                 or result.status.get(d) == "skipped"]
+                    failed_up = [
+                        d for d in plan.instances[iid].deps if d in result.errors or result.status.get(d) == "skipped"
+                    ]
                     view.event(iid, "skipped", f"upstream {', '.join(failed_up) or state.name} did not finish")
         if runner.stopping.is_set():
             name = signal.Signals(result.stopped_by).name if result.stopped_by else "a signal"
@@ -439,8 +495,10 @@ def run(plan: Plan, *, use_cache: bool = True, view=None, executor=None) -> RunR
             runner.stop(signal.SIGINT)
         except Exception as e:  # a server went away mid-run; finished steps are in the cache
             where = os.environ.get("PREFECT_API_URL") or "the embedded Prefect server"
-            result.errors["(servers)"] = (f"lost a server (Prefect API at {where}, MLflow at "
-                                          f"{os.environ.get('MLFLOW_TRACKING_URI')}): {type(e).__name__}: {e}")
+            result.errors["(servers)"] = (
+                f"lost a server (Prefect API at {where}, MLflow at "
+                f"{os.environ.get('MLFLOW_TRACKING_URI')}): {type(e).__name__}: {e}"
+            )
         except BaseException as e:  # Ctrl-C and the like: the run is KILLED, never FINISHED
             interrupted = f"interrupted ({type(e).__name__})"
             raise

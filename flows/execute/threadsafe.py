@@ -6,6 +6,7 @@ mathtext parser (pyparsing state) are not thread-safe, and concurrent plots fail
 errors on log-scale tick labels. One lock around those entry points fixes it for every
 component without them knowing about threads.
 """
+
 from __future__ import annotations
 
 import functools

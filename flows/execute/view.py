@@ -1,4 +1,5 @@
 """The terminal view of a pipeline run: one row per step instance, with the component's progress."""
+
 from __future__ import annotations
 
 import threading
@@ -11,8 +12,16 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 
 from components.context import Progress as Handle
 
-STYLES = {"pending": "dim", "running": "cyan", "cached": "blue", "done": "green", "failed": "red",
-          "skipped": "yellow", "waiting": "magenta", "stopped": "red"}
+STYLES = {
+    "pending": "dim",
+    "running": "cyan",
+    "cached": "blue",
+    "done": "green",
+    "failed": "red",
+    "skipped": "yellow",
+    "waiting": "magenta",
+    "stopped": "red",
+}
 
 
 class StepView:
@@ -22,12 +31,20 @@ class StepView:
         self.console = console or Console(stderr=True)
         self.enabled = enabled
         self.progress = Progress(
-            SpinnerColumn(), TextColumn("{task.description}", style="bold"), BarColumn(),
-            TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TextColumn("{task.fields[note]}"),
-            console=self.console, transient=False, disable=not (enabled and self.console.is_terminal),
+            SpinnerColumn(),
+            TextColumn("{task.description}", style="bold"),
+            BarColumn(),
+            TextColumn("{task.fields[status]}"),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[note]}"),
+            console=self.console,
+            transient=False,
+            disable=not (enabled and self.console.is_terminal),
         )
-        self.rows = {iid: self.progress.add_task(escape(iid), total=None, status="[dim]pending", note="", start=False)
-                     for iid in instance_ids}
+        self.rows = {
+            iid: self.progress.add_task(escape(iid), total=None, status="[dim]pending", note="", start=False)
+            for iid in instance_ids
+        }
         self.started: dict[str, float] = {}
         self._lock = threading.Lock()
 

@@ -7,6 +7,7 @@ here touches the view, the cache index or the parent's locks. The same function 
 (``executor: threads``), in a local worker process (``serve``) or on a Dask
 worker, so every executor gives the same results.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,10 +41,10 @@ class StepPayload:
     seed: int
     tracking_uri: str
     home: str
-    threads: int = 0        # 0: the cores this worker is given, divided among its host's workers
-    device: str = ""        # "" : what the worker is pinned to (see ``worker_device``)
-    inputs: list[str] = field(default_factory=list)   # producer files the step reads
-    module: str = ""        # where the component is defined: imported first, so it registers
+    threads: int = 0  # 0: the cores this worker is given, divided among its host's workers
+    device: str = ""  # "" : what the worker is pinned to (see ``worker_device``)
+    inputs: list[str] = field(default_factory=list)  # producer files the step reads
+    module: str = ""  # where the component is defined: imported first, so it registers
 
 
 @dataclass
@@ -107,18 +108,35 @@ def run_step(payload: StepPayload, emit: Emit, stop: threading.Event | None = No
     device = payload.device or worker_device()
     missing = _missing_inputs(payload)
     if missing:
-        return StepResult("failed", error=(
-            f"worker on host {host} cannot see {missing[0]} (produced by an upstream step): the "
-            f"state folder {payload.home} must be on a filesystem every worker mounts at the same "
-            "path (set BOTTLENECKS_HOME to it on every host)"), host=host, pid=pid, device=device)
+        return StepResult(
+            "failed",
+            error=(
+                f"worker on host {host} cannot see {missing[0]} (produced by an upstream step): the "
+                f"state folder {payload.home} must be on a filesystem every worker mounts at the same "
+                "path (set BOTTLENECKS_HOME to it on every host)"
+            ),
+            host=host,
+            pid=pid,
+            device=device,
+        )
     tracker = Tracker.for_runs(payload.tracking_uri)
-    ctx = _WorkerContext(tracker=tracker, run_id=payload.run_id, view=_EventView(emit, stop),
-                         work_dir=Path(payload.work_dir), device=device, seed=payload.seed,
-                         step_name=payload.instance, stop=stop)
+    ctx = _WorkerContext(
+        tracker=tracker,
+        run_id=payload.run_id,
+        view=_EventView(emit, stop),
+        work_dir=Path(payload.work_dir),
+        device=device,
+        seed=payload.seed,
+        step_name=payload.instance,
+        stop=stop,
+    )
     handler = _forward_logs(emit, payload.instance)
     try:
-        tracker.log(payload.run_id, params=flatten(payload.params),
-                    tags={"worker.host": host, "worker.pid": str(pid), "device": device})
+        tracker.log(
+            payload.run_id,
+            params=flatten(payload.params),
+            tags={"worker.host": host, "worker.pid": str(pid), "device": device},
+        )
         _set_threads(payload.threads or default_threads())
         outputs = _component(payload)(ctx, **payload.params)
         json.dumps(outputs)  # outputs travel as JSON; big things are files in the work dir
@@ -129,9 +147,15 @@ def run_step(payload: StepPayload, emit: Emit, stop: threading.Event | None = No
         if isinstance(e, Interrupted):
             message = "stopped: the run was interrupted"
         _record_failure(tracker, payload.run_id, ctx, message, trace)
-        return StepResult("stopped" if isinstance(e, Interrupted) else "failed", error=message,
-                          traceback=trace, seconds=time.monotonic() - started, pid=pid, host=host,
-                          device=device)
+        return StepResult(
+            "stopped" if isinstance(e, Interrupted) else "failed",
+            error=message,
+            traceback=trace,
+            seconds=time.monotonic() - started,
+            pid=pid,
+            host=host,
+            device=device,
+        )
     finally:
         logging.getLogger("bottlenecks").removeHandler(handler)
     seconds = time.monotonic() - started
@@ -151,9 +175,11 @@ def _component(payload: StepPayload):
         return get(payload.component)
     except ComponentError:
         if payload.module == "__main__":
-            raise ComponentError(f"component {payload.component!r} is defined in the script that started "
-                                 "the run; worker processes cannot import it: move it to a module, or use "
-                                 "settings.executor: threads") from None
+            raise ComponentError(
+                f"component {payload.component!r} is defined in the script that started "
+                "the run; worker processes cannot import it: move it to a module, or use "
+                "settings.executor: threads"
+            ) from None
         raise
 
 
@@ -175,8 +201,7 @@ def _forward_logs(emit: Emit, instance: str) -> logging.Handler:
     class _Forward(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
             try:
-                emit({"kind": "log", "instance": instance, "level": record.levelno,
-                      "message": record.getMessage()})
+                emit({"kind": "log", "instance": instance, "level": record.levelno, "message": record.getMessage()})
             except Exception:
                 pass
 
@@ -212,8 +237,15 @@ class _EventView:
                 now = time.monotonic()
                 if force or now - self.last >= view.MIN_INTERVAL or (self.total and self.completed >= self.total):
                     self.last = now
-                    view.emit({"kind": "progress", "instance": iid, "completed": self.completed,
-                               "total": self.total, "description": self.description})
+                    view.emit(
+                        {
+                            "kind": "progress",
+                            "instance": iid,
+                            "completed": self.completed,
+                            "total": self.total,
+                            "description": self.description,
+                        }
+                    )
 
             def advance(self, n: float = 1) -> None:
                 super().advance(n)
@@ -317,4 +349,3 @@ def serve(fd: int) -> None:
             return
         result = run_step(payload, lambda event: send(("event", event)))
         send(("result", result))
-

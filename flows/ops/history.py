@@ -8,6 +8,7 @@ logs results on the step runs), each step run's latest metrics count, named
 ``<step run>/<metric>`` (e.g. ``report/claim/b2-lstm-beats-rnn``), which is stable across
 runs because step run names come from the pipeline and its matrix.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -20,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 INFO_COLUMNS = ("start_time", "status")
-CLAIM = re.compile(r"(^|/)claim/")   # scorecard verdicts: 1.0 holds, 0.0 does not
+CLAIM = re.compile(r"(^|/)claim/")  # scorecard verdicts: 1.0 holds, 0.0 does not
 
 
 class HistoryError(Exception):
@@ -35,7 +36,7 @@ class Thresholds:
     per_metric: list[tuple[str, float]] = field(default_factory=list)
 
     def of(self, metric: str) -> float:
-        for pattern, value in reversed(self.per_metric):   # the last matching override wins
+        for pattern, value in reversed(self.per_metric):  # the last matching override wins
             if fnmatch.fnmatchcase(metric, pattern):
                 return value
         return self.default
@@ -49,8 +50,10 @@ def parse_thresholds(values: list[str] | None) -> Thresholds:
         try:
             value = float(number)
         except ValueError:
-            raise HistoryError(f"--threshold {raw!r}: expected a number like 0.2 (20% off the median) "
-                               "or METRIC_GLOB=NUMBER like 'train*/loss=0.5'") from None
+            raise HistoryError(
+                f"--threshold {raw!r}: expected a number like 0.2 (20% off the median) "
+                "or METRIC_GLOB=NUMBER like 'train*/loss=0.5'"
+            ) from None
         if value < 0 or math.isnan(value):
             raise HistoryError(f"--threshold {raw!r}: the relative change must be >= 0")
         if pattern:
@@ -65,7 +68,7 @@ class Flag:
     """One regression found in the newest run."""
 
     metric: str
-    kind: str          # "threshold", "flip", "failed" or "killed"
+    kind: str  # "threshold", "flip", "failed" or "killed"
     newest: float | None
     baseline: float | None
     message: str
@@ -77,9 +80,11 @@ def _experiment_id(client, pipeline: str) -> str:
         names = sorted(e.name for e in client.search_experiments(max_results=200))
         from components.registry import suggest
 
-        raise HistoryError(f"no runs of pipeline {pipeline!r} in the MLflow store "
-                           f"{_tracking_uri()}{suggest(pipeline, names)}; the experiment is named after the "
-                           "pipeline's 'name:' (run it first, or point MLFLOW_TRACKING_URI at the right server)")
+        raise HistoryError(
+            f"no runs of pipeline {pipeline!r} in the MLflow store "
+            f"{_tracking_uri()}{suggest(pipeline, names)}; the experiment is named after the "
+            "pipeline's 'name:' (run it first, or point MLFLOW_TRACKING_URI at the right server)"
+        )
     return exp.experiment_id
 
 
@@ -96,8 +101,12 @@ def parent_runs(pipeline: str, last: int) -> list:
     client = mlflow.MlflowClient()
     exp = _experiment_id(client, pipeline)
     quoted = pipeline.replace("'", "\\'")
-    runs = client.search_runs([exp], f"tags.pipeline = '{quoted}' and attributes.run_name = '{quoted}'",
-                              order_by=["attributes.start_time DESC"], max_results=max(4 * last, 50))
+    runs = client.search_runs(
+        [exp],
+        f"tags.pipeline = '{quoted}' and attributes.run_name = '{quoted}'",
+        order_by=["attributes.start_time DESC"],
+        max_results=max(4 * last, 50),
+    )
     runs = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
     if not runs:
         raise HistoryError(f"pipeline {pipeline!r} has an experiment but no parent runs yet")
@@ -108,8 +117,7 @@ def _child_metrics(experiment_id: str, run_id: str) -> dict[str, float]:
     """Latest metrics of every step run of one parent run, keyed ``<step run>/<metric>``."""
     import mlflow
 
-    kids = mlflow.MlflowClient().search_runs([experiment_id], f"tags.mlflow.parentRunId = '{run_id}'",
-                                             max_results=5000)
+    kids = mlflow.MlflowClient().search_runs([experiment_id], f"tags.mlflow.parentRunId = '{run_id}'", max_results=5000)
     out: dict[str, float] = {}
     for kid in kids:
         name = kid.data.tags.get("mlflow.runName") or kid.info.run_id[:8]
@@ -119,9 +127,8 @@ def _child_metrics(experiment_id: str, run_id: str) -> dict[str, float]:
 
 def _scorecard_globs(rows: list[dict[str, float]]) -> list[str]:
     """Default to the step runs that judged claims (the scorecard), when there are any."""
-    judged = {name.rsplit("/claim", 1)[0] for row in rows for name in row if CLAIM.search(name)
-              or "/claims/" in name}
-    return sorted(f"{glob.escape(step)}/*" for step in judged)   # step runs may be 'report[seed=0]'
+    judged = {name.rsplit("/claim", 1)[0] for row in rows for name in row if CLAIM.search(name) or "/claims/" in name}
+    return sorted(f"{glob.escape(step)}/*" for step in judged)  # step runs may be 'report[seed=0]'
 
 
 def table(pipeline: str, last: int = 10, metrics: list[str] | None = None) -> pd.DataFrame:
@@ -144,12 +151,19 @@ def table(pipeline: str, last: int = 10, metrics: list[str] | None = None) -> pd
     if metrics:
         keep = [c for c in values.columns if any(fnmatch.fnmatchcase(c, g) for g in metrics)]
         if not keep:
-            raise HistoryError(f"no metric matches {', '.join(metrics)}; metrics of {pipeline!r}: "
-                               f"{', '.join(sorted(values.columns)[:30]) or 'none'}")
+            raise HistoryError(
+                f"no metric matches {', '.join(metrics)}; metrics of {pipeline!r}: "
+                f"{', '.join(sorted(values.columns)[:30]) or 'none'}"
+            )
         values = values[keep]
     values = values[sorted(values.columns)]
-    info = pd.DataFrame({"start_time": pd.to_datetime([r.info.start_time for r in runs], unit="ms", utc=True),
-                         "status": [r.info.status for r in runs]}, index=ids)
+    info = pd.DataFrame(
+        {
+            "start_time": pd.to_datetime([r.info.start_time for r in runs], unit="ms", utc=True),
+            "status": [r.info.status for r in runs],
+        },
+        index=ids,
+    )
     frame = pd.concat([info, values], axis=1)
     frame.attrs["logged"] = {rid: set(row) for rid, row in zip(ids, rows)}
     frame.attrs["why"] = {r.info.run_id: _why_unfinished(r) for r in runs}
@@ -180,8 +194,15 @@ def regressions(frame: pd.DataFrame, thresholds: Thresholds) -> list[Flag]:
     elif newest["status"] == "KILLED":
         flags.append(Flag("status", "killed", None, None, f"the newest run {frame.index[-1][:8]} was KILLED: {why}"))
     elif newest["status"] == "RUNNING" and why:
-        flags.append(Flag("status", "killed", None, None, f"the newest run {frame.index[-1][:8]} never finished: "
-                                                          f"{why}; the next run marks it KILLED"))
+        flags.append(
+            Flag(
+                "status",
+                "killed",
+                None,
+                None,
+                f"the newest run {frame.index[-1][:8]} never finished: {why}; the next run marks it KILLED",
+            )
+        )
     for metric in frame.columns.drop(list(INFO_COLUMNS)):
         now = newest[metric]
         history = before[metric].dropna()
@@ -193,17 +214,30 @@ def regressions(frame: pd.DataFrame, thresholds: Thresholds) -> list[Flag]:
             previous = float(history.iloc[-1])
             if now != previous:
                 verdict = {1.0: "holds", 0.0: "does not hold"}
-                flags.append(Flag(metric, "flip", now, previous,
-                                  f"{metric} flipped: {verdict.get(previous, previous)} -> "
-                                  f"{verdict.get(now, now)}"))
+                flags.append(
+                    Flag(
+                        metric,
+                        "flip",
+                        now,
+                        previous,
+                        f"{metric} flipped: {verdict.get(previous, previous)} -> {verdict.get(now, now)}",
+                    )
+                )
             continue
         median = float(history.median())
         limit = thresholds.of(metric)
         change = _relative(now, median)
         if change > limit:
-            flags.append(Flag(metric, "threshold", now, median,
-                              f"{metric} = {now:.4g} is {change:.0%} off the median {median:.4g} of the "
-                              f"{len(history)} run(s) before (threshold {limit:.0%})"))
+            flags.append(
+                Flag(
+                    metric,
+                    "threshold",
+                    now,
+                    median,
+                    f"{metric} = {now:.4g} is {change:.0%} off the median {median:.4g} of the "
+                    f"{len(history)} run(s) before (threshold {limit:.0%})",
+                )
+            )
     return flags
 
 
@@ -221,11 +255,22 @@ def render(frame: pd.DataFrame, flags: list[Flag]) -> str:
     body = frame.drop(columns=list(INFO_COLUMNS)).T
     body.columns = [f"{t:%m-%d %H:%M} {rid[:6]}" for rid, t in zip(frame.index, frame["start_time"])]
     flagged = {f.metric for f in flags}
-    body.insert(len(body.columns), "flag", ["<-- " + next(f.kind for f in flags if f.metric == m)
-                                            if m in flagged else "" for m in body.index])
+    body.insert(
+        len(body.columns),
+        "flag",
+        ["<-- " + next(f.kind for f in flags if f.metric == m) if m in flagged else "" for m in body.index],
+    )
     status = pd.DataFrame([list(frame["status"]) + [""]], index=["(status)"], columns=body.columns)
-    with pd.option_context("display.max_rows", 500, "display.max_columns", 50, "display.width", 250,
-                           "display.float_format", "{:.4g}".format):
+    with pd.option_context(
+        "display.max_rows",
+        500,
+        "display.max_columns",
+        50,
+        "display.width",
+        250,
+        "display.float_format",
+        "{:.4g}".format,
+    ):
         return pd.concat([status, body]).to_string()
 
 
@@ -243,12 +288,16 @@ def trend_plot(frame: pd.DataFrame, flags: list[Flag], path: Path, most: int = 1
     rows = max(1, math.ceil(len(chosen) / cols))
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 2.8 * rows), squeeze=False)
     for ax, metric in zip(axes.flat, chosen):
-        ax.plot(frame["start_time"], frame[metric].astype(float), marker="o",
-                color="tab:red" if metric in flagged else "tab:blue")
+        ax.plot(
+            frame["start_time"],
+            frame[metric].astype(float),
+            marker="o",
+            color="tab:red" if metric in flagged else "tab:blue",
+        )
         ax.set_title(metric, fontsize=8)
         ax.tick_params(labelsize=7)
         ax.tick_params(axis="x", rotation=30)
-    for ax in list(axes.flat)[len(chosen):]:
+    for ax in list(axes.flat)[len(chosen) :]:
         ax.axis("off")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

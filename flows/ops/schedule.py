@@ -5,6 +5,7 @@ overrides as parameters, so ``bottlenecks serve`` on this machine and a Prefect 
 host (importing ``flows.ops.schedule``) execute the same thing. A deployment admits one run at a
 time and cancels a new one that collides with a run still going (no overlap of nightly runs).
 """
+
 from __future__ import annotations
 
 import json
@@ -30,20 +31,24 @@ class ScheduleError(Exception):
 @flow(name=FLOW_NAME, persist_result=False, log_prints=False)
 def run_pipeline(pipeline: str, profile: str | None = None, sets: list[str] | None = None) -> dict[str, Any]:
     """Build and run one pipeline file (relative paths from the working directory)."""
-    from flows.services import connect
-    from flows.plan.build import build
     from flows.execute.runner import run
+    from flows.plan.build import build
+    from flows.services import connect
 
     connect.check_servers()
     if not Path(pipeline).is_file():
-        raise FileNotFoundError(f"pipeline file {pipeline!r} not found from {os.getcwd()}; a relative path is "
-                                "resolved in the project folder: deploy with --working-dir set to it on the worker")
+        raise FileNotFoundError(
+            f"pipeline file {pipeline!r} not found from {os.getcwd()}; a relative path is "
+            "resolved in the project folder: deploy with --working-dir set to it on the worker"
+        )
     plan = build(Path(pipeline), profile=profile, sets=sets)
     result = run(plan)
     if not result.ok:
         failed = ", ".join(f"{i} ({e.splitlines()[0][:200]})" for i, e in result.errors.items())
-        raise RuntimeError(f"pipeline {plan.name!r} finished with failed steps: {failed or 'see MLflow'}; "
-                           f"parent run {result.parent_run_id}")
+        raise RuntimeError(
+            f"pipeline {plan.name!r} finished with failed steps: {failed or 'see MLflow'}; "
+            f"parent run {result.parent_run_id}"
+        )
     return {"pipeline": plan.name, "parent_run_id": result.parent_run_id, "status": result.status}
 
 
@@ -51,8 +56,8 @@ def run_pipeline(pipeline: str, profile: str | None = None, sets: list[str] | No
 class ScheduleSpec:
     """What one deployment runs and when."""
 
-    pipeline: str                 # the pipeline's name (MLflow experiment)
-    file: str                     # pipeline file, relative to the working directory when inside it
+    pipeline: str  # the pipeline's name (MLflow experiment)
+    file: str  # pipeline file, relative to the working directory when inside it
     cron: str
     timezone: str = "UTC"
     profile: str | None = None
@@ -82,48 +87,60 @@ def _relative(path: Path) -> str:
 
 
 def _check_cron(cron: str, timezone: str) -> None:
-    from pydantic import ValidationError
     from prefect.client.schemas.schedules import CronSchedule
+    from pydantic import ValidationError
 
     try:
         CronSchedule(cron=cron, timezone=timezone)
     except ValidationError as e:
         why = "; ".join(err["msg"] for err in e.errors())
-        raise ScheduleError(f"invalid schedule cron={cron!r} timezone={timezone!r}: {why}. Use five cron "
-                            "fields (minute hour day month weekday), e.g. \"0 2 * * *\", and an IANA "
-                            "timezone such as UTC or Europe/Berlin") from None
+        raise ScheduleError(
+            f"invalid schedule cron={cron!r} timezone={timezone!r}: {why}. Use five cron "
+            'fields (minute hour day month weekday), e.g. "0 2 * * *", and an IANA '
+            "timezone such as UTC or Europe/Berlin"
+        ) from None
 
 
 def _as_sets(parameters: Any, file: str) -> list[str]:
     if parameters is None:
         return []
     if not isinstance(parameters, dict):
-        raise ScheduleError(f"{file}: schedule.parameters must be a mapping of param to value, "
-                            f"got {type(parameters).__name__}")
+        raise ScheduleError(
+            f"{file}: schedule.parameters must be a mapping of param to value, got {type(parameters).__name__}"
+        )
     return [f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in parameters.items()]
 
 
-def spec_from_file(path: Path, *, cron: str | None = None, timezone: str | None = None,
-                   profile: str | None = None, sets: list[str] | None = None) -> ScheduleSpec:
+def spec_from_file(
+    path: Path,
+    *,
+    cron: str | None = None,
+    timezone: str | None = None,
+    profile: str | None = None,
+    sets: list[str] | None = None,
+) -> ScheduleSpec:
     """Validate the pipeline and combine its ``schedule:`` key with command-line values (which win)."""
     from flows.plan.build import build
 
-    plan = build(path, profile=profile, sets=sets)   # raises PipelineInvalid: nothing is scheduled
+    plan = build(path, profile=profile, sets=sets)  # raises PipelineInvalid: nothing is scheduled
     declared = dict(plan.pipeline.schedule or {})
     cron = cron or declared.get("cron")
     if not cron:
-        raise ScheduleError(f"{path}: no schedule: pass --cron \"0 2 * * *\" or add "
-                            "'schedule: {cron: \"0 2 * * *\"}' to the pipeline file")
+        raise ScheduleError(
+            f'{path}: no schedule: pass --cron "0 2 * * *" or add '
+            "'schedule: {cron: \"0 2 * * *\"}' to the pipeline file"
+        )
     timezone = timezone or declared.get("timezone") or "UTC"
     profile = profile if profile is not None else declared.get("profile")
     if profile is not None and profile != plan.profile:
         plan = build(path, profile=profile, sets=sets)
     all_sets = _as_sets(declared.get("parameters"), str(path)) + list(sets or [])
     if all_sets != list(sets or []):
-        build(path, profile=profile, sets=all_sets)   # the declared parameters must apply too
+        build(path, profile=profile, sets=all_sets)  # the declared parameters must apply too
     _check_cron(str(cron), str(timezone))
-    return ScheduleSpec(pipeline=plan.name, file=_relative(path), cron=str(cron), timezone=str(timezone),
-                        profile=profile, sets=all_sets)
+    return ScheduleSpec(
+        pipeline=plan.name, file=_relative(path), cron=str(cron), timezone=str(timezone), profile=profile, sets=all_sets
+    )
 
 
 def spec_from_deployment(dep) -> ScheduleSpec | None:
@@ -133,9 +150,14 @@ def spec_from_deployment(dep) -> ScheduleSpec | None:
         return None
     params = dep.parameters or {}
     name, _, profile = dep.name.partition("@")
-    return ScheduleSpec(pipeline=name, file=params.get("pipeline", ""), cron=crons[0].cron,
-                        timezone=crons[0].timezone or "UTC", profile=params.get("profile"),
-                        sets=list(params.get("sets") or []))
+    return ScheduleSpec(
+        pipeline=name,
+        file=params.get("pipeline", ""),
+        cron=crons[0].cron,
+        timezone=crons[0].timezone or "UTC",
+        profile=params.get("profile"),
+        sets=list(params.get("sets") or []),
+    )
 
 
 def to_deployment(spec: ScheduleSpec, work_pool: str | None = None, job_variables: dict | None = None):
@@ -150,7 +172,7 @@ def to_deployment(spec: ScheduleSpec, work_pool: str | None = None, job_variable
         parameters=spec.parameters,
         concurrency_limit=ConcurrencyLimitConfig(limit=1, collision_strategy=ConcurrencyLimitStrategy.CANCEL_NEW),
         description=f"{spec.pipeline} ({spec.file}, profile {spec.profile or 'default'}) at '{spec.cron}' "
-                    f"{spec.timezone}",
+        f"{spec.timezone}",
         tags=[TAG, f"pipeline:{spec.pipeline}"],
         work_pool_name=work_pool,
         job_variables=job_variables or None,
@@ -182,17 +204,25 @@ def deployments() -> list:
 
 def next_runs(deployment_id, count: int = 1) -> list:
     """The next scheduled flow runs of a deployment, soonest first."""
-    from prefect.client.schemas.filters import (DeploymentFilter, DeploymentFilterId, FlowRunFilter,
-                                                FlowRunFilterState, FlowRunFilterStateType)
+    from prefect.client.schemas.filters import (
+        DeploymentFilter,
+        DeploymentFilterId,
+        FlowRunFilter,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
     from prefect.client.schemas.objects import StateType
     from prefect.client.schemas.sorting import FlowRunSort
 
     with prefect_client() as client:
         return client.read_flow_runs(
             deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[deployment_id])),
-            flow_run_filter=FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(
-                any_=[StateType.SCHEDULED]))),
-            sort=FlowRunSort.EXPECTED_START_TIME_ASC, limit=count)
+            flow_run_filter=FlowRunFilter(
+                state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.SCHEDULED]))
+            ),
+            sort=FlowRunSort.EXPECTED_START_TIME_ASC,
+            limit=count,
+        )
 
 
 def remove(pipeline: str, profile: str | None = None) -> str:
@@ -205,8 +235,10 @@ def remove(pipeline: str, profile: str | None = None) -> str:
             dep = client.read_deployment_by_name(f"{FLOW_NAME}/{name}")
         except ObjectNotFound:
             known = ", ".join(d.name for d in deployments()) or "none"
-            raise ScheduleError(f"no schedule named {name!r} in the Prefect API at {api_url()}; "
-                                f"schedules: {known} (see `bottlenecks schedule --list`)") from None
+            raise ScheduleError(
+                f"no schedule named {name!r} in the Prefect API at {api_url()}; "
+                f"schedules: {known} (see `bottlenecks schedule --list`)"
+            ) from None
         client.delete_deployment(dep.id)
     return name
 
@@ -230,8 +262,10 @@ def served_specs() -> list[ScheduleSpec]:
     specs = [spec_from_deployment(d) for d in deployments() if not d.work_pool_name]
     specs = [s for s in specs if s is not None]
     if not specs:
-        raise ScheduleError("nothing to serve: create a schedule with `bottlenecks schedule PIPELINE "
-                            "--cron \"0 2 * * *\"` or pass pipeline files with a schedule: key")
+        raise ScheduleError(
+            "nothing to serve: create a schedule with `bottlenecks schedule PIPELINE "
+            '--cron "0 2 * * *"` or pass pipeline files with a schedule: key'
+        )
     return specs
 
 
@@ -240,6 +274,8 @@ def serve(specs: list[ScheduleSpec], limit: int | None = None) -> None:
     from prefect import serve as prefect_serve
 
     if not os.environ.get("PREFECT_API_URL"):
-        raise ScheduleError("serving schedules needs a Prefect server (the embedded store runs no "
-                            "scheduler); set PREFECT_API_URL or let `bottlenecks serve` start a local one")
+        raise ScheduleError(
+            "serving schedules needs a Prefect server (the embedded store runs no "
+            "scheduler); set PREFECT_API_URL or let `bottlenecks serve` start a local one"
+        )
     prefect_serve(*[to_deployment(s) for s in specs], limit=limit, print_starting_message=False)

@@ -7,6 +7,7 @@
 
 Planning imports component declarations, never their code, Prefect or MLflow.
 """
+
 from flows.plan.build import Instance, Plan, build
 
 __all__ = ["Instance", "Plan", "build"]

@@ -1,5 +1,6 @@
 """From a pipeline file to a validated plan: profiles, overrides, matrix expansion, references,
 parameter checks against each component, the DAG and the cache key of every step instance."""
+
 from __future__ import annotations
 
 import graphlib
@@ -15,13 +16,13 @@ from pydantic import ValidationError
 
 from components.registry import Component, ComponentError, get
 from components.registry import suggest as _suggest
-from flows.plan import size as plansize
 from flows.language import refs
 from flows.language.errors import Collector, Located
 from flows.language.refs import Ref
-from flows.plan.resources import device_class, gpus, wants_gpu
 from flows.language.spec import PROFILE_STEP_KEYS, Pipeline, Step, check_resources, overlay, parse
 from flows.language.yamlload import YList, YMap, load, read
+from flows.plan import size as plansize
+from flows.plan.resources import device_class, gpus, wants_gpu
 from flows.settings import Settings
 
 RESERVED_OUTPUTS = ("run_id",)
@@ -45,7 +46,7 @@ class Instance:
     params: dict[str, Any]
     deps: list[str] = field(default_factory=list)
     key: str = ""
-    gpu: int = 0     # GPUs the instance runs on (0: a CPU worker)
+    gpu: int = 0  # GPUs the instance runs on (0: a CPU worker)
 
     @property
     def label(self) -> str:
@@ -60,7 +61,7 @@ class Plan:
     profile: str | None
     params: dict[str, Any]
     settings: Settings
-    instances: dict[str, Instance]   # in topological order
+    instances: dict[str, Instance]  # in topological order
     spec_hash: str
     overrides: list[str]
 
@@ -151,8 +152,15 @@ class _Planner:
         for inst in all_instances.values():
             inst.key = _cache_key(inst, all_instances, settings)
         spec = json.dumps({"text": self.pipe.text, "profile": self.profile, "sets": self.sets}, sort_keys=True)
-        return Plan(self.pipe, self.profile, params, settings, all_instances,
-                    hashlib.sha256(spec.encode()).hexdigest()[:16], self.sets)
+        return Plan(
+            self.pipe,
+            self.profile,
+            params,
+            settings,
+            all_instances,
+            hashlib.sha256(spec.encode()).hexdigest()[:16],
+            self.sets,
+        )
 
     def _place(self, instances: dict[str, Instance], settings: Settings) -> None:
         """Give each instance its GPU count; refuse requests no worker of this cluster can meet."""
@@ -163,11 +171,16 @@ class _Planner:
                 continue
             inst.gpu, explicit = wants_gpu(inst.component, inst.step.resources, offered)
             if explicit and inst.gpu > offered and not remote:  # a remote cluster is asked at run start
-                where = "a local Dask cluster (CPU workers only)" if settings.executor == "dask" else (
-                    f"devices: {settings.devices}")
-                self.errors.add(inst.step.node.vpos("resources"),
-                                f"step {inst.step.id} asks for gpu: {inst.gpu} but this cluster offers none "
-                                f"({where}); set settings.devices, run on a GPU machine, or ask for gpu: 0")
+                where = (
+                    "a local Dask cluster (CPU workers only)"
+                    if settings.executor == "dask"
+                    else (f"devices: {settings.devices}")
+                )
+                self.errors.add(
+                    inst.step.node.vpos("resources"),
+                    f"step {inst.step.id} asks for gpu: {inst.gpu} but this cluster offers none "
+                    f"({where}); set settings.devices, run on a GPU machine, or ask for gpu: 0",
+                )
 
     # -- profiles and overrides -------------------------------------------------------------------
     def _apply_profile(self) -> tuple[dict, dict]:
@@ -180,15 +193,19 @@ class _Planner:
         if not isinstance(prof, YMap):
             where = pipe.root.kpos("profiles") if "profiles" in pipe.root else (1, 1)
             known = ", ".join(pipe.profiles) or "none defined"
-            errors.add(where, f"unknown profile {self.profile!r}{suggest(self.profile, pipe.profiles)} "
-                              f"(profiles: {known})")
+            errors.add(
+                where, f"unknown profile {self.profile!r}{suggest(self.profile, pipe.profiles)} (profiles: {known})"
+            )
             return dict(params), dict(settings)
         over_params = prof.get("params")
         if isinstance(over_params, YMap):
             for k in over_params:
                 if k not in params:
-                    errors.add(over_params.kpos(k), f"profile {self.profile!r} sets unknown param {k!r}"
-                                                    f"{suggest(str(k), params)}; declare it under top-level 'params'")
+                    errors.add(
+                        over_params.kpos(k),
+                        f"profile {self.profile!r} sets unknown param {k!r}"
+                        f"{suggest(str(k), params)}; declare it under top-level 'params'",
+                    )
             params = overlay(params, over_params)
         if isinstance(prof.get("settings"), YMap):
             settings = overlay(settings, prof["settings"])
@@ -197,16 +214,20 @@ class _Planner:
             for sid, node in over_steps.items():
                 step = pipe.steps.get(sid)
                 if step is None:
-                    errors.add(over_steps.kpos(sid), f"profile {self.profile!r} overrides unknown step {sid!r}"
-                                                     f"{suggest(str(sid), pipe.steps)}")
+                    errors.add(
+                        over_steps.kpos(sid),
+                        f"profile {self.profile!r} overrides unknown step {sid!r}{suggest(str(sid), pipe.steps)}",
+                    )
                     continue
                 if not isinstance(node, YMap):
                     errors.add(over_steps.vpos(sid), f"profile override for step {sid!r} must be a mapping")
                     continue
                 for k in node:
                     if k not in PROFILE_STEP_KEYS:
-                        errors.add(node.kpos(k), f"a profile may override only {', '.join(PROFILE_STEP_KEYS)} "
-                                                 f"of a step, not {k!r}")
+                        errors.add(
+                            node.kpos(k),
+                            f"a profile may override only {', '.join(PROFILE_STEP_KEYS)} of a step, not {k!r}",
+                        )
                 if isinstance(node.get("uses"), str):
                     # another component: its parameters replace the step's instead of merging
                     step.uses = node["uses"]
@@ -235,24 +256,38 @@ class _Planner:
             name = key.removeprefix("params.")
             if "." not in name:
                 if name not in params:
-                    self.errors.errors.append(Located("--set", i, 1, f"unknown param {name!r}"
-                                                      f"{suggest(name, params)}; params: {', '.join(params) or 'none'}"))
+                    self.errors.errors.append(
+                        Located(
+                            "--set",
+                            i,
+                            1,
+                            f"unknown param {name!r}{suggest(name, params)}; params: {', '.join(params) or 'none'}",
+                        )
+                    )
                     continue
                 params[name] = value
                 continue
             sid, _, pname = name.partition(".")
             step = self.pipe.steps.get(sid)
             if step is None:
-                self.errors.errors.append(Located("--set", i, 1, f"unknown param or step {sid!r}"
-                                                  f"{suggest(sid, list(params) + list(self.pipe.steps))}"))
+                self.errors.errors.append(
+                    Located(
+                        "--set",
+                        i,
+                        1,
+                        f"unknown param or step {sid!r}{suggest(sid, list(params) + list(self.pipe.steps))}",
+                    )
+                )
                 continue
             step.with_ = overlay(step.with_, YMap({pname: value}))
 
     def _check_params(self, params: dict) -> None:
         for k, v in params.items():
             if _any(v, lambda x: isinstance(x, str) and "${" in x):
-                self.errors.add(self.pipe.params.vpos(k), f"param {k!r}: params are plain values and cannot "
-                                                          "contain ${...} references")
+                self.errors.add(
+                    self.pipe.params.vpos(k),
+                    f"param {k!r}: params are plain values and cannot contain ${{...}} references",
+                )
 
     def _check_size(self, settings: Settings) -> None:
         steps = self.pipe.steps
@@ -278,13 +313,19 @@ class _Planner:
                 tokens, bad = refs.find(values)
                 if tokens and refs.whole(values, tokens) and tokens[0].ns == "params":
                     if tokens[0].name not in params:
-                        self.errors.add(pos, f"step {step.id!r}: matrix axis {axis!r} references unknown param "
-                                             f"{tokens[0].name!r}{suggest(tokens[0].name, params)}")
+                        self.errors.add(
+                            pos,
+                            f"step {step.id!r}: matrix axis {axis!r} references unknown param "
+                            f"{tokens[0].name!r}{suggest(tokens[0].name, params)}",
+                        )
                         continue
                     values = params[tokens[0].name]
             if not isinstance(values, list):
-                self.errors.add(pos, f"step {step.id!r}: matrix axis {axis!r} must be a list of values "
-                                     "(or ${params.NAME} holding one)")
+                self.errors.add(
+                    pos,
+                    f"step {step.id!r}: matrix axis {axis!r} must be a list of values "
+                    "(or ${params.NAME} holding one)",
+                )
                 continue
             if not values:
                 self.errors.add(pos, f"step {step.id!r}: matrix axis {axis!r} is empty; give at least one value")
@@ -315,8 +356,9 @@ class _Planner:
             for i, need in enumerate(step.needs):
                 pos = step.needs_node.ipos(i) if step.needs_node is not None else step.node.vpos("needs")
                 if need not in self.pipe.steps:
-                    self.errors.add(pos, f"step {step.id!r}: 'needs' names unknown step {need!r}"
-                                         f"{suggest(need, self.pipe.steps)}")
+                    self.errors.add(
+                        pos, f"step {step.id!r}: 'needs' names unknown step {need!r}{suggest(need, self.pipe.steps)}"
+                    )
                 elif need == step.id:
                     self.errors.add(pos, f"step {step.id!r} cannot need itself")
                 else:
@@ -332,8 +374,9 @@ class _Planner:
             return []
 
     # -- references ----------------------------------------------------------------------------------
-    def _resolve(self, step: Step, value: Any, bindings: dict, params: dict, inst: Instance,
-                 pos: tuple[int, int] | None = None) -> Any:
+    def _resolve(
+        self, step: Step, value: Any, bindings: dict, params: dict, inst: Instance, pos: tuple[int, int] | None = None
+    ) -> Any:
         if isinstance(value, YMap) or isinstance(value, dict):
             out = {}
             for k, v in value.items():
@@ -341,9 +384,10 @@ class _Planner:
                 out[k] = self._resolve(step, v, bindings, params, inst, p)
             return out
         if isinstance(value, list):
-            return [self._resolve(step, v, bindings, params, inst,
-                                  value.ipos(i) if isinstance(value, YList) else pos)
-                    for i, v in enumerate(value)]
+            return [
+                self._resolve(step, v, bindings, params, inst, value.ipos(i) if isinstance(value, YList) else pos)
+                for i, v in enumerate(value)
+            ]
         if not isinstance(value, str) or "${" not in value:
             return value
         tokens, bad = refs.find(value)
@@ -361,8 +405,10 @@ class _Planner:
         text = value
         for t, r in zip(tokens, resolved):
             if isinstance(r, Ref):
-                self.errors.add((line, col + t.start), f"step {step.id!r}: a step output reference {t.text} "
-                                                       "must be the whole value, not part of a string")
+                self.errors.add(
+                    (line, col + t.start),
+                    f"step {step.id!r}: a step output reference {t.text} must be the whole value, not part of a string",
+                )
                 return value
             text = text.replace(t.text, str(r), 1)
         return text
@@ -370,8 +416,7 @@ class _Planner:
     def _lookup(self, step: Step, t: refs.Token, pos, bindings: dict, params: dict, inst: Instance):
         if t.ns == "params":
             if t.name not in params:
-                self.errors.add(pos, f"step {step.id!r}: unknown param {t.name!r} in {t.text}"
-                                     f"{suggest(t.name, params)}")
+                self.errors.add(pos, f"step {step.id!r}: unknown param {t.name!r} in {t.text}{suggest(t.name, params)}")
                 return INVALID
             return params[t.name]
         if t.ns == "matrix":
@@ -383,14 +428,20 @@ class _Planner:
             return bindings[t.name]
         producer = self.pipe.steps.get(t.ns)
         if producer is None:
-            self.errors.add(pos, f"step {step.id!r}: reference {t.text} names unknown step {t.ns!r}"
-                                 f"{suggest(t.ns, list(self.pipe.steps) + ['params', 'matrix'])}")
+            self.errors.add(
+                pos,
+                f"step {step.id!r}: reference {t.text} names unknown step {t.ns!r}"
+                f"{suggest(t.ns, list(self.pipe.steps) + ['params', 'matrix'])}",
+            )
             return INVALID
         comp = self.components.get(producer.id)
         if comp is not None and comp.outputs and t.name not in comp.outputs + RESERVED_OUTPUTS:
             outs = comp.outputs + RESERVED_OUTPUTS
-            self.errors.add(pos, f"step {step.id!r}: step {producer.id!r} ({comp.name}) has no output {t.name!r}"
-                                 f"{suggest(t.name, outs)}; outputs: {', '.join(outs)}")
+            self.errors.add(
+                pos,
+                f"step {step.id!r}: step {producer.id!r} ({comp.name}) has no output {t.name!r}"
+                f"{suggest(t.name, outs)}; outputs: {', '.join(outs)}",
+            )
             return INVALID
         ref = Ref(producer.id, t.name)
         p_axes = self.axes.get(producer.id, {})
@@ -400,8 +451,11 @@ class _Planner:
             ref.sources[label(rest) if rest else None] = instance_id(producer.id, b)
         if not ref.sources:
             want = ", ".join(f"{a}={bindings[a]}" for a in shared)
-            self.errors.add(pos, f"step {step.id!r}: {t.text} has no instance of {producer.id!r} with {want}; "
-                                 "matrix values of producer and consumer must match on shared axes")
+            self.errors.add(
+                pos,
+                f"step {step.id!r}: {t.text} has no instance of {producer.id!r} with {want}; "
+                "matrix values of producer and consumer must match on shared axes",
+            )
             return INVALID
         inst.deps.extend(ref.sources.values())
         return ref
@@ -429,22 +483,33 @@ class _Planner:
                     continue
                 kind = err["type"]
                 if kind == "extra_forbidden":
-                    self.errors.add(step.with_.kpos(field_name),
-                                    f"step {step.id!r}: unknown parameter {field_name!r} for {comp.name}"
-                                    f"{suggest(field_name, names)}; parameters: {', '.join(names) or 'none'}")
+                    self.errors.add(
+                        step.with_.kpos(field_name),
+                        f"step {step.id!r}: unknown parameter {field_name!r} for {comp.name}"
+                        f"{suggest(field_name, names)}; parameters: {', '.join(names) or 'none'}",
+                    )
                 elif kind == "missing":
                     where = step.node.kpos("with") if "with" in step.node else step.node.kpos("uses")
                     ann = comp.params_model.model_fields[field_name].annotation
-                    self.errors.add(where, f"step {step.id!r}: missing required parameter {field_name!r} "
-                                           f"({type_name(ann)}) for {comp.name}")
+                    self.errors.add(
+                        where,
+                        f"step {step.id!r}: missing required parameter {field_name!r} "
+                        f"({type_name(ann)}) for {comp.name}",
+                    )
                 else:
                     loc = ".".join(str(p) for p in err["loc"])
-                    ann = comp.params_model.model_fields[field_name].annotation if field_name in comp.params_model.model_fields else None
+                    ann = (
+                        comp.params_model.model_fields[field_name].annotation
+                        if field_name in comp.params_model.model_fields
+                        else None
+                    )
                     got = err.get("input")
                     got = repr(got) if len(repr(got)) <= 80 else repr(got)[:77] + "..."
-                    self.errors.add(step.with_.vpos(field_name),
-                                    f"step {step.id!r}: parameter {loc!r} of {comp.name} expects "
-                                    f"{type_name(ann)}: {err['msg']} (got {got})")
+                    self.errors.add(
+                        step.with_.vpos(field_name),
+                        f"step {step.id!r}: parameter {loc!r} of {comp.name} expects "
+                        f"{type_name(ann)}: {err['msg']} (got {got})",
+                    )
 
 
 def place_on(plan: Plan, offered: int) -> None:
@@ -513,8 +578,10 @@ def type_name(ann) -> str:
 
 def _canonical(value: Any, instances: dict[str, Instance]) -> Any:
     if isinstance(value, Ref):
-        return {"$ref": value.output, "from": {str(k): instances[i].key for k, i in sorted(
-            value.sources.items(), key=lambda kv: str(kv[0]))}}
+        return {
+            "$ref": value.output,
+            "from": {str(k): instances[i].key for k, i in sorted(value.sources.items(), key=lambda kv: str(kv[0]))},
+        }
     if isinstance(value, dict):
         return {str(k): _canonical(v, instances) for k, v in value.items()}
     if isinstance(value, list):

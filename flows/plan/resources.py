@@ -5,6 +5,7 @@ A step asks with ``resources: {gpu: 1}``; a component may declare a default (``t
 wants one GPU), which applies only where the cluster offers GPUs. An explicit request that no
 worker can satisfy is a validation error, before anything runs.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,8 +26,9 @@ def visible_gpus() -> list[str]:
     if exe is None:
         return []
     try:
-        out = subprocess.run([exe, "--query-gpu=index", "--format=csv,noheader"], capture_output=True,
-                             text=True, timeout=10)
+        out = subprocess.run(
+            [exe, "--query-gpu=index", "--format=csv,noheader"], capture_output=True, text=True, timeout=10
+        )
     except (OSError, subprocess.SubprocessError):
         return []
     return [line.strip() for line in out.stdout.splitlines() if line.strip().isdigit()] if out.returncode == 0 else []

@@ -4,6 +4,7 @@ A matrix is a product: three axes of a hundred values, or one ``${params.x}`` li
 itself, make a million step runs that would take minutes to plan and forever to run. The
 bound is counted from the axis lengths alone, so an oversized plan is refused in milliseconds.
 """
+
 from __future__ import annotations
 
 import math
@@ -12,8 +13,8 @@ import os
 from flows.language.errors import Collector
 from flows.settings import Settings
 
-MAX_STEP_RUNS = 10_000      # default; settings.max_step_runs or BOTTLENECKS_MAX_STEP_RUNS raise it
-LINKS_PER_RUN = 10          # links (one step run taking another's output) allowed per step run
+MAX_STEP_RUNS = 10_000  # default; settings.max_step_runs or BOTTLENECKS_MAX_STEP_RUNS raise it
+LINKS_PER_RUN = 10  # links (one step run taking another's output) allowed per step run
 ENV = "BOTTLENECKS_MAX_STEP_RUNS"
 _HOW = f"raise the limit with settings.max_step_runs in the pipeline or {ENV} in the environment"
 
@@ -34,8 +35,14 @@ def limit(settings: Settings, errors: Collector, where) -> int:
     return value
 
 
-def check(axes: dict[str, dict[str, list]], links: list[tuple[str, str, bool]], steps: dict,
-          settings: Settings, errors: Collector, where) -> bool:
+def check(
+    axes: dict[str, dict[str, list]],
+    links: list[tuple[str, str, bool]],
+    steps: dict,
+    settings: Settings,
+    errors: Collector,
+    where,
+) -> bool:
     """Add an error and return False when the plan would exceed the limits.
 
     ``links`` holds (consumer, producer, elementwise): an elementwise reference pairs instances
@@ -50,8 +57,11 @@ def check(axes: dict[str, dict[str, list]], links: list[tuple[str, str, bool]], 
         shape = " × ".join(f"{a} ({len(v):,})" for a, v in step_axes.items()) or "no matrix"
         pos = _axis_pos(steps[sid], step_axes)
         others = f"; {total:,} in the whole plan" if total != runs[sid] else ""
-        errors.add(pos, f"step {sid!r}: the matrix {shape} expands to {runs[sid]:,} step runs{others}; "
-                        f"a plan may have at most {most:,}; {_HOW}")
+        errors.add(
+            pos,
+            f"step {sid!r}: the matrix {shape} expands to {runs[sid]:,} step runs{others}; "
+            f"a plan may have at most {most:,}; {_HOW}",
+        )
         return False
     count = 0
     for consumer, producer, elementwise in links:
@@ -59,10 +69,12 @@ def check(axes: dict[str, dict[str, list]], links: list[tuple[str, str, bool]], 
         per_run = runs[producer] // max(1, math.prod(len(axes[producer][a]) for a in shared))
         count += runs[consumer] * per_run
         if count > LINKS_PER_RUN * most:
-            errors.add(steps[consumer].node.pos,
-                       f"step {consumer!r}: its {runs[consumer]:,} runs would each take {per_run:,} runs of "
-                       f"{producer!r}: more than {LINKS_PER_RUN * most:,} links in the plan ({LINKS_PER_RUN} per "
-                       f"allowed step run); share a matrix axis with {producer!r} or {_HOW}")
+            errors.add(
+                steps[consumer].node.pos,
+                f"step {consumer!r}: its {runs[consumer]:,} runs would each take {per_run:,} runs of "
+                f"{producer!r}: more than {LINKS_PER_RUN * most:,} links in the plan ({LINKS_PER_RUN} per "
+                f"allowed step run); share a matrix axis with {producer!r} or {_HOW}",
+            )
             return False
     return True
 

@@ -1,4 +1,5 @@
 """Fail fast, before any work, when a configured tracking or orchestration server is unreachable."""
+
 from __future__ import annotations
 
 import os
@@ -22,10 +23,16 @@ def _health(url: str, timeout: float) -> str | None:
 
 
 _SERVERS = (
-    ("MLFLOW_TRACKING_URI", "MLflow server at {url} is unreachable ({why}); check that `mlflow server` "
-     "is running and MLFLOW_TRACKING_URI is right, or unset it to use the local store"),
-    ("PREFECT_API_URL", "Prefect API at {url} is unreachable ({why}); check that `prefect server "
-     "start` is running and PREFECT_API_URL ends in /api, or unset it to run embedded"),
+    (
+        "MLFLOW_TRACKING_URI",
+        "MLflow server at {url} is unreachable ({why}); check that `mlflow server` "
+        "is running and MLFLOW_TRACKING_URI is right, or unset it to use the local store",
+    ),
+    (
+        "PREFECT_API_URL",
+        "Prefect API at {url} is unreachable ({why}); check that `prefect server "
+        "start` is running and PREFECT_API_URL ends in /api, or unset it to run embedded",
+    ),
 )
 
 

@@ -6,6 +6,7 @@ user's cache folder (``BOTTLENECKS_CACHE``, as the Prefect template) and kept; l
 start from a copy of it (``templates.py``). Only the embedded ``sqlite:`` store is affected: a
 tracking server, a Postgres store or an existing file are left alone.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,7 +22,7 @@ def database_file(uri: str) -> Path | None:
     """The SQLite file of a ``sqlite:///`` tracking URI, or None for any other store."""
     if not uri.startswith(PREFIX) or ":memory:" in uri:
         return None
-    return Path(uri[len(PREFIX):].split("?")[0])
+    return Path(uri[len(PREFIX) :].split("?")[0])
 
 
 def _template() -> Path:
@@ -47,8 +48,9 @@ def prepare(uri: str | None = None, artifact_root: str | None = None) -> str:
     template = _template()
 
     def own_artifacts(con) -> None:  # the Default experiment's folder: this project's, not the template's
-        con.execute("UPDATE experiments SET artifact_location = ? WHERE experiment_id = 0",
-                    (f"{artifact_root.rstrip('/')}/0",))
+        con.execute(
+            "UPDATE experiments SET artifact_location = ? WHERE experiment_id = 0", (f"{artifact_root.rstrip('/')}/0",)
+        )
 
     templates.copy_to(template, db, own_artifacts if artifact_root else None)
     return f"copied {template}"

@@ -1,4 +1,5 @@
 """A free TCP port on loopback, for a server this process is about to start."""
+
 from __future__ import annotations
 
 import socket

@@ -5,6 +5,7 @@ a first run in a new folder. The first time on a machine (per Prefect version) t
 server migrates a database of its own, keeps a copy in the user's cache folder, and later new
 folders start from that copy (``templates.py``). Runs in the server process only.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -24,7 +25,7 @@ def _database_file() -> Path | None:
     url = url.get_secret_value() if url is not None else ""
     if not url.startswith(PREFIX) or ":memory:" in url:
         return None
-    return Path(url[len(PREFIX):].split("?")[0])
+    return Path(url[len(PREFIX) :].split("?")[0])
 
 
 def prepare() -> str:

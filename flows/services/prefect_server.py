@@ -8,6 +8,7 @@ no command using it, and on `bottlenecks stop`. A record whose process is gone o
 is replaced. Never used when ``PREFECT_API_URL`` is set, nor with ``BOTTLENECKS_PREFECT_SERVER=off``
 (Prefect's own temporary server inside each command, as the test suite runs).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,7 +29,7 @@ from flows.services.ports import free_port
 
 RECORD, LOCK, USERS, LOG = "prefect-server.json", "prefect-server.lock", "prefect-server.users", "prefect-server.log"
 DEFAULT_IDLE = 1800.0
-_held: list = []   # the shared lock on USERS this process holds while it uses the server
+_held: list = []  # the shared lock on USERS this process holds while it uses the server
 
 
 class ServerError(RuntimeError):
@@ -114,8 +115,12 @@ def begin(home: Path) -> str:
     lock = _lock(home)
     try:
         record = read_record(home)
-        if record and _ours(record["pid"]) and record.get("prefect_home") == _prefect_home() \
-                and _answers(record["url"]):
+        if (
+            record
+            and _ours(record["pid"])
+            and record.get("prefect_home") == _prefect_home()
+            and _answers(record["url"])
+        ):
             _hold(home)
             _unlock(lock)
             return record["url"]
@@ -143,15 +148,14 @@ def ready(timeout: float = 90.0) -> None:
             if time.monotonic() > deadline:
                 _terminate(record)
                 (home / RECORD).unlink(missing_ok=True)
-                raise ServerError(f"the background Prefect server did not answer in {timeout:.0f}s; "
-                                  f"see {home / LOG}")
+                raise ServerError(f"the background Prefect server did not answer in {timeout:.0f}s; see {home / LOG}")
             time.sleep(0.2)
         _hold(home)
     finally:
         _unlock(lock)
 
 
-_pending: list = []   # (lock, process, record, home) of a server spawned and not yet answering
+_pending: list = []  # (lock, process, record, home) of a server spawned and not yet answering
 
 
 def _answers(url: str, attempts: int = 3) -> bool:
@@ -178,14 +182,30 @@ def _spawn(home: Path) -> tuple[subprocess.Popen, dict]:
     port = free_port()
     url = f"http://127.0.0.1:{port}/api"
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
-    env.update({"PREFECT_UI_API_URL": url, "PREFECT_SERVER_API_HOST": "127.0.0.1",
-                "PREFECT_SERVER_API_PORT": str(port)})
+    env.update(
+        {"PREFECT_UI_API_URL": url, "PREFECT_SERVER_API_HOST": "127.0.0.1", "PREFECT_SERVER_API_PORT": str(port)}
+    )
     with open(home / LOG, "a") as log:
         # a session of its own: Ctrl-C in the terminal that started it does not stop it
-        proc = subprocess.Popen([sys.executable, "-m", "flows.services.prefect_server", "--port", str(port),
-                                 "--home", str(home), "--idle", str(idle_seconds())],
-                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                cwd=str(home), start_new_session=True)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "flows.services.prefect_server",
+                "--port",
+                str(port),
+                "--home",
+                str(home),
+                "--idle",
+                str(idle_seconds()),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=str(home),
+            start_new_session=True,
+        )
     record = {"pid": proc.pid, "port": port, "url": url, "prefect_home": _prefect_home(), "started": time.time()}
     tmp = home / (RECORD + ".tmp")
     tmp.write_text(json.dumps(record))
@@ -286,10 +306,12 @@ def main() -> None:
 
     print(f"database: {prefect_db.prepare()}", flush=True)
 
-    server = uvicorn.Server(uvicorn.Config(create_app(final=True), host="127.0.0.1", port=args.port,
-                                           log_level="error", lifespan="on"))
-    watcher = threading.Thread(target=_idle_watch, args=(server, args.home, args.idle, min(5.0, args.idle / 4)),
-                               daemon=True)
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(final=True), host="127.0.0.1", port=args.port, log_level="error", lifespan="on")
+    )
+    watcher = threading.Thread(
+        target=_idle_watch, args=(server, args.home, args.idle, min(5.0, args.idle / 4)), daemon=True
+    )
     watcher.start()
     try:
         server.run()

@@ -1,5 +1,6 @@
 """A foreground Prefect server for ``bottlenecks serve`` when no ``PREFECT_API_URL`` is set: it
 lives exactly as long as the scheduler that started it."""
+
 from __future__ import annotations
 
 import os
@@ -20,9 +21,12 @@ def local_prefect_server(timeout: float = 120.0) -> Iterator[str]:
     port = free_port()
     url = f"http://127.0.0.1:{port}/api"
     log = tempfile.NamedTemporaryFile(prefix="prefect-server-", suffix=".log", delete=False)
-    proc = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
-                             "--port", str(port)], stdout=log, stderr=subprocess.STDOUT,
-                            env={**os.environ, "PREFECT_UI_ENABLED": "false"})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PREFECT_UI_ENABLED": "false"},
+    )
     try:
         deadline = time.monotonic() + timeout
         while True:
@@ -33,7 +37,9 @@ def local_prefect_server(timeout: float = 120.0) -> Iterator[str]:
                     break
             except OSError:
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"the local Prefect server did not answer in {timeout:.0f}s; see {log.name}")
+                    raise RuntimeError(
+                        f"the local Prefect server did not answer in {timeout:.0f}s; see {log.name}"
+                    ) from None
                 time.sleep(0.5)
         yield url
     finally:

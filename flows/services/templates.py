@@ -5,6 +5,7 @@ see half a file: a template is written under a private name and renamed into pla
 copy is written under a private name and hard-linked to its final name, which never replaces a
 store another command created meanwhile.
 """
+
 from __future__ import annotations
 
 import os
@@ -32,9 +33,11 @@ def publish(template: Path, write: Callable[[Path], None]) -> Path:
 
 def snapshot(database: Path) -> Callable[[Path], None]:
     """A ``write`` for ``publish`` that copies a live SQLite database consistently."""
+
     def write(partial: Path) -> None:
         with sqlite3.connect(database) as source, sqlite3.connect(partial) as copy:
             source.backup(copy)
+
     return write
 
 

@@ -4,6 +4,7 @@ MLflow shows the note as Markdown at the top of the run page, so the result read
 the scorecard's headline, claims table with verdicts and architecture matrix when a report step
 wrote one, else the step counts, the profile and any failures.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -35,9 +36,15 @@ def run_note(plan, result, interrupted: str | None = None) -> str:
     counts = Counter(result.status.values())
     done = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no step finished"
     state = f"**{interrupted}**" if interrupted else ("all steps finished" if result.ok else "**some steps failed**")
-    lines = [f"# {plan.name}", "", f"{state}: {done} of {len(plan.instances)} step runs in {result.seconds:.1f} s.",
-             "", f"- profile: `{plan.profile or '-'}`", f"- pipeline file: `{Path(plan.pipeline.file).name}`",
-             f"- spec hash: `{plan.spec_hash}`"]
+    lines = [
+        f"# {plan.name}",
+        "",
+        f"{state}: {done} of {len(plan.instances)} step runs in {result.seconds:.1f} s.",
+        "",
+        f"- profile: `{plan.profile or '-'}`",
+        f"- pipeline file: `{Path(plan.pipeline.file).name}`",
+        f"- spec hash: `{plan.spec_hash}`",
+    ]
     if plan.overrides:
         lines.append(f"- overrides: `{' '.join(plan.overrides)}`")
     if plan.pipeline.description:

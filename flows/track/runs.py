@@ -4,6 +4,7 @@ Everything goes through ``MlflowClient`` with explicit run ids: MLflow's active 
 thread and steps run in worker threads. Only model logging needs the fluent API, and it resumes
 the step's own run inside the worker thread.
 """
+
 from __future__ import annotations
 
 import json
@@ -73,7 +74,8 @@ class Tracker:
         if exp is None:
             try:
                 self.experiment_id = self.client.create_experiment(
-                    experiment, artifact_location=_artifact_location(experiment))
+                    experiment, artifact_location=_artifact_location(experiment)
+                )
             except mlflow.exceptions.MlflowException:  # created concurrently by another run
                 self.experiment_id = self.client.get_experiment_by_name(experiment).experiment_id
         else:
@@ -85,21 +87,28 @@ class Tracker:
         tags = {**zombies.owner_tags(), **tags}  # host and pid: a later run can tell it died
         if parent:
             tags = {**tags, "mlflow.parentRunId": parent}
-        run = self.client.create_run(self.experiment_id, run_name=name,
-                                     tags={k: str(v) for k, v in tags.items() if v is not None})
+        run = self.client.create_run(
+            self.experiment_id, run_name=name, tags={k: str(v) for k, v in tags.items() if v is not None}
+        )
         return run.info.run_id
 
-    def log(self, run_id: str, *, params: dict[str, str] | None = None, tags: dict[str, str] | None = None,
-            metrics: list[Metric] | None = None) -> None:
+    def log(
+        self,
+        run_id: str,
+        *,
+        params: dict[str, str] | None = None,
+        tags: dict[str, str] | None = None,
+        metrics: list[Metric] | None = None,
+    ) -> None:
         params_l = [Param(k, v) for k, v in (params or {}).items()]
         tags_l = [RunTag(k, str(v)) for k, v in (tags or {}).items()]
         metrics = metrics or []
         # MLflow caps a batch at 1000 metrics and 100 params
         self.client.log_batch(run_id, metrics=metrics[:1000], params=params_l[:100], tags=tags_l)
         for i in range(1000, len(metrics), 1000):
-            self.client.log_batch(run_id, metrics=metrics[i:i + 1000])
+            self.client.log_batch(run_id, metrics=metrics[i : i + 1000])
         for j in range(100, len(params_l), 100):
-            self.client.log_batch(run_id, params=params_l[j:j + 100])
+            self.client.log_batch(run_id, params=params_l[j : j + 100])
 
     def finish(self, run_id: str, ok: bool, status: str | None = None) -> None:
         self.client.set_terminated(run_id, status or ("FINISHED" if ok else "FAILED"))
@@ -150,15 +159,20 @@ class Tracker:
                 if attempt == 2:
                     names = ", ".join(d.dataset.name for d in datasets)
                     logging.getLogger("bottlenecks.tracking").warning(
-                        "could not record dataset %s on run %s: %s", names, run_id, e)
+                        "could not record dataset %s on run %s: %s", names, run_id, e
+                    )
                 time.sleep(0.2 * (attempt + 1))
+
 
 def experiment_links(base: str) -> list[str]:
     """One URL per experiment that opens its runs table (MLflow 3.17 takes the page kind from
     the ``workflowType`` query, not from the experiment's tag)."""
     exps = MlflowClient().search_experiments(max_results=200, order_by=["last_update_time DESC"])
-    return [f"{e.name}: {base}/#/experiments/{e.experiment_id}?workflowType=machine_learning"
-            for e in exps if e.name != "Default"]
+    return [
+        f"{e.name}: {base}/#/experiments/{e.experiment_id}?workflowType=machine_learning"
+        for e in exps
+        if e.name != "Default"
+    ]
 
 
 def _artifact_location(experiment: str) -> str | None:
@@ -212,19 +226,24 @@ class MlflowContext(Context):
         super().set_tags(tags)
         self.tracker.log(self.run_id, tags=tags)
 
-    def log_dataset(self, name: str, source: str, digest: str, sizes: dict[str, int] | None = None,
-                    context: str = "training") -> None:
+    def log_dataset(
+        self, name: str, source: str, digest: str, sizes: dict[str, int] | None = None, context: str = "training"
+    ) -> None:
         super().log_dataset(name, source, digest, sizes, context)
         sizes = dict(sizes or {})
         profile = json.dumps({"num_rows": sum(sizes.values()), **{f"{k}_rows": v for k, v in sizes.items()}})
-        dataset = Dataset(name=name, digest=digest, source_type="local",
-                          source=json.dumps({"uri": Path(source).resolve().as_uri()}), profile=profile)
+        dataset = Dataset(
+            name=name,
+            digest=digest,
+            source_type="local",
+            source=json.dumps({"uri": Path(source).resolve().as_uri()}),
+            profile=profile,
+        )
         self.tracker.log_dataset(self.run_id, DatasetInput(dataset, tags=[InputTag("mlflow.data.context", context)]))
 
     def log_model(self, model: Any, name: str = "model", example: tuple | None = None) -> None:
         super().log_model(model, name, example)
         import mlflow.pytorch
-
         import torch
 
         io = {}
@@ -237,8 +256,9 @@ class MlflowContext(Context):
         # Pinned requirements: inferring them imports and probes packages for every model.
         requirements = [f"torch=={torch.__version__.split('+')[0]}"]
         with mlflow.start_run(run_id=self.run_id, nested=True):
-            mlflow.pytorch.log_model(model, name=name, serialization_format="pickle",
-                                     pip_requirements=requirements, **io)
+            mlflow.pytorch.log_model(
+                model, name=name, serialization_format="pickle", pip_requirements=requirements, **io
+            )
 
     def progress(self, total: float | None = None, description: str = ""):
         if self.view is None:

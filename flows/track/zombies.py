@@ -6,6 +6,7 @@ host and is no longer alive (or whose pid now belongs to another process) is a z
 on another host cannot be asked, so its run counts as a zombie only once it is older than
 ``STALE_HOURS`` (no pipeline run here takes that long); neither can a run without owner tags.
 """
+
 from __future__ import annotations
 
 import os
@@ -104,15 +105,18 @@ def kill_children(client, experiment_id: str, parent_id: str, reason: str) -> No
 def summary(killed: list[Killed]) -> str:
     """One line for the terminal."""
     first = killed[0]
-    return (f"marked {len(killed)} run(s) KILLED that a dead process had left RUNNING, e.g. {first.name} "
-            f"{first.run_id[:8]}: {first.reason} (tag {REASON})")
+    return (
+        f"marked {len(killed)} run(s) KILLED that a dead process had left RUNNING, e.g. {first.name} "
+        f"{first.run_id[:8]}: {first.reason} (tag {REASON})"
+    )
 
 
 def _running(client, experiment_id: str, extra: str = ""):
     token = None
     while True:
-        page = client.search_runs([experiment_id], f"attributes.status = 'RUNNING'{extra}",
-                                  max_results=1000, page_token=token)
+        page = client.search_runs(
+            [experiment_id], f"attributes.status = 'RUNNING'{extra}", max_results=1000, page_token=token
+        )
         yield from page
         token = page.token
         if not token:

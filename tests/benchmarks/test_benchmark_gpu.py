@@ -1,4 +1,5 @@
 """benchmarks/gpu.py runs on a torch-only host: checked here at tiny size on the CPU."""
+
 import json
 import subprocess
 import sys
@@ -9,8 +10,22 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_gpu_benchmark_runs_tiny_and_imports_nothing_the_gpu_host_lacks(tmp_path):
     out = tmp_path / "fig.json"
-    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu.py"), "--tiny", "--steps", "1", "--device", "cpu",
-                    "--out", str(out)], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "gpu.py"),
+            "--tiny",
+            "--steps",
+            "1",
+            "--device",
+            "cpu",
+            "--out",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     fig = json.loads(out.read_text())
     assert fig["forbidden_imports"] == []
     assert fig["transformer_base"]["tokens_per_s"] > 0 and fig["rnnsearch_1000"]["precision"] == "fp32"

@@ -1,4 +1,5 @@
 """Components are validated from their source and imported only when a step runs."""
+
 import json
 import os
 import subprocess
@@ -17,8 +18,7 @@ HEAVY = ("torch", "prefect", "mlflow", "matplotlib", "sklearn", "datasets")
 def _python(code: str, cwd: Path = REPO, **env: str) -> dict:
     """Run ``code`` in a fresh interpreter; it prints one JSON line, returned parsed."""
     full = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]), **env}
-    proc = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=full, capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=full, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -45,8 +45,9 @@ def test_declaration_read_from_source_matches_the_imported_component(name):
     assert found.doc == real.doc
     lazy = reg._model(name, found.fields)
     assert lazy.model_json_schema() == real.params_model.model_json_schema()
-    assert {k: (f.annotation, f.default) for k, f in lazy.model_fields.items()} == \
-        {k: (f.annotation, f.default) for k, f in real.params_model.model_fields.items()}
+    assert {k: (f.annotation, f.default) for k, f in lazy.model_fields.items()} == {
+        k: (f.annotation, f.default) for k, f in real.params_model.model_fields.items()
+    }
 
 
 def test_a_computed_default_falls_back_to_importing_the_module(tmp_path, monkeypatch):
@@ -56,7 +57,8 @@ def test_a_computed_default_falls_back_to_importing_the_module(tmp_path, monkeyp
         "@component('lazytest.computed', outputs=['n'])\n"
         "def computed(ctx: Context, *, n: int = LIMIT) -> dict:\n"
         "    '''Return n.'''\n"
-        "    return {'n': n}\n")
+        "    return {'n': n}\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setitem(library.MODULES, "lazytest.computed", "lazy_mod")
     with pytest.raises(declared.Unreadable, match="LIMIT is computed"):
@@ -67,10 +69,12 @@ def test_a_computed_default_falls_back_to_importing_the_module(tmp_path, monkeyp
 
 def test_check_and_plan_import_no_component_module_and_no_heavy_library(tmp_path):
     files = sorted(str(p) for p in (REPO / "pipelines").glob("*.yaml"))
-    code = ("import json, sys\nfrom flows.cli import app\n"
-            f"app(['check', *{files!r}], standalone_mode=False)\n"
-            f"app(['plan', {files[0]!r}], standalone_mode=False)\n"
-            "print(json.dumps(sorted(sys.modules)))")
+    code = (
+        "import json, sys\nfrom flows.cli import app\n"
+        f"app(['check', *{files!r}], standalone_mode=False)\n"
+        f"app(['plan', {files[0]!r}], standalone_mode=False)\n"
+        "print(json.dumps(sorted(sys.modules)))"
+    )
     modules = _python(code, cwd=tmp_path, BOTTLENECKS_HOME=str(tmp_path / "home"))
     assert [m for m in HEAVY if m in modules] == []
     imported = {m for m in modules if m.startswith("components.")}
@@ -80,14 +84,19 @@ def test_check_and_plan_import_no_component_module_and_no_heavy_library(tmp_path
 def test_running_one_component_imports_its_module_and_no_other(tmp_path):
     (tmp_path / "one.yaml").write_text(
         "name: one\nsteps:\n  data:\n    uses: data.delayed_recall\n"
-        "    with: {lag: 3, n_train: 20, n_valid: 5, n_test: 5}\n")
-    code = ("import json, sys\nfrom components import Context\nfrom flows.plan.build import build\n"
-            "plan = build('one.yaml')\nbefore = 'components.data.recall' in sys.modules\n"
-            "inst = plan.instances['data']\ninst.component(Context(work_dir='work'), **inst.params)\n"
-            "print(json.dumps({'before': before, 'modules': sorted(sys.modules)}))")
+        "    with: {lag: 3, n_train: 20, n_valid: 5, n_test: 5}\n"
+    )
+    code = (
+        "import json, sys\nfrom components import Context\nfrom flows.plan.build import build\n"
+        "plan = build('one.yaml')\nbefore = 'components.data.recall' in sys.modules\n"
+        "inst = plan.instances['data']\ninst.component(Context(work_dir='work'), **inst.params)\n"
+        "print(json.dumps({'before': before, 'modules': sorted(sys.modules)}))"
+    )
     out = _python(code, cwd=tmp_path)
     assert out["before"] is False
     loaded = set(out["modules"]) & set(library.MODULES.values())
     assert loaded == {"components.data.recall"}
-    assert not any(m.startswith(("components.train", "components.probes", "components.models",
-                                 "components.report")) for m in out["modules"])
+    assert not any(
+        m.startswith(("components.train", "components.probes", "components.models", "components.report"))
+        for m in out["modules"]
+    )

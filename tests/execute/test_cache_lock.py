@@ -1,5 +1,6 @@
 """StepCache.lock(key) across processes: one holder at a time, the waiter goes on after release,
 and a holder that dies gives the lock up. Ordering is read from files the processes write."""
+
 from __future__ import annotations
 
 import os
@@ -33,8 +34,11 @@ HOLDER = textwrap.dedent("""\
 
 def holder(tmp_path: Path, name: str, release: str = "-") -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path / "home"), name, str(tmp_path / "log"),
-                             release, KEY], env=env, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(tmp_path / "home"), name, str(tmp_path / "log"), release, KEY],
+        env=env,
+        start_new_session=True,
+    )
 
 
 def wait_for(predicate, timeout: float, what: str) -> None:
@@ -83,12 +87,15 @@ def test_the_lock_of_a_killed_holder_passes_to_the_waiter(tmp_path):
     second = holder(tmp_path, "second")
     try:
         wait_for((tmp_path / "log.second.trying").exists, 60, "the second process to ask for the lock")
-        os.killpg(first.pid, signal.SIGKILL)   # dies inside the block: no release is ever written
+        os.killpg(first.pid, signal.SIGKILL)  # dies inside the block: no release is ever written
         first.wait(timeout=30)
         assert second.wait(timeout=60) == 0
     finally:
         for p in (first, second):
             if p.poll() is None:
                 os.killpg(p.pid, signal.SIGKILL)
-    assert [(n, e) for n, e, _ in events(tmp_path)] == [("first", "acquired"), ("second", "acquired"),
-                                                         ("second", "released")]
+    assert [(n, e) for n, e, _ in events(tmp_path)] == [
+        ("first", "acquired"),
+        ("second", "acquired"),
+        ("second", "released"),
+    ]

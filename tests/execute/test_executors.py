@@ -1,4 +1,5 @@
 """Steps in worker processes: isolation, crashes, GPU placement, stopping, resuming."""
+
 import json
 import os
 import signal
@@ -14,8 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
-from flows.plan.build import build
 from flows.execute.runner import run
+from flows.plan.build import build
 
 pytestmark = pytest.mark.slow
 C = "tests.support.engine_components"
@@ -29,19 +30,20 @@ def write(tmp_path, text, name="p.yaml"):
 
 
 def runs_of(parent_id, experiment):
-    found = mlflow.search_runs(experiment_names=[experiment],
-                               filter_string=f"tags.mlflow.parentRunId = '{parent_id}'")
+    found = mlflow.search_runs(experiment_names=[experiment], filter_string=f"tags.mlflow.parentRunId = '{parent_id}'")
     return {row["tags.mlflow.runName"]: row for _, row in found.iterrows()}
 
 
 def test_steps_run_in_their_own_processes_and_a_crash_fails_only_its_step(tmp_path, home):
-    path = write(tmp_path, f"""\
+    path = write(
+        tmp_path,
+        f"""\
         name: exec-isolation
         settings: {{workers: 4, executor: processes}}
         steps:
           who:
             uses: {C}:whoami
-            with: {{tag: "${{matrix.i}}", meet: "{tmp_path / 'meet'}", party: 2}}
+            with: {{tag: "${{matrix.i}}", meet: "{tmp_path / "meet"}", party: 2}}
             matrix: {{i: [0, 1]}}
           bad:
             uses: {C}:crash
@@ -52,7 +54,8 @@ def test_steps_run_in_their_own_processes_and_a_crash_fails_only_its_step(tmp_pa
           after:
             uses: {C}:whoami
             with: {{tag: "${{worse.never}}"}}
-        """)
+        """,
+    )
     result = run(build(path))
     assert not result.ok
     assert result.errors["bad"] == "step bad died: SIGABRT"
@@ -63,25 +66,34 @@ def test_steps_run_in_their_own_processes_and_a_crash_fails_only_its_step(tmp_pa
     assert pids["who[i=0]"] != pids["who[i=1]"]
     kids = runs_of(result.parent_run_id, "exec-isolation")
     assert {n: r["status"] for n, r in kids.items()} == {
-        "who[i=0]": "FINISHED", "who[i=1]": "FINISHED", "bad": "FAILED", "worse": "FAILED"}
+        "who[i=0]": "FINISHED",
+        "who[i=1]": "FINISHED",
+        "bad": "FAILED",
+        "worse": "FAILED",
+    }
     assert kids["bad"]["tags.error"] == "step bad died: SIGABRT"
     assert mlflow.get_run(result.parent_run_id).info.status == "FAILED"
 
 
 def test_cli_names_the_dead_step_and_exits_1(tmp_path, home):
-    path = write(tmp_path, f"""\
+    path = write(
+        tmp_path,
+        f"""\
         name: exec-cli-crash
         steps:
           bad: {{uses: "{C}:crash", with: {{how: abort}}}}
           fine: {{uses: "{C}:whoami"}}
-        """)
+        """,
+    )
     out = CliRunner().invoke(app, ["run", str(path)])
     assert out.exit_code == 1, out.output
     assert "step bad failed: step bad died: SIGABRT" in " ".join(out.output.split())
 
 
 def test_gpu_steps_are_placed_on_pinned_workers_and_never_share_one(tmp_path, home):
-    path = write(tmp_path, f"""\
+    path = write(
+        tmp_path,
+        f"""\
         name: exec-placement
         settings: {{workers: 1, devices: [0, 1]}}
         steps:
@@ -93,7 +105,8 @@ def test_gpu_steps_are_placed_on_pinned_workers_and_never_share_one(tmp_path, ho
           cpu:
             uses: {C}:whoami
             with: {{seconds: 0.2}}
-        """)
+        """,
+    )
     result = run(build(path))
     assert result.ok, result.errors
     gpu = [result.outputs[f"gpu[i={i}]"] for i in range(4)]
@@ -106,14 +119,17 @@ def test_gpu_steps_are_placed_on_pinned_workers_and_never_share_one(tmp_path, ho
 
 
 def test_a_gpu_request_no_worker_can_meet_is_refused_at_check(tmp_path):
-    path = write(tmp_path, f"""\
+    path = write(
+        tmp_path,
+        f"""\
         name: exec-nogpu
         settings: {{devices: none}}
         steps:
           train:
             uses: {C}:whoami
             resources: {{gpu: 1}}
-        """)
+        """,
+    )
     out = CliRunner().invoke(app, ["check", str(path)])
     assert out.exit_code == 2
     assert f"{path}:6:16: step train asks for gpu: 1 but this cluster offers none" in " ".join(out.output.split())
@@ -134,13 +150,16 @@ def test_cache_key_records_the_device_class_not_the_gpu(tmp_path):
 
 def test_a_worker_killed_mid_training_fails_its_step_and_the_rerun_resumes(tmp_path, home):
     started = tmp_path / "started"
-    path = write(tmp_path, f"""\
+    path = write(
+        tmp_path,
+        f"""\
         name: exec-resume
         steps:
           train:
             uses: {C}:slow_train
             with: {{steps: 30, seconds_per_step: 0.1, started_file: "{started}"}}
-        """)
+        """,
+    )
 
     def kill_worker():
         deadline = time.monotonic() + 120
@@ -165,20 +184,24 @@ def _cli(args, env_extra=None):
     env = {**os.environ, **(env_extra or {})}
     exe = Path(sys.executable).parent / "bottlenecks"
     cmd = [str(exe), *args] if exe.exists() else [sys.executable, "-m", "flows.cli", *args]
-    return subprocess.Popen(cmd, env=env, cwd=REPO, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        cmd, env=env, cwd=REPO, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
 
 
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_stops_the_run_marks_it_killed_and_leaves_no_process(tmp_path, home, sig, code):
     started = tmp_path / "started"
-    path = write(tmp_path, f"""\
+    path = write(
+        tmp_path,
+        f"""\
         name: exec-stop-{sig.name.lower()}
         steps:
           train:
             uses: {C}:slow_train
             with: {{steps: 600, seconds_per_step: 0.1, started_file: "{started}"}}
-        """)
+        """,
+    )
     proc = _cli(["run", str(path)])
     deadline = time.monotonic() + 120
     while not started.exists() and time.monotonic() < deadline and proc.poll() is None:
@@ -192,8 +215,10 @@ def test_a_signal_stops_the_run_marks_it_killed_and_leaves_no_process(tmp_path, 
     assert proc.returncode == code, output
     with pytest.raises(ProcessLookupError):  # workers and servers are gone too
         os.killpg(proc.pid, 0)
-    parent = mlflow.search_runs(experiment_names=[f"exec-stop-{sig.name.lower()}"],
-                                filter_string="attributes.run_name = '" + f"exec-stop-{sig.name.lower()}" + "'")
+    parent = mlflow.search_runs(
+        experiment_names=[f"exec-stop-{sig.name.lower()}"],
+        filter_string="attributes.run_name = '" + f"exec-stop-{sig.name.lower()}" + "'",
+    )
     assert list(parent["status"]) == ["KILLED"]
     kids = runs_of(parent["run_id"][0], f"exec-stop-{sig.name.lower()}")
     assert kids["train"]["status"] == "KILLED"
@@ -205,19 +230,23 @@ def test_a_signal_stops_the_run_marks_it_killed_and_leaves_no_process(tmp_path, 
 
 
 def test_step_progress_reaches_prefect_as_a_progress_artifact(tmp_path, home):
-    path = write(tmp_path, f"""\
+    path = write(
+        tmp_path,
+        f"""\
         name: exec-progress
         steps:
           train: {{uses: "{C}:slow_train", with: {{steps: 8, seconds_per_step: 0.05}}}}
-        """)
+        """,
+    )
     result = run(build(path))
     assert result.ok
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 
     with get_client(sync_client=True) as client:
-        found = client.read_artifacts(artifact_filter=ArtifactFilter(
-            flow_run_id=ArtifactFilterFlowRunId(any_=[result.flow_run_id])))
+        found = client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[result.flow_run_id]))
+        )
     progress = [a for a in found if a.type == "progress"]
     assert len(progress) == 1 and progress[0].data == 100.0
     assert progress[0].description.startswith("train: count")

@@ -1,4 +1,5 @@
 """Submission order for a first-come-first-served pool: longest branches first, no worker left waiting."""
+
 from pathlib import Path
 
 import pytest
@@ -43,7 +44,7 @@ def test_the_longest_branch_starts_first_and_its_consumer_does_not_block_a_worke
     assert order.index("after_long") == len(order) - 1 or order.index("after_long") > order.index("d")
     assert critical_path(chain, cost)["long"] == 150
     level = list(chain.instances)
-    assert fifo_makespan(chain, order, 2, cost) == 150   # the chain's length: nothing waits on it
+    assert fifo_makespan(chain, order, 2, cost) == 150  # the chain's length: nothing waits on it
     assert fifo_makespan(chain, level, 2, cost) > 150
 
 

@@ -1,4 +1,5 @@
 """End to end through Prefect and MLflow on temporary stores, read back with mlflow.search_runs."""
+
 import textwrap
 
 import mlflow
@@ -6,8 +7,8 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
-from flows.plan.build import build
 from flows.execute.runner import run
+from flows.plan.build import build
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("executor")]  # under threads and processes
 C = "tests.support.engine_components"
@@ -25,7 +26,9 @@ def children(parent_id, experiment):
 
 
 def test_run_tracks_everything_and_reruns_from_cache(tmp_path, home):
-    path = write(tmp_path, f"""\
+    path = write(
+        tmp_path,
+        f"""\
         name: e2e-track
         params: {{n: 3}}
         steps:
@@ -40,7 +43,8 @@ def test_run_tracks_everything_and_reruns_from_cache(tmp_path, home):
           table:
             uses: {C}:collect
             with: {{totals: "${{sum.total}}"}}
-        """)
+        """,
+    )
     first = run(build(path))
     assert first.ok and set(first.status.values()) == {"done"}
     assert first.outputs["table"]["table"] == {"0": 3.0, "10": 33.0}
@@ -66,32 +70,41 @@ def test_run_tracks_everything_and_reruns_from_cache(tmp_path, home):
     assert second.outputs["table"] == first.outputs["table"]
     kids2 = children(second.parent_run_id, "e2e-track")
     assert kids2["sum[offset=10]"]["tags.reused_from"] == kids["sum[offset=10]"]["run_id"]
-    assert kids2["sum[offset=10]"]["metrics.total"] == 33.0   # results copied onto the cached run
+    assert kids2["sum[offset=10]"]["metrics.total"] == 33.0  # results copied onto the cached run
 
     third = run(build(path, sets=["sum.scale=2"]))
-    assert third.status == {"nums[offset=0]": "cached", "nums[offset=10]": "cached",
-                            "sum[offset=0]": "done", "sum[offset=10]": "done", "table": "done"}
+    assert third.status == {
+        "nums[offset=0]": "cached",
+        "nums[offset=10]": "cached",
+        "sum[offset=0]": "done",
+        "sum[offset=10]": "done",
+        "table": "done",
+    }
     assert third.outputs["table"]["table"] == {"0": 6.0, "10": 66.0}
     assert set(run(build(path), use_cache=False).status.values()) == {"done"}
 
 
 def test_failing_branch_does_not_stop_others_and_rerun_resumes(tmp_path, home):
     marker = tmp_path / "fixed"
-    path = write(tmp_path, f"""\
+    path = write(
+        tmp_path,
+        f"""\
         name: e2e-fail
         steps:
           good: {{uses: {C}:numbers}}
           good_sum: {{uses: {C}:total, with: {{values: "${{good.values}}"}}}}
           bad: {{uses: {C}:fail, with: {{message: "disk on fire", marker: "{marker}"}}}}
           after_bad: {{uses: {C}:numbers, needs: [bad]}}
-        """)
+        """,
+    )
     cli = CliRunner()
     result = cli.invoke(app, ["run", str(path)])
     assert result.exit_code == 1
     assert "step bad failed: RuntimeError: disk on fire" in result.output
     assert "not run because an upstream step failed: after_bad" in result.output
-    parent_id = mlflow.search_runs(experiment_names=["e2e-fail"], filter_string="tags.pipeline = 'e2e-fail' "
-                                   "and attributes.run_name = 'e2e-fail'").iloc[0]["run_id"]
+    parent_id = mlflow.search_runs(
+        experiment_names=["e2e-fail"], filter_string="tags.pipeline = 'e2e-fail' and attributes.run_name = 'e2e-fail'"
+    ).iloc[0]["run_id"]
     kids = children(parent_id, "e2e-fail")
     assert kids["good_sum"]["status"] == "FINISHED" and kids["bad"]["status"] == "FAILED"
     assert kids["bad"]["tags.error"] == "RuntimeError: disk on fire"
@@ -104,13 +117,16 @@ def test_failing_branch_does_not_stop_others_and_rerun_resumes(tmp_path, home):
 
 
 def test_retries_are_honoured(tmp_path, home):
-    path = write(tmp_path, f"""\
+    path = write(
+        tmp_path,
+        f"""\
         name: e2e-retry
         steps:
           flaky:
             uses: {C}:flaky
-            with: {{counter: "{tmp_path / 'count'}", succeed_on: 2}}
+            with: {{counter: "{tmp_path / "count"}", succeed_on: 2}}
             retries: 1
-        """)
+        """,
+    )
     result = run(build(path))
     assert result.ok and result.outputs["flaky"]["attempts"] == 2

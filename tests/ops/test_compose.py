@@ -1,4 +1,5 @@
 """The team deployment's compose file: validated by docker-compose, and its safety defaults."""
+
 import os
 import shutil
 import subprocess
@@ -8,10 +9,21 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-SERVICES = {"postgres", "mlflow", "prefect-server", "worker", "scheduler", "dask-scheduler", "dask-gpu-0",
-            "dask-gpu-1", "dask-cpu"}
-needs_compose = pytest.mark.skipif(shutil.which("docker-compose") is None,
-                                   reason="docker-compose absent (Debian package 'docker-compose'; CI installs it)")
+SERVICES = {
+    "postgres",
+    "mlflow",
+    "prefect-server",
+    "worker",
+    "scheduler",
+    "dask-scheduler",
+    "dask-gpu-0",
+    "dask-gpu-1",
+    "dask-cpu",
+}
+needs_compose = pytest.mark.skipif(
+    shutil.which("docker-compose") is None,
+    reason="docker-compose absent (Debian package 'docker-compose'; CI installs it)",
+)
 
 
 def compose_config(env_file: str | None, **env) -> subprocess.CompletedProcess:
@@ -19,8 +31,7 @@ def compose_config(env_file: str | None, **env) -> subprocess.CompletedProcess:
     cmd = ["docker-compose", "-f", "docker-compose.yml"]
     if env_file:
         cmd[1:1] = ["--env-file", env_file]
-    return subprocess.run([*cmd, "config"], cwd=REPO, env={**base, **env}, capture_output=True, text=True,
-                          timeout=60)
+    return subprocess.run([*cmd, "config"], cwd=REPO, env={**base, **env}, capture_output=True, text=True, timeout=60)
 
 
 @needs_compose
@@ -31,10 +42,13 @@ def test_compose_file_validates_with_the_example_env():
     services = config["services"]
     assert set(services) == SERVICES
     assert set(config["volumes"]) == {"pgdata", "mlartifacts", "state"}
-    assert "postgresql+psycopg2://bottlenecks:change-me-to-a-long-random-string@postgres:5432/mlflow" \
+    assert (
+        "postgresql+psycopg2://bottlenecks:change-me-to-a-long-random-string@postgres:5432/mlflow"
         in services["mlflow"]["command"]
+    )
     assert services["prefect-server"]["environment"]["PREFECT_API_DATABASE_CONNECTION_URL"].startswith(
-        "postgresql+asyncpg://bottlenecks:")
+        "postgresql+asyncpg://bottlenecks:"
+    )
     published = [p for s in services.values() for p in s.get("ports", [])]
     assert published and all(str(p).startswith("127.0.0.1:") for p in published)
     gpu = services["worker"]["deploy"]["resources"]["reservations"]["devices"]
@@ -69,6 +83,9 @@ def test_compose_file_publishes_on_loopback_and_takes_credentials_from_env():
         for port in service.get("ports", []):
             assert port.startswith("${BIND_ADDRESS:-127.0.0.1}:"), f"{name} publishes {port}"
     assert "POSTGRES_PASSWORD:?" in text and "change-me" not in text
-    example = dict(line.split("=", 1) for line in (REPO / ".env.example").read_text().splitlines()
-                   if line and not line.startswith("#"))
+    example = dict(
+        line.split("=", 1)
+        for line in (REPO / ".env.example").read_text().splitlines()
+        if line and not line.startswith("#")
+    )
     assert example["BIND_ADDRESS"] == "127.0.0.1" and example["POSTGRES_PASSWORD"]

@@ -1,4 +1,5 @@
 """History across runs: seeded parent runs in a temporary MLflow store, regression rules, the CLI."""
+
 import math
 import time
 import uuid
@@ -9,9 +10,9 @@ import pytest
 from mlflow.entities import Metric
 from typer.testing import CliRunner
 
-from flows.ops import history
 from flows import home
 from flows.cli import app
+from flows.ops import history
 
 
 def seed(pipeline, nights, on_children=False, failed_last=False):
@@ -19,18 +20,22 @@ def seed(pipeline, nights, on_children=False, failed_last=False):
     client = mlflow.MlflowClient()
     exp = client.get_experiment_by_name(pipeline)
     # The engine's artifact folder, not MLflow's default ./mlruns in the working directory.
-    exp_id = exp.experiment_id if exp else client.create_experiment(
-        pipeline, artifact_location=home.artifact_root())
+    exp_id = exp.experiment_id if exp else client.create_experiment(pipeline, artifact_location=home.artifact_root())
     ids = []
     for i, metrics in enumerate(nights):
-        parent = client.create_run(exp_id, run_name=pipeline, tags={"pipeline": pipeline},
-                                   start_time=1_700_000_000_000 + i * 86_400_000).info.run_id
+        parent = client.create_run(
+            exp_id, run_name=pipeline, tags={"pipeline": pipeline}, start_time=1_700_000_000_000 + i * 86_400_000
+        ).info.run_id
         target = parent
         if on_children:
-            target = client.create_run(exp_id, run_name="report", tags={
-                "pipeline": pipeline, "step": "report", "mlflow.parentRunId": parent}).info.run_id
-            other = client.create_run(exp_id, run_name="train[arch=lstm]", tags={
-                "pipeline": pipeline, "step": "train", "mlflow.parentRunId": parent}).info.run_id
+            target = client.create_run(
+                exp_id, run_name="report", tags={"pipeline": pipeline, "step": "report", "mlflow.parentRunId": parent}
+            ).info.run_id
+            other = client.create_run(
+                exp_id,
+                run_name="train[arch=lstm]",
+                tags={"pipeline": pipeline, "step": "train", "mlflow.parentRunId": parent},
+            ).info.run_id
             client.log_batch(other, metrics=[Metric("loss", 1.0, 0, 0)])
             client.set_terminated(other)
         now = int(time.time() * 1000)
@@ -66,8 +71,7 @@ def test_child_metrics_are_named_by_step_run_when_parent_has_none():
     frame = history.table(p, last=10)
     assert len(frame) == 4
     # by default the scorecard's step run: the one that judged claims
-    assert list(frame.columns) == ["start_time", "status",
-                                   "report/bleu", "report/claim/b2", "report/claims/holds"]
+    assert list(frame.columns) == ["start_time", "status", "report/bleu", "report/claim/b2", "report/claims/holds"]
     assert history.regressions(frame, history.Thresholds(0.1)) == []
     everything = history.table(p, last=10, metrics=["*"])
     assert "train[arch=lstm]/loss" in everything.columns
@@ -81,7 +85,7 @@ def test_metric_beyond_threshold_is_flagged_against_median():
     frame = history.table(p, last=5)
     flags = history.regressions(frame, history.Thresholds(0.2))
     assert [(f.metric, f.kind) for f in flags] == [("bleu", "threshold")]
-    assert flags[0].newest == 14.0 and flags[0].baseline == pytest.approx(20.1)   # median of 4 runs
+    assert flags[0].newest == 14.0 and flags[0].baseline == pytest.approx(20.1)  # median of 4 runs
     assert "30% off the median" in flags[0].message
     # a looser threshold for this metric only
     assert history.regressions(frame, history.parse_thresholds(["0.2", "bl*=0.5"])) == []
@@ -120,7 +124,7 @@ def test_cli_exits_1_on_regression_and_logs_trend_plot():
     assert result.exit_code == 1, result.output
     assert "REGRESSION claim/b2 flipped" in result.output
     assert "REGRESSION bleu = 14" in result.output
-    assert "claims/holds" in result.output   # 2 vs 3 is 33% off
+    assert "claims/holds" in result.output  # 2 vs 3 is 33% off
     artifacts = {a.path for a in mlflow.MlflowClient().list_artifacts(ids[-1], "history")}
     assert artifacts == {"history/trend.png", "history/trend.csv"}
     csv = mlflow.artifacts.download_artifacts(run_id=ids[-1], artifact_path="history/trend.csv")

@@ -1,4 +1,5 @@
 """Schedules from pipeline files and command-line values, and servers unreachable at start."""
+
 import socket
 import textwrap
 
@@ -14,24 +15,25 @@ C = "tests.support.engine_components"
 
 def write(tmp_path, schedule="", name="nightly"):
     path = tmp_path / "p.yaml"
-    path.write_text(textwrap.dedent(f"""\
+    path.write_text(
+        textwrap.dedent(f"""\
         name: {name}
         params: {{n: 2}}
         profiles: {{small: {{params: {{n: 1}}}}}}
         {schedule}
         steps:
           nums: {{uses: {C}:numbers, with: {{n: "${{params.n}}"}}}}
-        """))
+        """)
+    )
     return path
 
 
 def test_schedule_key_is_honoured_and_options_win(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    path = write(tmp_path, 'schedule: {cron: "0 2 * * *", timezone: Europe/Berlin, profile: small, '
-                           'parameters: {n: 5}}')
+    path = write(tmp_path, 'schedule: {cron: "0 2 * * *", timezone: Europe/Berlin, profile: small, parameters: {n: 5}}')
     spec = spec_from_file(path)
     assert (spec.pipeline, spec.cron, spec.timezone, spec.profile) == ("nightly", "0 2 * * *", "Europe/Berlin", "small")
-    assert spec.file == "p.yaml"       # relative to the project, so a worker elsewhere finds it
+    assert spec.file == "p.yaml"  # relative to the project, so a worker elsewhere finds it
     assert spec.sets == ["n=5"] and spec.deployment == "nightly@small"
     over = spec_from_file(path, cron="15 3 * * 1-5", timezone="UTC", sets=["n=7"])
     assert (over.cron, over.timezone, over.profile, over.sets) == ("15 3 * * 1-5", "UTC", "small", ["n=5", "n=7"])
@@ -45,10 +47,11 @@ def test_deployment_runs_one_at_a_time_and_reads_back(tmp_path):
     assert dep.concurrency_options.collision_strategy.value == "CANCEL_NEW"
     assert dep.parameters == {"pipeline": str(tmp_path / "p.yaml"), "profile": "small", "sets": []}
 
-    class Stored:   # what the API returns for it
+    class Stored:  # what the API returns for it
         name = dep.name
         parameters = dep.parameters
         schedules = dep.schedules
+
     back = spec_from_deployment(Stored)
     assert (back.pipeline, back.cron, back.timezone, back.profile) == ("nightly", "0 2 * * *", "UTC", "small")
     assert deployment_name("nightly", None) == "nightly"
@@ -85,7 +88,7 @@ def test_unreachable_servers_fail_before_any_work_naming_the_url(tmp_path, home,
     text = " ".join(result.output.split())
     assert f"MLflow server at {mlflow_url} is unreachable" in text
     assert f"Prefect API at {prefect_url} is unreachable" in text
-    assert not (home / "cache").exists() or not any((home / "cache").iterdir())   # nothing ran
+    assert not (home / "cache").exists() or not any((home / "cache").iterdir())  # nothing ran
 
 
 def test_serve_and_deploy_explain_what_they_need(tmp_path, monkeypatch):
@@ -104,5 +107,7 @@ def test_scheduled_flow_reports_a_missing_file_and_failed_steps(tmp_path, home, 
         run_pipeline.fn("pipelines/nightly.yaml")
     path = tmp_path / "bad.yaml"
     path.write_text(f"name: nightly-bad\nsteps:\n  bad: {{uses: {C}:fail, with: {{message: disk on fire}}}}\n")
-    with pytest.raises(RuntimeError, match=r"'nightly-bad' finished with failed steps: bad \(RuntimeError: disk on fire\)"):
+    with pytest.raises(
+        RuntimeError, match=r"'nightly-bad' finished with failed steps: bad \(RuntimeError: disk on fire\)"
+    ):
         run_pipeline.fn("bad.yaml")

@@ -1,5 +1,6 @@
 """`bottlenecks serve` on one machine with nothing but the project: it starts a local Prefect
 server over the project's store and runs the schedules made with `bottlenecks schedule`."""
+
 import os
 import re
 import signal
@@ -21,9 +22,16 @@ REPO = Path(__file__).resolve().parents[2]
 
 def env_for(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "MLFLOW_"))}
-    env.update({"BOTTLENECKS_HOME": str(tmp_path / "home"), "PREFECT_HOME": str(tmp_path / "prefect"),
-                "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}", "COLUMNS": "250",
-                "PREFECT_RUNNER_POLL_FREQUENCY": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"})
+    env.update(
+        {
+            "BOTTLENECKS_HOME": str(tmp_path / "home"),
+            "PREFECT_HOME": str(tmp_path / "prefect"),
+            "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}",
+            "COLUMNS": "250",
+            "PREFECT_RUNNER_POLL_FREQUENCY": "1",
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        }
+    )
     return env
 
 
@@ -34,20 +42,30 @@ def bottlenecks(*args):
 
 def test_serve_starts_a_local_server_and_runs_the_schedule(tmp_path):
     path = tmp_path / "p.yaml"
-    path.write_text(textwrap.dedent("""\
+    path.write_text(
+        textwrap.dedent("""\
         name: local-nightly
         schedule: {cron: "0 2 * * *"}
         steps:
           nums: {uses: tests.support.engine_components:numbers, with: {n: 2}}
-        """))
+        """)
+    )
     env = env_for(tmp_path)
-    made = subprocess.run(bottlenecks("schedule", str(path)), cwd=REPO, env=env, text=True,
-                          capture_output=True, timeout=240)
+    made = subprocess.run(
+        bottlenecks("schedule", str(path)), cwd=REPO, env=env, text=True, capture_output=True, timeout=240
+    )
     assert made.returncode == 0, made.stdout + made.stderr
     assert "runs start only while `bottlenecks serve` is running" in made.stderr
 
-    proc = subprocess.Popen(bottlenecks("serve"), cwd=REPO, env=env, text=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        bottlenecks("serve"),
+        cwd=REPO,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     lines: list[str] = []
     threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True).start()
     try:
@@ -74,16 +92,18 @@ def test_serve_starts_a_local_server_and_runs_the_schedule(tmp_path):
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
     client = mlflow.MlflowClient(tracking_uri=env["MLFLOW_TRACKING_URI"])
-    runs = client.search_runs([client.get_experiment_by_name("local-nightly").experiment_id],
-                              "tags.pipeline = 'local-nightly'")
+    runs = client.search_runs(
+        [client.get_experiment_by_name("local-nightly").experiment_id], "tags.pipeline = 'local-nightly'"
+    )
     assert {r.data.tags.get("mlflow.runName") for r in runs} == {"local-nightly", "nums"}
-    with pytest.raises(OSError):   # the local server went away with `serve`
+    with pytest.raises(OSError):  # the local server went away with `serve`
         api("GET", f"{url}/health", timeout=3)
 
 
 def test_serve_without_schedules_says_how_to_make_one(tmp_path):
-    done = subprocess.run(bottlenecks("serve"), cwd=REPO, env=env_for(tmp_path), text=True,
-                          capture_output=True, timeout=240)
+    done = subprocess.run(
+        bottlenecks("serve"), cwd=REPO, env=env_for(tmp_path), text=True, capture_output=True, timeout=240
+    )
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
     assert lines[-1].startswith("nothing to serve: create a schedule with `bottlenecks schedule PIPELINE")

@@ -1,6 +1,7 @@
 """The team deployment for real: Postgres, `mlflow server` and `prefect server start` on loopback;
 pipelines run through `bottlenecks` subprocesses pointed at them by MLFLOW_TRACKING_URI and
 PREFECT_API_URL; results checked through the servers' REST APIs."""
+
 import json
 import os
 import signal
@@ -15,9 +16,13 @@ import pytest
 from components import Context, component
 from tests.support.servers import TeamServers, api, pg_bin
 
-pytestmark = [pytest.mark.server, pytest.mark.slow,
-              pytest.mark.skipif(pg_bin() is None, reason="Postgres binaries absent (Debian package "
-                                 "'postgresql'); CI installs them")]
+pytestmark = [
+    pytest.mark.server,
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        pg_bin() is None, reason="Postgres binaries absent (Debian package 'postgresql'); CI installs them"
+    ),
+]
 REPO = Path(__file__).resolve().parents[2]
 C = "tests.support.engine_components"
 H = "tests.ops.test_servers"
@@ -50,8 +55,13 @@ def servers():
 def cli(servers, home, *args, timeout=240, wait=True, **env):
     exe = Path(sys.executable).parent / "bottlenecks"
     cmd = [str(exe), *args] if exe.exists() else [sys.executable, "-m", "flows.cli", *args]
-    kwargs = dict(cwd=REPO, env=servers.client_env(home, COLUMNS="250", **env), text=True,
-                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    kwargs = dict(
+        cwd=REPO,
+        env=servers.client_env(home, COLUMNS="250", **env),
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     if not wait:
         return subprocess.Popen(cmd, start_new_session=True, **kwargs)
     return subprocess.run(cmd, timeout=timeout, **kwargs)
@@ -65,14 +75,24 @@ def write(tmp_path, text, name="p.yaml"):
 
 def mlflow_runs(servers, experiment):
     exp = api("GET", f"{servers.mlflow_url}/api/2.0/mlflow/experiments/get-by-name?experiment_name={experiment}")
-    found = api("POST", f"{servers.mlflow_url}/api/2.0/mlflow/runs/search",
-                {"experiment_ids": [exp["experiment"]["experiment_id"]], "max_results": 1000})
+    found = api(
+        "POST",
+        f"{servers.mlflow_url}/api/2.0/mlflow/runs/search",
+        {"experiment_ids": [exp["experiment"]["experiment_id"]], "max_results": 1000},
+    )
     runs = []
     for run in found.get("runs", []):
         tags = {t["key"]: t["value"] for t in run["data"].get("tags", [])}
         metrics = {m["key"]: m["value"] for m in run["data"].get("metrics", [])}
-        runs.append({"id": run["info"]["run_id"], "status": run["info"]["status"], "tags": tags,
-                     "metrics": metrics, "name": tags.get("mlflow.runName")})
+        runs.append(
+            {
+                "id": run["info"]["run_id"],
+                "status": run["info"]["status"],
+                "tags": tags,
+                "metrics": metrics,
+                "name": tags.get("mlflow.runName"),
+            }
+        )
     return runs
 
 
@@ -87,12 +107,15 @@ def wait_for(predicate, timeout, what):
 
 
 def test_pipeline_runs_against_servers(servers, tmp_path):
-    path = write(tmp_path, f"""\
+    path = write(
+        tmp_path,
+        f"""\
         name: srv-track
         steps:
           nums: {{uses: {C}:numbers, with: {{n: 3, offset: "${{matrix.offset}}"}}, matrix: {{offset: [0, 10]}}}}
           sum: {{uses: {C}:total, with: {{values: "${{nums.values}}"}}, matrix: {{offset: [0, 10]}}}}
-        """)
+        """,
+    )
     done = cli(servers, tmp_path / "home", "run", str(path))
     assert done.returncode == 0, done.stdout
     assert f"tracking={servers.mlflow_url}" in done.stdout
@@ -103,52 +126,58 @@ def test_pipeline_runs_against_servers(servers, tmp_path):
     assert set(kids) == {"nums[offset=0]", "nums[offset=10]", "sum[offset=0]", "sum[offset=10]"}
     assert kids["sum[offset=10]"]["metrics"]["total"] == 33.0
     artifacts = api("GET", f"{servers.mlflow_url}/api/2.0/mlflow/artifacts/list?run_id={kids['nums[offset=0]']['id']}")
-    assert [f["path"] for f in artifacts["files"]] == ["numbers.txt"]   # stored by the server, not locally
+    assert [f["path"] for f in artifacts["files"]] == ["numbers.txt"]  # stored by the server, not locally
 
     flow_run = api("GET", f"{servers.prefect_url}/flow_runs/{parents[0]['tags']['prefect_flow_run_id']}")
     assert flow_run["state_type"] == "COMPLETED"
-    tasks = api("POST", f"{servers.prefect_url}/task_runs/filter",
-                {"flow_runs": {"id": {"any_": [flow_run["id"]]}}})
+    tasks = api("POST", f"{servers.prefect_url}/task_runs/filter", {"flow_runs": {"id": {"any_": [flow_run["id"]]}}})
     assert sorted(t["name"] for t in tasks) == sorted(kids)
     assert {t["state_type"] for t in tasks} == {"COMPLETED"}
 
     seen = cli(servers, tmp_path / "home", "history", "srv-track")
     assert seen.returncode == 0, seen.stdout
     assert "sum[offset=10]/total" in seen.stdout and "no regression" in seen.stdout
-    logged = api("GET", f"{servers.mlflow_url}/api/2.0/mlflow/artifacts/list?run_id={parents[0]['id']}"
-                        "&path=history")
+    logged = api("GET", f"{servers.mlflow_url}/api/2.0/mlflow/artifacts/list?run_id={parents[0]['id']}&path=history")
     assert {f["path"] for f in logged["files"]} == {"history/trend.png", "history/trend.csv"}
 
 
 def deployments(servers):
-    found = api("POST", f"{servers.prefect_url}/deployments/filter",
-                {"flows": {"name": {"any_": ["bottlenecks-pipeline"]}}})
+    found = api(
+        "POST", f"{servers.prefect_url}/deployments/filter", {"flows": {"name": {"any_": ["bottlenecks-pipeline"]}}}
+    )
     return {d["name"]: d for d in found}
 
 
 def test_schedule_create_list_update_remove(servers, tmp_path):
-    path = write(tmp_path, f"""\
+    path = write(
+        tmp_path,
+        f"""\
         name: srv-nightly
         params: {{n: 2}}
         profiles: {{small: {{params: {{n: 1}}}}}}
         schedule: {{cron: "30 1 * * *", timezone: Europe/Berlin, parameters: {{n: 4}}}}
         steps:
           nums: {{uses: {C}:numbers, with: {{n: "${{params.n}}"}}}}
-        """)
+        """,
+    )
     home = tmp_path / "home"
     made = cli(servers, home, "schedule", str(path))
     assert made.returncode == 0, made.stdout
     dep = deployments(servers)["srv-nightly"]
-    assert [(s["schedule"]["cron"], s["schedule"]["timezone"]) for s in dep["schedules"]] == \
-        [("30 1 * * *", "Europe/Berlin")]
+    assert [(s["schedule"]["cron"], s["schedule"]["timezone"]) for s in dep["schedules"]] == [
+        ("30 1 * * *", "Europe/Berlin")
+    ]
     assert dep["parameters"] == {"pipeline": str(path), "profile": None, "sets": ["n=4"]}
     assert dep["entrypoint"] == "flows.ops.schedule.run_pipeline"
     assert dep["global_concurrency_limit"]["limit"] == 1
     assert dep["concurrency_options"]["collision_strategy"] == "CANCEL_NEW"
-    upcoming = wait_for(lambda: api("POST", f"{servers.prefect_url}/flow_runs/filter",
-                                    {"deployments": {"id": {"any_": [dep["id"]]}}}), 60, "scheduled runs")
+    upcoming = wait_for(
+        lambda: api("POST", f"{servers.prefect_url}/flow_runs/filter", {"deployments": {"id": {"any_": [dep["id"]]}}}),
+        60,
+        "scheduled runs",
+    )
     assert {r["state_type"] for r in upcoming} == {"SCHEDULED"}
-    assert all(r["expected_start_time"][11:16] in ("00:30", "23:30") for r in upcoming)   # 01:30 Berlin in UTC
+    assert all(r["expected_start_time"][11:16] in ("00:30", "23:30") for r in upcoming)  # 01:30 Berlin in UTC
 
     again = cli(servers, home, "schedule", str(path), "--cron", "0 3 * * 1", "--profile", "small")
     assert again.returncode == 0, again.stdout
@@ -178,12 +207,15 @@ def flow_run_state(servers, run_id):
 
 def test_serve_runs_a_scheduled_pipeline_without_overlap(servers, tmp_path):
     started, release = tmp_path / "started", tmp_path / "release"
-    path = write(tmp_path, f"""\
+    path = write(
+        tmp_path,
+        f"""\
         name: srv-serve
         schedule: {{cron: "0 2 * * *"}}
         steps:
           wait: {{uses: {H}:hold, with: {{started: "{started}", release: "{release}"}}, cache: false}}
-        """)
+        """,
+    )
     home = tmp_path / "home"
     assert cli(servers, home, "schedule", str(path)).returncode == 0
     dep = deployments(servers)["srv-serve"]
@@ -192,12 +224,18 @@ def test_serve_runs_a_scheduled_pipeline_without_overlap(servers, tmp_path):
         first = api("POST", f"{servers.prefect_url}/deployments/{dep['id']}/create_flow_run", {})
         wait_for(started.exists, 120, "the served run to start its step")
         second = api("POST", f"{servers.prefect_url}/deployments/{dep['id']}/create_flow_run", {})
-        assert wait_for(lambda: flow_run_state(servers, second["id"]) in ("CANCELLED", "CANCELLING"), 60,
-                        "the overlapping run to be cancelled")
+        assert wait_for(
+            lambda: flow_run_state(servers, second["id"]) in ("CANCELLED", "CANCELLING"),
+            60,
+            "the overlapping run to be cancelled",
+        )
         assert flow_run_state(servers, first["id"]) == "RUNNING"
         release.write_text("go")
-        wait_for(lambda: flow_run_state(servers, first["id"]) in ("COMPLETED", "FAILED", "CRASHED"), 120,
-                 "the served run to finish")
+        wait_for(
+            lambda: flow_run_state(servers, first["id"]) in ("COMPLETED", "FAILED", "CRASHED"),
+            120,
+            "the served run to finish",
+        )
         assert flow_run_state(servers, first["id"]) == "COMPLETED"
     finally:
         os.killpg(server.pid, signal.SIGINT)
@@ -205,22 +243,28 @@ def test_serve_runs_a_scheduled_pipeline_without_overlap(servers, tmp_path):
             server.wait(timeout=30)
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
-    assert started.read_text().count("\n") == 1          # the cancelled run never reached the step
-    parents = [r for r in mlflow_runs(servers, "srv-serve") if "mlflow.parentRunId" not in r["tags"]
-               and r["tags"].get("pipeline") == "srv-serve"]
+    assert started.read_text().count("\n") == 1  # the cancelled run never reached the step
+    parents = [
+        r
+        for r in mlflow_runs(servers, "srv-serve")
+        if "mlflow.parentRunId" not in r["tags"] and r["tags"].get("pipeline") == "srv-serve"
+    ]
     assert len(parents) == 1 and parents[0]["status"] == "FINISHED"
 
 
 @pytest.mark.parametrize("dying", ["mlflow", "prefect"])
 def test_server_dying_mid_run_fails_clearly_and_rerun_resumes_from_cache(servers, tmp_path, dying):
     started, release = tmp_path / "started", tmp_path / "release"
-    path = write(tmp_path, f"""\
+    path = write(
+        tmp_path,
+        f"""\
         name: srv-dies-{dying}
         steps:
           first: {{uses: {C}:numbers}}
           wait: {{uses: {H}:hold, with: {{started: "{started}", release: "{release}"}}, needs: [first]}}
           last: {{uses: {C}:total, with: {{values: "${{first.values}}"}}, needs: [wait]}}
-        """)
+        """,
+    )
     home = tmp_path / "home"
     server = getattr(servers, dying)
     proc = cli(servers, home, "run", str(path), wait=False)
@@ -240,34 +284,40 @@ def test_server_dying_mid_run_fails_clearly_and_rerun_resumes_from_cache(servers
     else:
         assert f"lost a server (Prefect API at {servers.prefect_url}" in output
     assert "fix the cause and rerun: finished steps come from the cache" in output
-    assert "flows/cli/" not in output     # no traceback through the CLI (Prefect may still log its own)
+    assert "flows/cli/" not in output  # no traceback through the CLI (Prefect may still log its own)
 
     again = cli(servers, home, "run", str(path))
     assert again.returncode == 0, again.stdout
     runs = mlflow_runs(servers, f"srv-dies-{dying}")
     computed = [r["name"] for r in runs if r["tags"].get("cached") == "false" and r["status"] == "FINISHED"]
-    assert sorted(computed) == ["first", "last", "wait"]   # a finished step is never computed twice
+    assert sorted(computed) == ["first", "last", "wait"]  # a finished step is never computed twice
     reused = sorted(r["name"] for r in runs if r["tags"].get("cached") == "true")
     assert reused == (["first"] if dying == "mlflow" else ["first", "last", "wait"])
 
 
 def test_two_runs_of_one_pipeline_at_once_share_the_cache_safely(servers, tmp_path):
     started, release = tmp_path / "started", tmp_path / "release"
-    path = write(tmp_path, f"""\
+    path = write(
+        tmp_path,
+        f"""\
         name: srv-twice
         steps:
           wait: {{uses: {H}:hold, with: {{started: "{started}", release: "{release}"}}}}
           nums: {{uses: {C}:numbers, with: {{n: 4}}, needs: [wait]}}
           sum: {{uses: {C}:total, with: {{values: "${{nums.values}}"}}}}
-        """)
+        """,
+    )
     home = tmp_path / "home"
     procs = [cli(servers, home, "run", str(path), wait=False) for _ in range(2)]
     try:
         wait_for(started.exists, 120, "a run to start the step")
         # hold the step until the other run has begun too (its parent run exists), so it meets the
         # step's lock rather than a cached result; the lock itself is tested in test_cache_lock.py
-        wait_for(lambda: len([r for r in mlflow_runs(servers, "srv-twice") if "mlflow.parentRunId" not in r["tags"]])
-                 == 2, 120, "the second run to start")
+        wait_for(
+            lambda: len([r for r in mlflow_runs(servers, "srv-twice") if "mlflow.parentRunId" not in r["tags"]]) == 2,
+            120,
+            "the second run to start",
+        )
         release.write_text("go")
         outputs = [p.communicate(timeout=180)[0] for p in procs]
     finally:
@@ -275,25 +325,29 @@ def test_two_runs_of_one_pipeline_at_once_share_the_cache_safely(servers, tmp_pa
             if p.poll() is None:
                 os.killpg(p.pid, signal.SIGKILL)
     assert [p.returncode for p in procs] == [0, 0], outputs
-    assert started.read_text().count("\n") == 1     # the step ran once across both runs
+    assert started.read_text().count("\n") == 1  # the step ran once across both runs
     runs = mlflow_runs(servers, "srv-twice")
     parents = [r for r in runs if "mlflow.parentRunId" not in r["tags"]]
     assert len(parents) == 2 and {p["status"] for p in parents} == {"FINISHED"}
     computed = sorted(r["name"] for r in runs if r["tags"].get("cached") == "false")
     assert computed == ["nums", "sum", "wait"]
     for record in (home / "cache").glob("*.json"):
-        json.loads(record.read_text())               # every cache record is whole
-    assert sorted(p.name for p in (home / "cache").glob("*")) == sorted(f"{r['tags']['cache_key']}.json"
-                                                                       for r in runs if r["tags"].get("cached") == "false")
+        json.loads(record.read_text())  # every cache record is whole
+    assert sorted(p.name for p in (home / "cache").glob("*")) == sorted(
+        f"{r['tags']['cache_key']}.json" for r in runs if r["tags"].get("cached") == "false"
+    )
 
 
 def test_deploy_to_a_work_pool_and_a_worker_runs_it(servers, tmp_path):
-    path = write(tmp_path, f"""\
+    path = write(
+        tmp_path,
+        f"""\
         name: srv-pool
         schedule: {{cron: "0 2 * * *", timezone: UTC}}
         steps:
           nums: {{uses: {C}:numbers, with: {{n: 2}}}}
-        """)
+        """,
+    )
     home = tmp_path / "home"
     missing = cli(servers, home, "deploy", str(path), "--work-pool", "no-such-pool")
     assert missing.returncode == 1 and "work pool 'no-such-pool' does not exist" in missing.stdout
@@ -305,13 +359,34 @@ def test_deploy_to_a_work_pool_and_a_worker_runs_it(servers, tmp_path):
     assert [s["schedule"]["cron"] for s in dep["schedules"]] == ["0 2 * * *"]
 
     worker_env = servers.client_env(home, PREFECT_WORKER_QUERY_SECONDS="1")
-    worker = subprocess.Popen([sys.executable, "-m", "prefect", "worker", "start", "--pool", "gpu-test",
-                               "--type", "process", "--install-policy", "never"], cwd=tmp_path, env=worker_env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "prefect",
+            "worker",
+            "start",
+            "--pool",
+            "gpu-test",
+            "--type",
+            "process",
+            "--install-policy",
+            "never",
+        ],
+        cwd=tmp_path,
+        env=worker_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         run = api("POST", f"{servers.prefect_url}/deployments/{dep['id']}/create_flow_run", {})
-        wait_for(lambda: flow_run_state(servers, run["id"]) in ("COMPLETED", "FAILED", "CRASHED"), 180,
-                 "the worker to run the deployment")
+        wait_for(
+            lambda: flow_run_state(servers, run["id"]) in ("COMPLETED", "FAILED", "CRASHED"),
+            180,
+            "the worker to run the deployment",
+        )
     finally:
         os.killpg(worker.pid, signal.SIGINT)
         try:

@@ -1,4 +1,5 @@
 """The data pipelines validate, and the local-file ones run step by step to the expected data."""
+
 import os
 from pathlib import Path
 
@@ -6,8 +7,8 @@ import pytest
 
 from components import Context
 from components.data.io import load_meta, load_split, load_translation
-from flows.plan.build import build
 from flows.language.refs import Ref
+from flows.plan.build import build
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(os.environ.get("BOTTLENECKS_DATA", ROOT.parent / "shared" / "data"))

@@ -1,4 +1,5 @@
 """The focused pipelines: each validates per profile, its scorecard only names what it measures, the cheap ones run."""
+
 import json
 import re
 from pathlib import Path
@@ -71,7 +72,9 @@ def _same(a: str, b: str) -> bool:
 def test_focused_pipeline_exists_with_header_seeds_and_quick_default(name):
     text = (PIPELINES / f"{name}.yaml").read_text()
     header = text.split("\nname:")[0]
-    assert "bottlenecks run pipelines/" in header and "--set" in header, f"{name}: the header says how to run and override"
+    assert "bottlenecks run pipelines/" in header and "--set" in header, (
+        f"{name}: the header says how to run and override"
+    )
     spec = yaml.safe_load(text)
     assert spec["params"]["seeds"] == [0, 1, 2]
     assert spec["default_profile"] == "quick" and "quick" in spec["profiles"]
@@ -109,10 +112,13 @@ def test_scorecard_references_name_given_sources_and_existing_instances(name, pr
             continue
         wanted = [p.split("=", 1) if "=" in p else ["", p] for p in selector.split(",")]
         found = labels[sources[m.group("source")]]
-        if not any(all((_same(lab.get(k, ""), v) if k else any(_same(x, v) for x in lab.values()))
-                       for k, v in wanted) for lab in found):
-            problems.append(f"{ref!r}: no instance of step {sources[m.group('source')]!r} has {selector}; "
-                            f"labels are {found[:3]}...")
+        if not any(
+            all((_same(lab.get(k, ""), v) if k else any(_same(x, v) for x in lab.values())) for k, v in wanted)
+            for lab in found
+        ):
+            problems.append(
+                f"{ref!r}: no instance of step {sources[m.group('source')]!r} has {selector}; labels are {found[:3]}..."
+            )
     assert not problems, "\n".join(problems)
 
 
@@ -146,9 +152,18 @@ def test_b1_runs_end_to_end_with_tiny_training(home):
     import torch
 
     torch.set_num_threads(1)
-    claims = _run("b1_hidden_state", ["seeds=[0]", "task_steps=5", "mt_steps=5", "mt_data.n_train=500",
-                                      "varlen.n_train=300", "lookup.n_train=300",
-                                      "spell.n_train=300"])
+    claims = _run(
+        "b1_hidden_state",
+        [
+            "seeds=[0]",
+            "task_steps=5",
+            "mt_steps=5",
+            "mt_data.n_train=500",
+            "varlen.n_train=300",
+            "lookup.n_train=300",
+            "spell.n_train=300",
+        ],
+    )
     # parameter counts are structural: they hold at any training length
     assert claims["1"]["verdict"] == "holds", claims["1"]["reason"]
     assert claims["mlp"]["verdict"] == "holds", claims["mlp"]["reason"]

@@ -1,5 +1,6 @@
 """The comparison pipeline at toy sizes, end to end through Prefect and MLflow: the scorecard's
 structure and verdicts are read back from the parent MLflow run."""
+
 import json
 from pathlib import Path
 
@@ -7,15 +8,26 @@ import mlflow
 import pytest
 import yaml
 
-from flows.plan.build import build
 from flows.execute.runner import run
+from flows.plan.build import build
 from tests.support.scorecard_claims import unmeasured_references, unresolved
 
 pytestmark = pytest.mark.slow
 PIPELINE = Path(__file__).resolve().parents[2] / "pipelines" / "four_bottlenecks.yaml"
-TINY = ["recall_steps=20", "mt_steps=20", "lookup_steps=20", "image_steps=20", "caption_steps=20",
-        "seeds=[0]", "timing_lengths=[64,256,1024]", "timing.fit_min=0", "timing.repeats=1",
-        "explode.steps=30", "mt_data.n_train=2000", "grad.length=40"]
+TINY = [
+    "recall_steps=20",
+    "mt_steps=20",
+    "lookup_steps=20",
+    "image_steps=20",
+    "caption_steps=20",
+    "seeds=[0]",
+    "timing_lengths=[64,256,1024]",
+    "timing.fit_min=0",
+    "timing.repeats=1",
+    "explode.steps=30",
+    "mt_data.n_train=2000",
+    "grad.length=40",
+]
 VERDICTS = {"holds", "fails", "device-dependent", "not measured"}
 
 
@@ -29,8 +41,9 @@ def test_reduced_comparison_produces_a_scorecard_in_mlflow(home, tmp_path):
     names = {a.path for a in mlflow.MlflowClient().list_artifacts(result.parent_run_id)}
     assert {"scorecard.json", "scorecard.md", "scorecard.html"} <= names
 
-    local = mlflow.artifacts.download_artifacts(run_id=result.parent_run_id, artifact_path="scorecard.json",
-                                                dst_path=str(tmp_path))
+    local = mlflow.artifacts.download_artifacts(
+        run_id=result.parent_run_id, artifact_path="scorecard.json", dst_path=str(tmp_path)
+    )
     card = json.loads(Path(local).read_text())
     claims = {int(c["id"]): c for c in card["claims"]}
     assert sorted(claims) == list(range(1, 21))
@@ -40,7 +53,7 @@ def test_reduced_comparison_produces_a_scorecard_in_mlflow(home, tmp_path):
     # structural claims need no training, so they hold even at toy sizes
     for cid in (1, 10, 13, 16):
         assert claims[cid]["verdict"] == "holds", claims[cid]["reason"]
-    assert claims[12]["verdict"] == "device-dependent"        # a GPU claim measured on the CPU
+    assert claims[12]["verdict"] == "device-dependent"  # a GPU claim measured on the CPU
     assert claims[12]["reason"].startswith("the claim is about gpu; measured on cpu")
     # one seed where three are required: every training claim says exactly that, and nothing else
     # (a misspelt selector or a step that lost an output would be "not measured" for another reason)
@@ -48,8 +61,9 @@ def test_reduced_comparison_produces_a_scorecard_in_mlflow(home, tmp_path):
     assert claims[4]["reason"].endswith("lag_gru[*].acc/lag_50 has 1 seed: the claim needs 3"), claims[4]["reason"]
     assert unresolved(card, needs=3) == []
     # every reference of every claim in the shipped comparison resolved to a measured value
-    expect = next(s for s in yaml.safe_load(PIPELINE.read_text())["steps"].values()
-                  if s["uses"] == "report.scorecard")["with"]["expect"]
+    expect = next(s for s in yaml.safe_load(PIPELINE.read_text())["steps"].values() if s["uses"] == "report.scorecard")[
+        "with"
+    ]["expect"]
     assert unmeasured_references(card, expect) == []
     judged_by_seeds = [c for c in claims.values() if c["verdict"] == "not measured"]
     assert len(judged_by_seeds) >= 10, [c["id"] for c in judged_by_seeds]

@@ -1,4 +1,5 @@
 """The full profile states the papers' recipes as data: the resolved step parameters say what was run."""
+
 from pathlib import Path
 
 import pytest
@@ -6,8 +7,20 @@ import pytest
 from flows.plan.build import build
 
 PIPELINE = Path(__file__).resolve().parents[2] / "pipelines" / "four_bottlenecks.yaml"
-SHARED = ["max_tokens", "accumulate", "optimizer", "lr", "betas", "schedule", "warmup", "clip", "clip_value",
-          "label_smoothing", "steps", "bf16"]
+SHARED = [
+    "max_tokens",
+    "accumulate",
+    "optimizer",
+    "lr",
+    "betas",
+    "schedule",
+    "warmup",
+    "clip",
+    "clip_value",
+    "label_smoothing",
+    "steps",
+    "bf16",
+]
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +60,9 @@ TOY = {"steps": 4, "checkpoint_every": 2, "eval_every": 2, "max_tokens": 120}
 def _toy_data(tmp_path):
     from components import Context, get
 
-    return get("data.synthetic_translation")(Context(tmp_path / "d"), vocab=10, min_len=2, max_len=10, n_train=120,
-                                             n_valid=8, n_test=8)["dataset"]
+    return get("data.synthetic_translation")(
+        Context(tmp_path / "d"), vocab=10, min_len=2, max_len=10, n_train=120, n_valid=8, n_test=8
+    )["dataset"]
 
 
 def test_the_rnn_recipes_run_end_to_end_at_toy_size_on_cpu(full, tmp_path):
@@ -57,8 +71,18 @@ def test_the_rnn_recipes_run_end_to_end_at_toy_size_on_cpu(full, tmp_path):
     data = _toy_data(tmp_path)
     for step in ("mt", "mt_bahdanau"):
         inst = next(i for i in full[step] if i.bindings.get("arch", "seq2seq-small") == "seq2seq-small")
-        params = {**inst.params, **TOY, "data": data, "overrides": {**inst.params["overrides"], "hidden_size": 16,
-                                                                     "embed_dim": 8, "attention_dim": 16, "maxout_dim": 8}}
+        params = {
+            **inst.params,
+            **TOY,
+            "data": data,
+            "overrides": {
+                **inst.params["overrides"],
+                "hidden_size": 16,
+                "embed_dim": 8,
+                "attention_dim": 16,
+                "maxout_dim": 8,
+            },
+        }
         if step == "mt":
             params["overrides"] = {"hidden_size": 16, "embed_dim": 8}
         s = get("train.model")(Context(tmp_path / step), **params)["summary"]
@@ -71,19 +95,51 @@ def test_the_transformer_base_recipe_runs_end_to_end_at_toy_size_on_cpu(tmp_path
 
     data = _toy_data(tmp_path)
     resolved = full["mt_transformer"][0].params
-    recipe = {k: resolved[k] for k in ("model", "max_tokens", "accumulate", "optimizer", "betas", "lr", "schedule",
-                                       "warmup", "label_smoothing", "bf16", "steps", "checkpoint_every",
-                                       "average_last")}
-    assert recipe == {"model": "transformer-base", "max_tokens": 3125, "accumulate": 8, "optimizer": "adam",
-                      "betas": [0.9, 0.98], "lr": 0.0007, "schedule": "inverse_sqrt", "warmup": 4000,
-                      "label_smoothing": 0.1, "bf16": True, "steps": 100000, "checkpoint_every": 1000,
-                      "average_last": 5}
-    toy = {**recipe, "model": "transformer-tiny", "max_tokens": 60, "steps": 6, "checkpoint_every": 1,
-           "warmup": 3}
+    recipe = {
+        k: resolved[k]
+        for k in (
+            "model",
+            "max_tokens",
+            "accumulate",
+            "optimizer",
+            "betas",
+            "lr",
+            "schedule",
+            "warmup",
+            "label_smoothing",
+            "bf16",
+            "steps",
+            "checkpoint_every",
+            "average_last",
+        )
+    }
+    assert recipe == {
+        "model": "transformer-base",
+        "max_tokens": 3125,
+        "accumulate": 8,
+        "optimizer": "adam",
+        "betas": [0.9, 0.98],
+        "lr": 0.0007,
+        "schedule": "inverse_sqrt",
+        "warmup": 4000,
+        "label_smoothing": 0.1,
+        "bf16": True,
+        "steps": 100000,
+        "checkpoint_every": 1000,
+        "average_last": 5,
+    }
+    toy = {**recipe, "model": "transformer-tiny", "max_tokens": 60, "steps": 6, "checkpoint_every": 1, "warmup": 3}
     out = get("train.model")(Context(tmp_path / "t"), data=data, **toy)
     assert out["summary"]["averaged_steps"] == [2, 3, 4, 5, 6] and out["summary"]["precision"] == "bf16"
-    bleu = get("eval.bleu")(Context(tmp_path / "b"), checkpoints={"transformer": out["checkpoint"]}, beam=4,
-                            length_penalty=0.6, tokenize="none", n_bootstrap=0, max_examples=8)
+    bleu = get("eval.bleu")(
+        Context(tmp_path / "b"),
+        checkpoints={"transformer": out["checkpoint"]},
+        beam=4,
+        length_penalty=0.6,
+        tokenize="none",
+        n_bootstrap=0,
+        max_examples=8,
+    )
     assert "bleu/transformer/longest" in bleu["summary"] and bleu["summary"]["n"] == 8  # beam 4 decoded the split
 
 
@@ -92,8 +148,11 @@ def _tiny_corpus(folder: Path, source: Path) -> Path:
     import gzip
 
     picks = {"multi30k/train": 240, "multi30k/val": 24, "wmt14-newstest/newstest2014.en-de": 24}
-    names = {"multi30k/train": ("train.en.gz", "train.de.gz"), "multi30k/val": ("val.en.gz", "val.de.gz"),
-             "wmt14-newstest/newstest2014.en-de": ("newstest2014.en-de.en.gz", "newstest2014.en-de.de.gz")}
+    names = {
+        "multi30k/train": ("train.en.gz", "train.de.gz"),
+        "multi30k/val": ("val.en.gz", "val.de.gz"),
+        "wmt14-newstest/newstest2014.en-de": ("newstest2014.en-de.en.gz", "newstest2014.en-de.de.gz"),
+    }
     for stem, n in picks.items():
         for name in names[stem]:
             sub = Path(stem).parent / name
@@ -105,9 +164,11 @@ def _tiny_corpus(folder: Path, source: Path) -> Path:
     return folder
 
 
-FILES = ('{train: [["multi30k/train.en.gz", "multi30k/train.de.gz"]], '
-         'valid: [["multi30k/val.en.gz", "multi30k/val.de.gz"]], '
-         'test: [["wmt14-newstest/newstest2014.en-de.en.gz", "wmt14-newstest/newstest2014.en-de.de.gz"]]}')
+FILES = (
+    '{train: [["multi30k/train.en.gz", "multi30k/train.de.gz"]], '
+    'valid: [["multi30k/val.en.gz", "multi30k/val.de.gz"]], '
+    'test: [["wmt14-newstest/newstest2014.en-de.en.gz", "wmt14-newstest/newstest2014.en-de.de.gz"]]}'
+)
 TINY = {"hidden_size": 16, "embed_dim": 8}
 
 
@@ -123,27 +184,53 @@ def test_the_whole_full_profile_runs_end_to_end_at_toy_size_on_cpu(tmp_path, hom
     from flows.execute.runner import run
 
     data = _tiny_corpus(tmp_path / "data", source)
-    sets = ["seeds=[0]", "mt_steps=4", "recall_steps=4", "image_steps=4", "lookup_steps=4", "caption_steps=4",
-            "timing_lengths=[16,32]", "mt_hidden=16",
-            "mt_data.source=files", f"mt_data.data_dir={data}", f"mt_data.files={FILES}", "mt_data.num_proc=1",
-            "mt_data.vocab_size=600",
-            f"mt.overrides={TINY}", "mt.max_tokens=300", "mt.checkpoint_every=2", "mt.eval_every=2",
-            "mt_bahdanau.overrides={hidden_size: 16, embed_dim: 8, attention_dim: 16, maxout_dim: 8}",
-            "mt_bahdanau.max_tokens=300", "mt_bahdanau.checkpoint_every=2", "mt_bahdanau.eval_every=2",
-            "mt_transformer.model=transformer-tiny", "mt_transformer.max_tokens=300", "mt_transformer.steps=6",
-            "mt_transformer.warmup=3", "mt_transformer.checkpoint_every=1",
-            "explode.steps=4", "bias15.steps=4", "bleu.max_examples=12", "bleu_bahdanau.max_examples=12",
-            "capacity.max_examples=12"]
+    sets = [
+        "seeds=[0]",
+        "mt_steps=4",
+        "recall_steps=4",
+        "image_steps=4",
+        "lookup_steps=4",
+        "caption_steps=4",
+        "timing_lengths=[16,32]",
+        "mt_hidden=16",
+        "mt_data.source=files",
+        f"mt_data.data_dir={data}",
+        f"mt_data.files={FILES}",
+        "mt_data.num_proc=1",
+        "mt_data.vocab_size=600",
+        f"mt.overrides={TINY}",
+        "mt.max_tokens=300",
+        "mt.checkpoint_every=2",
+        "mt.eval_every=2",
+        "mt_bahdanau.overrides={hidden_size: 16, embed_dim: 8, attention_dim: 16, maxout_dim: 8}",
+        "mt_bahdanau.max_tokens=300",
+        "mt_bahdanau.checkpoint_every=2",
+        "mt_bahdanau.eval_every=2",
+        "mt_transformer.model=transformer-tiny",
+        "mt_transformer.max_tokens=300",
+        "mt_transformer.steps=6",
+        "mt_transformer.warmup=3",
+        "mt_transformer.checkpoint_every=1",
+        "explode.steps=4",
+        "bias15.steps=4",
+        "bleu.max_examples=12",
+        "bleu_bahdanau.max_examples=12",
+        "capacity.max_examples=12",
+    ]
     plan = build(PIPELINE, profile="full", sets=sets)
     kept = plan.instances["mt_transformer[seed=0]"].params
-    assert (kept["accumulate"], kept["label_smoothing"], kept["average_last"], kept["schedule"]) == \
-        (8, 0.1, 5, "inverse_sqrt")   # the recipe stays; only its size is toy
+    assert (kept["accumulate"], kept["label_smoothing"], kept["average_last"], kept["schedule"]) == (
+        8,
+        0.1,
+        5,
+        "inverse_sqrt",
+    )  # the recipe stays; only its size is toy
     result = run(plan)
     assert result.ok, result.errors
     transformer = result.outputs["mt_transformer[seed=0]"]["summary"]
     assert transformer["averaged_steps"] == [2, 3, 4, 5, 6] and transformer["steps"] == 6
     bleu = result.outputs["bleu[seed=0]"]["summary"]
     for model in ("seq2seq-small", "seq2seq-reverse-small", "luong-dot-small", "sutskever-4x1000", "transformer"):
-        assert f"bleu/{model}/longest" in bleu and f"bleu_tok/{model}" in bleu   # beam 4, the paper's BLEU too
+        assert f"bleu/{model}/longest" in bleu and f"bleu_tok/{model}" in bleu  # beam 4, the paper's BLEU too
     card = result.outputs["scorecard"]["summary"]
-    assert card["claims"] == 20 and card["not_measured"] >= 1   # one seed: the 3-seed claims say so
+    assert card["claims"] == 20 and card["not_measured"] >= 1  # one seed: the 3-seed claims say so

@@ -1,4 +1,5 @@
 """Every shipped pipeline validates, under every one of its profiles."""
+
 from pathlib import Path
 
 import pytest

@@ -1,8 +1,9 @@
 """Planning: matrix expansion, how references bind, profiles, overrides and cache keys."""
+
 import textwrap
 
-from flows.plan.build import build
 from flows.language.refs import Ref
+from flows.plan.build import build
 
 C = "tests.support.engine_components"
 PIPE = textwrap.dedent(f"""\
@@ -40,9 +41,15 @@ def plan_of(tmp_path, **kw):
 def test_matrix_expands_with_readable_names(tmp_path):
     plan = plan_of(tmp_path)
     assert list(plan.instances) == [
-        "nums[offset=0]", "nums[offset=100]",
-        "sum[offset=0,seed=0]", "sum[offset=0,seed=1]", "sum[offset=100,seed=0]", "sum[offset=100,seed=1]",
-        "table", "after"]
+        "nums[offset=0]",
+        "nums[offset=100]",
+        "sum[offset=0,seed=0]",
+        "sum[offset=0,seed=1]",
+        "sum[offset=100,seed=0]",
+        "sum[offset=100,seed=1]",
+        "table",
+        "after",
+    ]
     assert plan.instances["nums[offset=100]"].params == {"n": 2, "offset": 100}
 
 
@@ -52,15 +59,22 @@ def test_shared_axis_binds_element_wise_and_other_consumers_get_a_dict(tmp_path)
     assert isinstance(ref, Ref) and ref.sources == {None: "nums[offset=100]"}
     table = plan.instances["table"].params["totals"]
     assert table.sources == {
-        "offset=0,seed=0": "sum[offset=0,seed=0]", "offset=0,seed=1": "sum[offset=0,seed=1]",
-        "offset=100,seed=0": "sum[offset=100,seed=0]", "offset=100,seed=1": "sum[offset=100,seed=1]"}
+        "offset=0,seed=0": "sum[offset=0,seed=0]",
+        "offset=0,seed=1": "sum[offset=0,seed=1]",
+        "offset=100,seed=0": "sum[offset=100,seed=0]",
+        "offset=100,seed=1": "sum[offset=100,seed=1]",
+    }
     assert table.resolve({iid: {"total": i} for i, iid in enumerate(table.sources.values())}) == {
-        "offset=0,seed=0": 0, "offset=0,seed=1": 1, "offset=100,seed=0": 2, "offset=100,seed=1": 3}
+        "offset=0,seed=0": 0,
+        "offset=0,seed=1": 1,
+        "offset=100,seed=0": 2,
+        "offset=100,seed=1": 3,
+    }
     assert plan.instances["after"].deps == ["table"]
 
 
 def test_profiles_and_overrides(tmp_path):
-    assert plan_of(tmp_path).params["n"] == 2                      # default profile
+    assert plan_of(tmp_path).params["n"] == 2  # default profile
     big = plan_of(tmp_path, profile="big")
     assert big.params["n"] == 10 and big.instances["sum[offset=0,seed=0]"].params["scale"] == 3.0
     over = plan_of(tmp_path, profile="big", sets=["n=4", "sum.scale=0.5", "seeds=[7]"])

@@ -2,6 +2,7 @@
 with the same environment run in its forked child (same terminal, folder, environment and exit
 status), signals reach the child, an edited source file makes the zygote step aside, and
 `bottlenecks stop` ends it."""
+
 import os
 import shutil
 import signal
@@ -13,7 +14,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 
 REPO = Path(__file__).resolve().parents[2]
 C = "tests.support.engine_components"
@@ -27,13 +27,19 @@ def project(tmp_path):
     plugin.mkdir()
     (plugin / "bn_preloaded.py").write_text("VALUE = 1\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "MLFLOW_", "BOTTLENECKS_"))}
-    env.update({"BOTTLENECKS_DAEMON": "on", "BOTTLENECKS_DAEMON_IDLE": "120", "XDG_RUNTIME_DIR": str(runtime),
-                "BOTTLENECKS_PREFECT_SERVER": "off", "BOTTLENECKS_DAEMON_PRELOAD": "bn_preloaded",
-                "PYTHONPATH": os.pathsep.join([str(REPO), str(plugin), env.get("PYTHONPATH", "")]),
-                "PREFECT_SERVER_ANALYTICS_ENABLED": "false"})
+    env.update(
+        {
+            "BOTTLENECKS_DAEMON": "on",
+            "BOTTLENECKS_DAEMON_IDLE": "120",
+            "XDG_RUNTIME_DIR": str(runtime),
+            "BOTTLENECKS_PREFECT_SERVER": "off",
+            "BOTTLENECKS_DAEMON_PRELOAD": "bn_preloaded",
+            "PYTHONPATH": os.pathsep.join([str(REPO), str(plugin), env.get("PYTHONPATH", "")]),
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        }
+    )
     yield tmp_path, env, plugin
-    subprocess.run([sys.executable, "-m", "flows.cli", "stop"], cwd=tmp_path, env=env, capture_output=True,
-                   timeout=60)
+    subprocess.run([sys.executable, "-m", "flows.cli", "stop"], cwd=tmp_path, env=env, capture_output=True, timeout=60)
     shutil.rmtree(runtime, ignore_errors=True)
 
 
@@ -44,8 +50,14 @@ def _pipeline(folder: Path, name: str, body: str) -> Path:
 
 
 def _run(env, folder, path, *extra, check=True):
-    proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "run", str(path), *extra], cwd=folder, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flows.cli", "run", str(path), *extra],
+        cwd=folder,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     out, err = proc.communicate(timeout=300)
     if check:
         assert proc.returncode == 0, err[-3000:]
@@ -60,8 +72,9 @@ def _socket(env, folder) -> Path:
 def _key(env, folder) -> str:
     """The zygote a command started in ``folder`` with ``env`` talks to."""
     code = "import sys; from flows.services import daemon; print(daemon.key())"
-    return subprocess.run([sys.executable, "-c", code], env=env, cwd=folder, capture_output=True, text=True,
-                          check=True).stdout.strip()
+    return subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=folder, capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def _wait_serving(env, folder, timeout=120.0) -> Path:
@@ -73,44 +86,62 @@ def _wait_serving(env, folder, timeout=120.0) -> Path:
         if log.exists() and "serving" in log.read_text().splitlines()[-1]:
             return sock
         time.sleep(0.2)
-    raise AssertionError(f"no zygote served {sock}: {log.read_text() if log.exists() else 'no log'}; "
-                         f"{sorted(p.name for p in sock.parent.iterdir())}")
+    raise AssertionError(
+        f"no zygote served {sock}: {log.read_text() if log.exists() else 'no log'}; "
+        f"{sorted(p.name for p in sock.parent.iterdir())}"
+    )
 
 
 def _parent_tags(folder: Path, name: str) -> list[dict]:
-    code = ("import json, mlflow; mlflow.set_tracking_uri('sqlite:///" + str(folder / ".bottlenecks" / "mlflow.db")
-            + f"'); r = mlflow.search_runs(experiment_names=['{name}'], filter_string=\"attributes.run_name = "
-            f"'{name}'\", order_by=['attributes.start_time ASC'], output_format='list'); "
-            "print(json.dumps([dict(x.data.tags, status=x.info.status) for x in r]))")
+    code = (
+        "import json, mlflow; mlflow.set_tracking_uri('sqlite:///"
+        + str(folder / ".bottlenecks" / "mlflow.db")
+        + f"'); r = mlflow.search_runs(experiment_names=['{name}'], filter_string=\"attributes.run_name = "
+        f"'{name}'\", order_by=['attributes.start_time ASC'], output_format='list'); "
+        "print(json.dumps([dict(x.data.tags, status=x.info.status) for x in r]))"
+    )
     import json
 
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")},
+    )
     return json.loads(out.stdout)
 
 
 def test_a_later_run_is_served_by_the_zygote_with_the_same_output_and_exit_status(project):
     folder, env, _ = project
-    path = _pipeline(folder, "warm", f"""\
+    path = _pipeline(
+        folder,
+        "warm",
+        f"""\
         steps:
           numbers: {{uses: "{C}:numbers", with: {{n: 3}}}}
           total: {{uses: "{C}:total", with: {{values: "${{numbers.values}}"}}}}
-        """)
+        """,
+    )
     first, _, err1 = _run(env, folder, path)
     assert "finished in" in err1 and "2 done" in err1
     _wait_serving(env, folder)
     second, out2, err2 = _run(env, folder, path)
-    assert "2 cached" in err2 and "MLflow parent run" in err2, err2   # the command's own stderr
+    assert "2 cached" in err2 and "MLflow parent run" in err2, err2  # the command's own stderr
     tags = _parent_tags(folder, "warm")
     assert [t["status"] for t in tags] == ["FINISHED", "FINISHED"]
-    assert tags[0]["bottlenecks.pid"] == str(first.pid)      # the first ran in its own process
-    assert tags[1]["bottlenecks.pid"] != str(second.pid)     # the second in the zygote's child
+    assert tags[0]["bottlenecks.pid"] == str(first.pid)  # the first ran in its own process
+    assert tags[1]["bottlenecks.pid"] != str(second.pid)  # the second in the zygote's child
     assert (folder / ".bottlenecks" / "mlflow.db").exists()  # in the command's folder, not the zygote's
 
-    failing = _pipeline(folder, "warm-fail", f"""\
+    failing = _pipeline(
+        folder,
+        "warm-fail",
+        f"""\
         steps:
           bad: {{uses: "{C}:fail", with: {{message: "no such luck"}}}}
-        """)
+        """,
+    )
     proc, _, err = _run(env, folder, failing, check=False)
     assert proc.returncode == 1 and "no such luck" in err
     invalid = _pipeline(folder, "warm-invalid", "steps: {a: {uses: nothing.here}}\n")
@@ -120,15 +151,25 @@ def test_a_later_run_is_served_by_the_zygote_with_the_same_output_and_exit_statu
 
 def test_ctrl_c_reaches_the_child_and_the_run_is_killed(project):
     folder, env, _ = project
-    _run(env, folder, _pipeline(folder, "warm-first", f"steps: {{a: {{uses: \"{C}:numbers\"}}}}\n"))
+    _run(env, folder, _pipeline(folder, "warm-first", f'steps: {{a: {{uses: "{C}:numbers"}}}}\n'))
     _wait_serving(env, folder)
     started = folder / "started"
-    path = _pipeline(folder, "warm-stop", f"""\
+    path = _pipeline(
+        folder,
+        "warm-stop",
+        f"""\
         steps:
           train: {{uses: "{C}:slow_train", with: {{steps: 600, seconds_per_step: 0.1, started_file: "{started}"}}}}
-        """)
-    proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "run", str(path)], cwd=folder, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        """,
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flows.cli", "run", str(path)],
+        cwd=folder,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     deadline = time.monotonic() + 120
     while not started.exists() and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.1)
@@ -142,7 +183,7 @@ def test_ctrl_c_reaches_the_child_and_the_run_is_killed(project):
 
 def test_an_edited_source_file_makes_the_zygote_step_aside_and_stop_ends_it(project):
     folder, env, plugin = project
-    path = _pipeline(folder, "warm-stale", f"steps: {{a: {{uses: \"{C}:numbers\"}}}}\n")
+    path = _pipeline(folder, "warm-stale", f'steps: {{a: {{uses: "{C}:numbers"}}}}\n')
     _run(env, folder, path)
     sock = _wait_serving(env, folder)
     time.sleep(0.05)
@@ -151,8 +192,9 @@ def test_an_edited_source_file_makes_the_zygote_step_aside_and_stop_ends_it(proj
     assert _parent_tags(folder, "warm-stale")[-1]["bottlenecks.pid"] == str(proc.pid)  # ran in its own process
     assert "stale" in sock.with_suffix(".log").read_text()
     _wait_serving(env, folder)  # that command started a fresh zygote
-    out = subprocess.run([sys.executable, "-m", "flows.cli", "stop"], cwd=folder, env=env, capture_output=True,
-                         text=True, timeout=60).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "flows.cli", "stop"], cwd=folder, env=env, capture_output=True, text=True, timeout=60
+    ).stdout
     assert "stopped the warm process" in out
     deadline = time.monotonic() + 10
     while sock.exists() and time.monotonic() < deadline:
@@ -164,4 +206,6 @@ def test_another_environment_gets_another_zygote(project):
     folder, env, _ = project
     other = {**env, "BOTTLENECKS_EXECUTOR": "threads"}
     assert _key(env, folder) != _key(other, folder)
-    assert _key(env, folder) == _key({**env, "PWD": "/elsewhere", "OLDPWD": "/", "SHLVL": "3"}, folder)  # shell noise ignored
+    assert _key(env, folder) == _key(
+        {**env, "PWD": "/elsewhere", "OLDPWD": "/", "SHLVL": "3"}, folder
+    )  # shell noise ignored

@@ -1,5 +1,6 @@
 """The background Prefect server: started once, reused by later commands, stopped by `bottlenecks
 stop` or when idle, replaced when its record is stale; `run` prints where to follow the run."""
+
 import json
 import os
 import re
@@ -14,8 +15,10 @@ import pytest
 from flows.services import prefect_server
 
 REPO = Path(__file__).resolve().parents[2]
-USE = ("from flows import home; from flows.services import prefect_server; home.configure(); "
-       "print(prefect_server.use(home.home()))")
+USE = (
+    "from flows import home; from flows.services import prefect_server; home.configure(); "
+    "print(prefect_server.use(home.home()))"
+)
 
 
 @pytest.fixture(scope="module")
@@ -29,10 +32,16 @@ def project(tmp_path, template_cache):
     """A project folder whose commands use a background server (stopped after the test)."""
     home = tmp_path / ".bottlenecks"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "MLFLOW_"))}
-    env.update({"BOTTLENECKS_PREFECT_SERVER": "on", "BOTTLENECKS_PREFECT_IDLE": "120",
-                "BOTTLENECKS_CACHE": str(template_cache),
-                "BOTTLENECKS_HOME": str(home), "PYTHONPATH": os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]),
-                "PREFECT_SERVER_ANALYTICS_ENABLED": "false"})
+    env.update(
+        {
+            "BOTTLENECKS_PREFECT_SERVER": "on",
+            "BOTTLENECKS_PREFECT_IDLE": "120",
+            "BOTTLENECKS_CACHE": str(template_cache),
+            "BOTTLENECKS_HOME": str(home),
+            "PYTHONPATH": os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]),
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        }
+    )
     yield tmp_path, home, env
     record = prefect_server.read_record(home)
     if record:
@@ -52,8 +61,10 @@ def _alive(pid: int) -> bool:
 
 def test_commands_at_once_start_one_server_later_commands_reuse_it_and_stop_stops_it(project):
     folder, home, env = project
-    both = [subprocess.Popen([sys.executable, "-c", USE], cwd=folder, env=env, stdout=subprocess.PIPE, text=True)
-            for _ in range(2)]
+    both = [
+        subprocess.Popen([sys.executable, "-c", USE], cwd=folder, env=env, stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
     urls = {p.communicate(timeout=300)[0].strip() for p in both}
     record = prefect_server.read_record(home)
     assert urls == {record["url"]} and record["url"] == f"http://127.0.0.1:{record['port']}/api"
@@ -76,8 +87,9 @@ def test_a_stale_record_is_replaced(project):
     dead.wait()
     # a dead pid, and a live process that is not a server of ours (this test): neither is used or killed
     for pid in (dead.pid, os.getpid()):
-        (home / prefect_server.RECORD).write_text(json.dumps(
-            {"pid": pid, "port": 9, "url": "http://127.0.0.1:9/api", "prefect_home": str(home / "prefect")}))
+        (home / prefect_server.RECORD).write_text(
+            json.dumps({"pid": pid, "port": 9, "url": "http://127.0.0.1:9/api", "prefect_home": str(home / "prefect")})
+        )
         url = _command(env, folder, code=USE).stdout.strip()
         record = prefect_server.read_record(home)
         assert url == record["url"] != "http://127.0.0.1:9/api" and record["pid"] not in (dead.pid, os.getpid())
@@ -105,9 +117,10 @@ def test_an_idle_server_stops_itself(project):
     folder, home, env = project
     env["BOTTLENECKS_PREFECT_IDLE"] = "2"
     # the record is read inside the command: 2 s after it exits the server may be gone already
-    code = USE.replace("print(prefect_server.use(home.home()))",
-                       "prefect_server.use(home.home()); r = prefect_server.read_record(home.home()); "
-                       "print(r['url'], r['pid'])")
+    code = USE.replace(
+        "print(prefect_server.use(home.home()))",
+        "prefect_server.use(home.home()); r = prefect_server.read_record(home.home()); print(r['url'], r['pid'])",
+    )
     url, pid = _command(env, folder, code=code).stdout.split()
     pid = int(pid)
     deadline = time.monotonic() + 60
@@ -129,7 +142,8 @@ def test_not_used_when_a_prefect_server_is_configured(monkeypatch):
 def test_run_prints_where_to_follow_it_and_prefect_shows_the_run(project):
     folder, home, env = project
     (folder / "tiny.yaml").write_text(
-        "name: tiny\nsteps:\n  nums:\n    uses: tests.support.engine_components:numbers\n    with: {n: 2}\n")
+        "name: tiny\nsteps:\n  nums:\n    uses: tests.support.engine_components:numbers\n    with: {n: 2}\n"
+    )
     err = _command(env, folder, "run", "tiny.yaml").stderr
     record = prefect_server.read_record(home)
     ui = record["url"].removesuffix("/api")

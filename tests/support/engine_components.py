@@ -1,4 +1,5 @@
 """Small components for the engine's tests, used through the `module:function` form."""
+
 from pathlib import Path
 
 from components import Context, component
@@ -70,8 +71,13 @@ def whoami(ctx: Context, *, seconds: float = 0.0, tag: str | int = "", meet: str
                 raise TimeoutError(f"only {len(list(Path(meet).iterdir()))} of {party} steps arrived")
             time.sleep(0.05)
     time.sleep(seconds)
-    return {"pid": os.getpid(), "visible": os.environ.get("CUDA_VISIBLE_DEVICES"), "device": ctx.device,
-            "started": started, "ended": time.time()}
+    return {
+        "pid": os.getpid(),
+        "visible": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "device": ctx.device,
+        "started": started,
+        "ended": time.time(),
+    }
 
 
 @component("enginetest.crash", outputs=["never"])

@@ -1,5 +1,6 @@
 """A component context that keeps every progress handle it gave out (the live view and Prefect's
 progress artifact read the same handles), so a test can say what a long step reported."""
+
 from contextlib import contextmanager
 
 from components import Context

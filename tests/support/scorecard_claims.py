@@ -1,4 +1,5 @@
 """Checks on a written scorecard.json: why a claim is not measured, and that every reference resolved."""
+
 from __future__ import annotations
 
 import re

@@ -3,6 +3,7 @@ on Postgres and ``prefect server start`` on Postgres, each started from a test a
 
 Postgres refuses to run as root, so as root the cluster belongs to the ``postgres`` user.
 """
+
 from __future__ import annotations
 
 import glob
@@ -37,8 +38,7 @@ def wait_http(url: str, timeout: float, proc: subprocess.Popen | None = None, lo
     deadline = time.monotonic() + timeout
     while True:
         if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"{proc.args[:4]} exited with {proc.returncode} before {url} answered:\n"
-                               f"{tail(log)}")
+            raise RuntimeError(f"{proc.args[:4]} exited with {proc.returncode} before {url} answered:\n{tail(log)}")
         try:
             with urllib.request.urlopen(url, timeout=3) as r:
                 if 200 <= r.status < 300:
@@ -93,17 +93,36 @@ class Postgres:
     def _run(self, *args: str) -> None:
         out = subprocess.run(self._cmd(*args), capture_output=True, text=True, timeout=120)
         if out.returncode != 0:
-            raise RuntimeError(f"{' '.join(args[:2])} failed ({out.returncode}): {out.stderr or out.stdout}\n"
-                               f"{tail(self.log)}")
+            raise RuntimeError(
+                f"{' '.join(args[:2])} failed ({out.returncode}): {out.stderr or out.stdout}\n{tail(self.log)}"
+            )
 
     def start(self) -> "Postgres":
         if self.as_root:
             shutil.chown(self.root, "postgres", "postgres")
-        self._run(str(self.bin / "initdb"), "-D", str(self.data), "-U", PG_USER, "--auth=trust",
-                  "--encoding=UTF8", "--no-sync")
-        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60",
-                  "-o", f"-h 127.0.0.1 -p {self.port} -k {self.data} -c fsync=off -c max_connections=200",
-                  "start")
+        self._run(
+            str(self.bin / "initdb"),
+            "-D",
+            str(self.data),
+            "-U",
+            PG_USER,
+            "--auth=trust",
+            "--encoding=UTF8",
+            "--no-sync",
+        )
+        self._run(
+            str(self.bin / "pg_ctl"),
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.log),
+            "-w",
+            "-t",
+            "60",
+            "-o",
+            f"-h 127.0.0.1 -p {self.port} -k {self.data} -c fsync=off -c max_connections=200",
+            "start",
+        )
         return self
 
     def create_database(self, name: str) -> None:
@@ -114,24 +133,27 @@ class Postgres:
 
     def stop(self) -> None:
         if self.data.exists():
-            subprocess.run(self._cmd(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate",
-                                     "-w", "stop"), capture_output=True, timeout=60)
+            subprocess.run(
+                self._cmd(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop"),
+                capture_output=True,
+                timeout=60,
+            )
         shutil.rmtree(self.root, ignore_errors=True)
 
 
 class Server:
     """A server process with its log; ``stop`` terminates it, ``start`` brings it back on the same port."""
 
-    def __init__(self, name: str, cmd: list[str], env: dict[str, str], health: str, log: Path,
-                 timeout: float = 180):
+    def __init__(self, name: str, cmd: list[str], env: dict[str, str], health: str, log: Path, timeout: float = 180):
         self.name, self.cmd, self.env, self.health, self.log, self.timeout = name, cmd, env, health, log, timeout
         self.proc: subprocess.Popen | None = None
 
     def spawn(self) -> None:
         with open(self.log, "a") as fh:
             # a process group of its own, so stopping it also stops its workers (gunicorn/uvicorn)
-            self.proc = subprocess.Popen(self.cmd, env=self.env, stdout=fh, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(
+                self.cmd, env=self.env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True
+            )
 
     def wait(self) -> None:
         wait_http(self.health, self.timeout, self.proc, self.log)
@@ -176,8 +198,9 @@ class TeamServers:
 
         for module, package in (("psycopg2", "psycopg2-binary"), ("asyncpg", "asyncpg")):
             if importlib.util.find_spec(module) is None:
-                raise RuntimeError(f"the Postgres driver {module} is missing: install {package} "
-                                   "(pyproject's test extra lists it)")
+                raise RuntimeError(
+                    f"the Postgres driver {module} is missing: install {package} (pyproject's test extra lists it)"
+                )
         self.postgres.start()
         self.postgres.create_database("mlflow")
         self.postgres.create_database("prefect")
@@ -185,18 +208,39 @@ class TeamServers:
         artifacts = self.root / "mlartifacts"
         artifacts.mkdir(parents=True, exist_ok=True)
         self.mlflow = Server(
-            "mlflow", [sys.executable, "-m", "mlflow", "server", "--backend-store-uri",
-                       self.postgres.url("mlflow", "postgresql+psycopg2"), "--artifacts-destination", str(artifacts),
-                       "--host", "127.0.0.1", "--port", str(mlflow_port), "--workers", "1"],
-            _quiet_env(MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false"), f"{self.mlflow_url}/health",
-            self.root / "mlflow.log")
+            "mlflow",
+            [
+                sys.executable,
+                "-m",
+                "mlflow",
+                "server",
+                "--backend-store-uri",
+                self.postgres.url("mlflow", "postgresql+psycopg2"),
+                "--artifacts-destination",
+                str(artifacts),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(mlflow_port),
+                "--workers",
+                "1",
+            ],
+            _quiet_env(MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false"),
+            f"{self.mlflow_url}/health",
+            self.root / "mlflow.log",
+        )
         self.prefect = Server(
-            "prefect", [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
-                        "--port", str(prefect_port)],
-            _quiet_env(PREFECT_HOME=str(self.root / "prefect-home"), PREFECT_UI_ENABLED="false",
-                       PREFECT_API_DATABASE_CONNECTION_URL=self.postgres.url("prefect", "postgresql+asyncpg"),
-                       PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS="5"),
-            f"{self.prefect_url}/health", self.root / "prefect.log")
+            "prefect",
+            [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(prefect_port)],
+            _quiet_env(
+                PREFECT_HOME=str(self.root / "prefect-home"),
+                PREFECT_UI_ENABLED="false",
+                PREFECT_API_DATABASE_CONNECTION_URL=self.postgres.url("prefect", "postgresql+asyncpg"),
+                PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS="5",
+            ),
+            f"{self.prefect_url}/health",
+            self.root / "prefect.log",
+        )
         # both migrate their databases on the first start; in parallel it takes half the time
         for server in (self.mlflow, self.prefect):
             server.spawn()
@@ -207,10 +251,17 @@ class TeamServers:
     def client_env(self, home: Path, **extra: str) -> dict[str, str]:
         """Environment for a ``bottlenecks`` subprocess that uses these servers."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "MLFLOW_"))}
-        env.update({"MLFLOW_TRACKING_URI": self.mlflow_url, "PREFECT_API_URL": self.prefect_url,
-                    "BOTTLENECKS_HOME": str(home), "PREFECT_HOME": str(home / "prefect"),
-                    # no retry settings here: a dead server is tested with the product's defaults
-                    "PREFECT_SERVER_ANALYTICS_ENABLED": "false", **extra})
+        env.update(
+            {
+                "MLFLOW_TRACKING_URI": self.mlflow_url,
+                "PREFECT_API_URL": self.prefect_url,
+                "BOTTLENECKS_HOME": str(home),
+                "PREFECT_HOME": str(home / "prefect"),
+                # no retry settings here: a dead server is tested with the product's defaults
+                "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+                **extra,
+            }
+        )
         return env
 
     def stop(self) -> None:

@@ -1,4 +1,5 @@
 """Components for the zombie-run tests: a slow step to kill, a step that interrupts its process."""
+
 import os
 import signal
 import time

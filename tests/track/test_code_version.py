@@ -1,5 +1,6 @@
 """A step's cache key follows the code it runs: an edit to a helper it imports invalidates it, an
 edit elsewhere in the same package does not (a report change must not retrain every model)."""
+
 import sys
 import textwrap
 
@@ -41,7 +42,18 @@ def digest(name):
 @pytest.mark.parametrize("edited", ["helper.py", "deep.py", "sub/comp.py", "sub/__init__.py", "__init__.py"])
 def test_an_edit_to_code_the_component_runs_changes_its_version(plugin, edited):
     before = digest("cvplug.sub.comp")
-    (plugin / edited).write_text((plugin / edited).read_text() + "# edited\n")
+    (plugin / edited).write_text((plugin / edited).read_text() + "EDITED = 1\n")
+    assert digest("cvplug.sub.comp") != before
+
+
+def test_comments_and_formatting_keep_the_version(plugin):
+    before = digest("cvplug.sub.comp")
+    comp = plugin / "sub" / "comp.py"
+    original = comp.read_text()
+    reformatted = original.replace("return x * SCALE + deep.OFFSET", "return (x * SCALE\n            + deep.OFFSET)")
+    comp.write_text("# a comment\n\n" + reformatted + "\n\n# trailing\n")
+    assert digest("cvplug.sub.comp") == before
+    comp.write_text(original.replace("SCALE + deep", "SCALE - deep"))
     assert digest("cvplug.sub.comp") != before
 
 
@@ -53,8 +65,8 @@ def test_an_edit_to_an_unrelated_module_of_the_package_keeps_it(plugin):
 
 
 def test_shipped_training_does_not_depend_on_the_report_code():
-    from components import get
     import components.library  # noqa: F401 - registers the shipped components
+    from components import get
 
     train, report = get("train.model"), get("report.scorecard")
     assert train.code_version != report.code_version

@@ -1,5 +1,6 @@
 """What users see in MLflow, read back through the client: the experiment kind that opens the runs
 table, the parent run's description (the scorecard), dataset inputs on training runs."""
+
 import json
 import os
 import textwrap
@@ -9,8 +10,8 @@ import pytest
 
 from components.context import Context
 from components.train.lineage import describe
-from flows.plan.build import build
 from flows.execute.runner import run
+from flows.plan.build import build
 from flows.track.runs import EXPERIMENT_KIND, experiment_links
 
 pytestmark = pytest.mark.slow
@@ -74,9 +75,10 @@ def test_the_parent_run_description_is_the_scorecard(result):
 
 def test_training_runs_record_their_dataset_as_an_input(result):
     client = mlflow.MlflowClient()
-    for step, data_step, name, sizes in (("rnn", "recall", "delayed_recall", {"train": 128, "valid": 32, "test": 32}),
-                                         ("luong", "toy", "synthetic_translation src-tgt",
-                                          {"train": 200, "valid": 20, "test": 30})):
+    for step, data_step, name, sizes in (
+        ("rnn", "recall", "delayed_recall", {"train": 128, "valid": 32, "test": 32}),
+        ("luong", "toy", "synthetic_translation src-tgt", {"train": 200, "valid": 20, "test": 30}),
+    ):
         inputs = client.get_run(result.outputs[step]["run_id"]).inputs.dataset_inputs
         assert len(inputs) == 1
         dataset = inputs[0].dataset
@@ -101,7 +103,8 @@ def test_the_parent_run_row_shows_the_datasets_and_a_cached_rerun_keeps_them(res
     assert again.status["rnn"] == "cached"
     cached = client.get_run(again.outputs["rnn"]["run_id"]).inputs.dataset_inputs
     assert [d.dataset.digest for d in cached] == [
-        d.dataset.digest for d in client.get_run(result.outputs["rnn"]["run_id"]).inputs.dataset_inputs]
+        d.dataset.digest for d in client.get_run(result.outputs["rnn"]["run_id"]).inputs.dataset_inputs
+    ]
 
 
 def test_models_that_take_one_tensor_carry_a_signature(result):
@@ -110,24 +113,28 @@ def test_models_that_take_one_tensor_carry_a_signature(result):
     assert inputs[0]["type"] == "tensor" and inputs[0]["tensor-spec"]["shape"][0] == -1
     assert outputs[0]["type"] == "tensor"
     luong = mlflow.models.get_model_info(f"runs:/{result.outputs['luong']['run_id']}/model")
-    assert luong.signature is None   # source, lengths and target: not what the flavour passes
+    assert luong.signature is None  # source, lengths and target: not what the flavour passes
 
 
 def test_ui_links_open_each_experiment_on_its_runs_table(result):
     exp = mlflow.MlflowClient().get_experiment_by_name("mlflow-view")
-    assert (f"mlflow-view: http://127.0.0.1:5000/#/experiments/{exp.experiment_id}?workflowType=machine_learning"
-            in experiment_links("http://127.0.0.1:5000"))
+    assert (
+        f"mlflow-view: http://127.0.0.1:5000/#/experiments/{exp.experiment_id}?workflowType=machine_learning"
+        in experiment_links("http://127.0.0.1:5000")
+    )
 
 
 def test_a_run_without_a_report_describes_itself(tmp_path, home):
     path = tmp_path / "p.yaml"
-    path.write_text(textwrap.dedent(f"""\
+    path.write_text(
+        textwrap.dedent(f"""\
         name: mlflow-view-plain
         description: Two numbers steps.
         steps:
           a: {{uses: "{C}:numbers", matrix: {{offset: [0, 1]}}, with: {{offset: "${{matrix.offset}}"}}}}
           b: {{uses: "{C}:fail"}}
-        """))
+        """)
+    )
     out = run(build(path))
     note = mlflow.MlflowClient().get_run(out.parent_run_id).data.tags["mlflow.note.content"]
     assert note.startswith("# mlflow-view-plain\n\n**some steps failed**: 2 done, 1 failed of 3 step runs in ")
@@ -143,7 +150,8 @@ def test_the_digest_follows_the_data(tmp_path):
     (folder / "train.pt").write_bytes(b"abc")
     first = describe(folder, {"task": "t", "counts": {"train": 3}})
     ctx.log_dataset(**first)
-    assert ctx.datasets == [{"name": "t", "source": str(folder), "digest": first["digest"],
-                             "sizes": {"train": 3}, "context": "training"}]
+    assert ctx.datasets == [
+        {"name": "t", "source": str(folder), "digest": first["digest"], "sizes": {"train": 3}, "context": "training"}
+    ]
     (folder / "train.pt").write_bytes(b"abd")
     assert describe(folder, {"task": "t"})["digest"] != first["digest"]

@@ -1,4 +1,5 @@
 """Runs left RUNNING by a dead process are marked KILLED; `history` flags a killed newest run."""
+
 import os
 import signal
 import socket
@@ -12,10 +13,10 @@ import mlflow
 import pytest
 from typer.testing import CliRunner
 
-from flows.track import zombies
 from flows.cli import app
-from flows.plan.build import build
 from flows.execute.runner import run
+from flows.plan.build import build
+from flows.track import zombies
 from flows.track.runs import Tracker
 
 pytestmark = pytest.mark.slow
@@ -69,16 +70,23 @@ def test_a_sigkilled_run_is_killed_by_the_next_run_and_flagged_by_history(tmp_pa
     name = f"zombie-e2e-{uuid.uuid4().hex[:6]}"
     started = tmp_path / "started"
     path = tmp_path / "p.yaml"
-    path.write_text(textwrap.dedent(f"""\
+    path.write_text(
+        textwrap.dedent(f"""\
         name: {name}
         steps:
           nums: {{uses: "{C}:numbers"}}
           slow: {{uses: "{Z}:slow", with: {{started: "{started}"}}, needs: [nums]}}
-        """))
+        """)
+    )
     env = {**os.environ, "BOTTLENECKS_HOME": str(home), "PREFECT_HOME": str(tmp_path / "prefect")}
     with open(tmp_path / "log", "w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "run", str(path)], env=env,
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "flows.cli", "run", str(path)],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + 240
         while not started.exists():  # the slow step's run exists in MLflow before it starts
@@ -98,24 +106,31 @@ def test_a_sigkilled_run_is_killed_by_the_next_run_and_flagged_by_history(tmp_pa
     result = cli.invoke(app, ["history", name, "--no-plot"])
     assert result.exit_code == 1
     parent = before[name].info.run_id
-    assert (f"REGRESSION the newest run {parent[:8]} never finished: its process {proc.pid} on "
-            f"{socket.gethostname()} is gone (killed or crashed); the next run marks it KILLED") in result.output
+    assert (
+        f"REGRESSION the newest run {parent[:8]} never finished: its process {proc.pid} on "
+        f"{socket.gethostname()} is gone (killed or crashed); the next run marks it KILLED"
+    ) in result.output
 
     result = cli.invoke(app, ["run", str(path), "--set", "slow.seconds=0"])
     assert result.exit_code == 0, result.output
-    assert ("marked 2 run(s) KILLED that a dead process had left RUNNING, e.g. " in result.output
-            and f"its process {proc.pid} on {socket.gethostname()} is gone" in result.output)
+    assert (
+        "marked 2 run(s) KILLED that a dead process had left RUNNING, e.g. " in result.output
+        and f"its process {proc.pid} on {socket.gethostname()} is gone" in result.output
+    )
     after = runs_of(name)
     for label in (name, "slow"):
         run_ = after[before[label].info.run_id]
         assert run_.info.status == "KILLED" and run_.info.end_time >= run_.info.start_time
-        assert run_.data.tags[zombies.REASON] == f"its process {proc.pid} on {socket.gethostname()} is gone " \
-                                                 "(killed or crashed)"
+        assert (
+            run_.data.tags[zombies.REASON] == f"its process {proc.pid} on {socket.gethostname()} is gone "
+            "(killed or crashed)"
+        )
     assert after[before["nums"].info.run_id].info.status == "FINISHED"
 
     # a KILLED newest run is a regression too (here: as if the second run had been interrupted)
-    (second,) = [r.info.run_id for r in after.values() if r.info.run_id != parent
-                 and "mlflow.parentRunId" not in r.data.tags]
+    (second,) = [
+        r.info.run_id for r in after.values() if r.info.run_id != parent and "mlflow.parentRunId" not in r.data.tags
+    ]
     mlflow.MlflowClient().set_terminated(second, "KILLED")
     mlflow.MlflowClient().set_tag(second, zombies.REASON, "interrupted (KeyboardInterrupt)")
     result = cli.invoke(app, ["history", name, "--no-plot"])

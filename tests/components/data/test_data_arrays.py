@@ -1,4 +1,5 @@
 """Compact token arrays: uint16 ids on disk, read memory-mapped, giving the list path's batches."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,8 +15,9 @@ from tests.conftest import shared_data
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     root = tmp_path_factory.mktemp("arrays")
-    return get("data.synthetic_translation")(Context(root), vocab=30, min_len=2, max_len=20, n_train=300,
-                                             n_valid=20, n_test=20)["dataset"]
+    return get("data.synthetic_translation")(
+        Context(root), vocab=30, min_len=2, max_len=20, n_train=300, n_valid=20, n_test=20
+    )["dataset"]
 
 
 def _lists(folder):
@@ -55,8 +57,12 @@ def test_pack_and_pad_round_trip_and_dtype_by_vocabulary():
 @pytest.mark.skipif(shared_data() is None, reason="needs the shared Multi30k files")
 def test_parallel_encoding_gives_the_ids_of_one_process(tmp_path):
     base = shared_data() / "multi30k"
-    kw = dict(source="files", files={"train": [[str(base / "train.en.gz"), str(base / "train.de.gz")]]},
-              vocab_size=2000, max_pairs=21000)
+    kw = dict(
+        source="files",
+        files={"train": [[str(base / "train.en.gz"), str(base / "train.de.gz")]]},
+        vocab_size=2000,
+        max_pairs=21000,
+    )
     one = get("data.wmt")(Context(tmp_path / "one"), **kw)["dataset"]
     two = get("data.wmt")(Context(tmp_path / "two"), num_proc=2, **kw)["dataset"]
     a, b = Task(one, "cpu").split("train"), Task(two, "cpu").split("train")

@@ -1,4 +1,5 @@
 """Length buckets under a token budget, padding, patching round trips, loader errors."""
+
 import numpy as np
 import pytest
 import torch
@@ -70,7 +71,9 @@ def test_patch_layout_is_row_major_channel_first():
 
 
 def test_patch_that_does_not_divide_is_a_clear_error():
-    with pytest.raises(DataError, match=r"patch size 5 does not divide the image size 28x28: use one of \[1, 2, 4, 7, 14, 28\]"):
+    with pytest.raises(
+        DataError, match=r"patch size 5 does not divide the image size 28x28: use one of \[1, 2, 4, 7, 14, 28\]"
+    ):
         patchify(torch.zeros(1, 1, 28, 28), 5)
     with pytest.raises(DataError, match="expects images"):
         patchify(torch.zeros(28, 28), 7)

@@ -1,4 +1,5 @@
 """data.documents: k consecutive pairs per document, aligned on both sides; RNNencdec-N's length filter."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,8 +16,9 @@ from components.probes.decode import bucket_names
 @pytest.fixture(scope="module")
 def pairs(tmp_path_factory):
     root = tmp_path_factory.mktemp("docs")
-    return get("data.synthetic_translation")(Context(root / "data"), vocab=8, min_len=2, max_len=9, reorder="none",
-                                             n_train=400, n_valid=30, n_test=90)["dataset"]
+    return get("data.synthetic_translation")(
+        Context(root / "data"), vocab=8, min_len=2, max_len=9, reorder="none", n_train=400, n_valid=30, n_test=90
+    )["dataset"]
 
 
 def test_group_joins_the_same_consecutive_pairs_on_both_sides():
@@ -43,8 +45,9 @@ def test_documents_dataset_is_aligned_and_its_length_buckets_count_every_test_do
     torch.set_num_threads(1)
     ckpt = get("train.model")(Context(tmp_path / "m"), data=pairs, model="seq2seq-tiny", steps=5)["checkpoint"]
     buckets = [1, 10, 20]
-    s = get("eval.bleu")(Context(tmp_path / "bleu"), checkpoints={"s": ckpt}, data=out, buckets=buckets,
-                         tokenize="none", n_bootstrap=0)["summary"]
+    s = get("eval.bleu")(
+        Context(tmp_path / "bleu"), checkpoints={"s": ckpt}, data=out, buckets=buckets, tokenize="none", n_bootstrap=0
+    )["summary"]
     assert sum(s[f"count/len_{b}"] for b in bucket_names(buckets)) == s["n"] == len(ds["test"])
     assert s["count/len_20-inf"] > 0  # documents reach lengths single pairs (at most 9 words) never do
 
@@ -70,11 +73,12 @@ def test_nothing_to_change_returns_the_input_and_bad_ranges_are_errors(pairs, tm
 def test_train_on_single_pairs_and_test_on_documents(pairs, tmp_path):
     """RNNencdec-N on documents: training keeps every single pair up to N words, only the test
     splits are grouped (grouping first and then filtering would drop most training pairs)."""
-    out = get("data.documents")(Context(tmp_path / "docs"), data=pairs, k_min=1, k_max=4, max_words=9,
-                                group_splits=["valid", "test"])["dataset"]
+    out = get("data.documents")(
+        Context(tmp_path / "docs"), data=pairs, k_min=1, k_max=4, max_words=9, group_splits=["valid", "test"]
+    )["dataset"]
     ds, meta = load_translation(out)
     base, _ = load_translation(pairs)
     assert list(ds["train"]["src"]) == [s for s in base["train"]["src"] if len(s.split()) <= 9]
     assert len(ds["test"]) < 90 and " ".join(ds["test"]["src"]) == " ".join(base["test"]["src"])
-    assert max(len(s.split()) for s in ds["test"]["src"]) > 9   # longer than any training source
+    assert max(len(s.split()) for s in ds["test"]["src"]) > 9  # longer than any training source
     assert meta["documents"]["group_splits"] == ["valid", "test"]

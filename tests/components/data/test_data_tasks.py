@@ -1,4 +1,5 @@
 """Synthetic probe tasks: determinism per seed, the label rule (checked by an oracle), the format."""
+
 import numpy as np
 import pytest
 import torch
@@ -73,7 +74,7 @@ def test_adding_rule_matches_the_paper(tmp_path):
         seq = x[i, : lengths[i]]
         marked = np.flatnonzero(seq[:, 1] == 1.0)
         assert len(marked) == 2 and marked[0] < 10 and marked[1] < 20
-        assert np.all(np.abs(seq[:, 0]) <= 1) and np.all(x[i, lengths[i]:] == 0)
+        assert np.all(np.abs(seq[:, 0]) <= 1) and np.all(x[i, lengths[i] :] == 0)
         ends = [p for p in (0, lengths[i] - 1) if p not in marked]
         assert np.all(seq[ends, 1] == -1.0)
         others = np.setdiff1d(np.arange(lengths[i]), np.r_[marked, 0, lengths[i] - 1])
@@ -95,7 +96,7 @@ def test_agreement_rule(tmp_path):
         assert x.shape[1] == 1 + 2 * 3 + 2
         oracle = ((x[:, 0] >= lo) & (x[:, 0] < hi)).long()
         assert torch.equal(y, oracle)
-        nouns = (x[:, 1:] < hi)
+        nouns = x[:, 1:] < hi
         assert (nouns.sum(1) == 3).all()  # K intervening nouns
         plural_between = ((x[:, 1:] >= lo) & (x[:, 1:] < hi)).sum(1)
         disagree = torch.where(y == 1, 3 - plural_between, plural_between)
@@ -144,24 +145,38 @@ def test_variable_length_rule(tmp_path):
         assert counts[label] > max(c for s, c in counts.items() if s != label)
 
 
-@pytest.mark.parametrize("name,params,match", [
-    ("data.delayed_recall", {"lag": 0}, "lag must be >= 1"),
-    ("data.adding", {"seq_len": 10}, "seq_len must be >= 20"),
-    ("data.multi_lookup", {"offsets": [1, 30]}, r"offsets must be .* \[1, 23\]"),
-    ("data.variable_length", {"min_len": 9, "max_len": 3}, "min_len <= max_len"),
-    ("data.agreement", {"train_attractor_prob": 1.5}, "train_attractor_prob must be a probability"),
-    ("data.delayed_recall", {"n_train": 0, "n_valid": 0, "n_test": 0}, "all example counts are 0"),
-    ("data.spell", {"base": 1}, "base must be >= 2"),
-    ("data.spell", {"base": 10, "length": 7}, "10,000,000 numbers is more than 1,000,000 embedding rows"),
-])
+@pytest.mark.parametrize(
+    "name,params,match",
+    [
+        ("data.delayed_recall", {"lag": 0}, "lag must be >= 1"),
+        ("data.adding", {"seq_len": 10}, "seq_len must be >= 20"),
+        ("data.multi_lookup", {"offsets": [1, 30]}, r"offsets must be .* \[1, 23\]"),
+        ("data.variable_length", {"min_len": 9, "max_len": 3}, "min_len <= max_len"),
+        ("data.agreement", {"train_attractor_prob": 1.5}, "train_attractor_prob must be a probability"),
+        ("data.delayed_recall", {"n_train": 0, "n_valid": 0, "n_test": 0}, "all example counts are 0"),
+        ("data.spell", {"base": 1}, "base must be >= 2"),
+        ("data.spell", {"base": 10, "length": 7}, "10,000,000 numbers is more than 1,000,000 embedding rows"),
+    ],
+)
 def test_bad_parameters(tmp_path, name, params, match):
     with pytest.raises(DataError, match=match):
         get(name)(Context(work_dir=tmp_path), **{**SMALL, **params})
 
 
-EXPECTED = {"data.wmt", "data.synthetic_translation", "data.delayed_recall", "data.adding", "data.agreement",
-            "data.multi_lookup", "data.variable_length", "data.digits", "data.mnist", "data.digit_strips",
-            "data.patches", "data.spell"}
+EXPECTED = {
+    "data.wmt",
+    "data.synthetic_translation",
+    "data.delayed_recall",
+    "data.adding",
+    "data.agreement",
+    "data.multi_lookup",
+    "data.variable_length",
+    "data.digits",
+    "data.mnist",
+    "data.digit_strips",
+    "data.patches",
+    "data.spell",
+}
 
 
 def test_every_data_component_is_registered_and_documented():

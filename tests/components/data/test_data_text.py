@@ -1,4 +1,5 @@
 """Reading parallel text: plain/gz lines, WMT .sgm, and every bad-input error."""
+
 import gzip
 import os
 from pathlib import Path
@@ -19,16 +20,20 @@ def test_sgm_reader_equals_the_plain_text_extraction():
         segments, ids = read_sgm(NT / "sgm" / f"newstest2014-deen-{side}.sgm.gz")
         assert segments == read_lines(NT / f"newstest2014.en-de.{plain}.gz")
         assert len(segments) == 3003 and ids[0] == ("10023-schwarzwaelder-bote.de", "1")
-    pairs = read_parallel(NT / "sgm" / "newstest2014-deen-src.en.sgm.gz", NT / "sgm" / "newstest2014-deen-ref.de.sgm.gz")
+    pairs = read_parallel(
+        NT / "sgm" / "newstest2014-deen-src.en.sgm.gz", NT / "sgm" / "newstest2014-deen-ref.de.sgm.gz"
+    )
     assert pairs[1][0].startswith("They are not even 100 metres apart: On Tuesday, the new B 33 pedestrian lights")
     assert pairs[1][1].startswith("Sie stehen keine 100 Meter voneinander entfernt")
 
 
-
 @needs_data
 def test_sgm_files_of_different_test_sets_do_not_pair():
-    with pytest.raises(DataError, match=r"different \(docid, segid\) sequences \(3003 vs 3003 segments\), "
-                                        r"first difference at segment 1: .* pair the matching src/ref files"):
+    with pytest.raises(
+        DataError,
+        match=r"different \(docid, segid\) sequences \(3003 vs 3003 segments\), "
+        r"first difference at segment 1: .* pair the matching src/ref files",
+    ):
         read_parallel(NT / "sgm" / "newstest2014-deen-src.en.sgm.gz", NT / "sgm" / "newstest2014-fren-ref.fr.sgm.gz")
 
 

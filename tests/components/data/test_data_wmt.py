@@ -1,4 +1,5 @@
 """Translation datasets: data.wmt (files and the Hub path) and data.synthetic_translation."""
+
 import os
 from pathlib import Path
 
@@ -14,8 +15,11 @@ from components.data.text import read_lines
 
 DATA = Path(os.environ.get("BOTTLENECKS_DATA", Path(__file__).resolve().parents[3].parent / "shared" / "data"))
 needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"shared data not found at {DATA} (set BOTTLENECKS_DATA)")
-M30K = {"train": [["train.en.gz", "train.de.gz"]], "valid": [["val.en.gz", "val.de.gz"]],
-        "test": [["test_2016_flickr.en.gz", "test_2016_flickr.de.gz"]]}
+M30K = {
+    "train": [["train.en.gz", "train.de.gz"]],
+    "valid": [["val.en.gz", "val.de.gz"]],
+    "test": [["test_2016_flickr.en.gz", "test_2016_flickr.de.gz"]],
+}
 NOCLEAN = {"max_len": None, "max_ratio": None, "dedup": False}
 
 
@@ -27,15 +31,28 @@ def wmt(tmp_path, sub="a", **params):
 @needs_data
 def test_newstest2014_gives_3003_pairs_equal_to_the_plain_extraction(tmp_path):
     nt = DATA / "wmt14-newstest"
-    ds, meta, folder = wmt(tmp_path, source="files", data_dir=str(nt), files={
-        "train": [["newstest2014.en-de.en.gz", "newstest2014.en-de.de.gz"]],
-        "test": [["sgm/newstest2014-deen-src.en.sgm.gz", "sgm/newstest2014-deen-ref.de.sgm.gz"]]})
+    ds, meta, folder = wmt(
+        tmp_path,
+        source="files",
+        data_dir=str(nt),
+        files={
+            "train": [["newstest2014.en-de.en.gz", "newstest2014.en-de.de.gz"]],
+            "test": [["sgm/newstest2014-deen-src.en.sgm.gz", "sgm/newstest2014-deen-ref.de.sgm.gz"]],
+        },
+    )
     assert meta["counts"]["test"] == 3003 and len(ds["test"]) == 3003
     assert list(ds["test"]["src"]) == read_lines(nt / "newstest2014.en-de.en.gz")
     assert list(ds["test"]["tgt"]) == read_lines(nt / "newstest2014.en-de.de.gz")
     # The English length buckets PROVENANCE.md reports for newstest2014 en-de.
-    assert meta["length_histogram"]["test"] == {"0-9": 405, "10-19": 1260, "20-29": 833, "30-39": 379,
-                                                "40-49": 101, "50-59": 20, "60-69": 5}
+    assert meta["length_histogram"]["test"] == {
+        "0-9": 405,
+        "10-19": 1260,
+        "20-29": 833,
+        "30-39": 379,
+        "40-49": 101,
+        "50-59": 20,
+        "60-69": 5,
+    }
     assert meta["counts"]["train"] + meta["counts"]["valid"] + sum(meta["dropped"].values()) == 3003
 
 
@@ -74,17 +91,48 @@ def test_cleaning_drops_duplicates_and_bad_ratios():
 @needs_data
 def test_separate_vocabularies_and_seeded_carving(tmp_path):
     files = {"train": [["val.en.gz", "val.de.gz"]]}
-    a, meta, folder = wmt(tmp_path, "a", source="files", data_dir=str(DATA / "multi30k"), files=files,
-                          joint=False, valid_fraction=0.1, test_fraction=0.2, seed=1, **NOCLEAN)
-    b, _, _ = wmt(tmp_path, "b", source="files", data_dir=str(DATA / "multi30k"), files=files,
-                  joint=False, valid_fraction=0.1, test_fraction=0.2, seed=1, **NOCLEAN)
-    c, _, _ = wmt(tmp_path, "c", source="files", data_dir=str(DATA / "multi30k"), files=files,
-                  joint=False, valid_fraction=0.1, test_fraction=0.2, seed=2, **NOCLEAN)
+    a, meta, folder = wmt(
+        tmp_path,
+        "a",
+        source="files",
+        data_dir=str(DATA / "multi30k"),
+        files=files,
+        joint=False,
+        valid_fraction=0.1,
+        test_fraction=0.2,
+        seed=1,
+        **NOCLEAN,
+    )
+    b, _, _ = wmt(
+        tmp_path,
+        "b",
+        source="files",
+        data_dir=str(DATA / "multi30k"),
+        files=files,
+        joint=False,
+        valid_fraction=0.1,
+        test_fraction=0.2,
+        seed=1,
+        **NOCLEAN,
+    )
+    c, _, _ = wmt(
+        tmp_path,
+        "c",
+        source="files",
+        data_dir=str(DATA / "multi30k"),
+        files=files,
+        joint=False,
+        valid_fraction=0.1,
+        test_fraction=0.2,
+        seed=2,
+        **NOCLEAN,
+    )
     assert meta["counts"] == {"train": 710, "valid": 101, "test": 203}
     assert not meta["joint"] and (Path(folder) / "tokenizer.src.json").is_file()
     assert list(a["test"]["src"]) == list(b["test"]["src"]) != list(c["test"]["src"])
     assert sorted([*a["train"]["src"], *a["valid"]["src"], *a["test"]["src"]]) == sorted(
-        read_lines(DATA / "multi30k" / "val.en.gz"))
+        read_lines(DATA / "multi30k" / "val.en.gz")
+    )
     # Characters never seen in 710 training sentences become <unk> and cannot come back.
     known = [(ids, t) for ids, t in zip(a["test"]["tgt_ids"], a["test"]["tgt"]) if 1 not in ids]
     assert len(known) > 0.9 * len(a["test"])
@@ -98,8 +146,15 @@ def test_empty_corpus_after_filtering_and_small_vocab_are_errors(tmp_path):
     with pytest.raises(DataError, match=r"no training pairs left after cleaning \(removed: .*'too_long': 2.*max_len=2"):
         wmt(tmp_path, source="files", data_dir=str(tmp_path), files=files, max_len=2)
     with pytest.raises(DataError, match=r"vocab_size 3 leaves no room .*<pad>"):
-        wmt(tmp_path, source="files", data_dir=str(tmp_path), files=files, vocab_size=3,
-            valid_fraction=0.0, test_fraction=0.0)
+        wmt(
+            tmp_path,
+            source="files",
+            data_dir=str(tmp_path),
+            files=files,
+            vocab_size=3,
+            valid_fraction=0.0,
+            test_fraction=0.0,
+        )
     with pytest.raises(DataError, match="max_pairs must be >= 1"):
         wmt(tmp_path, source="files", data_dir=str(tmp_path), files=files, max_pairs=0)
     with pytest.raises(DataError, match="hf_splits needs a 'train' entry"):
@@ -115,7 +170,9 @@ def test_empty_corpus_after_filtering_and_small_vocab_are_errors(tmp_path):
 def test_hub_offline_is_a_clear_error_suggesting_files(tmp_path, monkeypatch):
     monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)  # no network in tests, ever
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
-    with pytest.raises(DataError, match=r"could not reach the Hugging Face Hub to load wmt14/de-en .*offline.*source: files"):
+    with pytest.raises(
+        DataError, match=r"could not reach the Hugging Face Hub to load wmt14/de-en .*offline.*source: files"
+    ):
         wmt(tmp_path, source="hf", dataset="wmt14", cache_dir=str(tmp_path / "cache"))
 
 
@@ -131,13 +188,25 @@ def test_hub_rows_become_pairs(tmp_path, monkeypatch):
 
     monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
     ds, meta, _ = wmt(tmp_path, source="hf", dataset="wmt16", max_pairs=300, **NOCLEAN)
-    assert calls == [("wmt16", "de-en", "train", False), ("wmt16", "de-en", "validation", False),
-                     ("wmt16", "de-en", "test", False)]
+    assert calls == [
+        ("wmt16", "de-en", "train", False),
+        ("wmt16", "de-en", "validation", False),
+        ("wmt16", "de-en", "test", False),
+    ]
     assert meta["counts"] == {"train": 300, "valid": 1014, "test": 1014}
     assert set(list(ds["train"]["src"])) <= set(en) and list(ds["test"]["tgt"]) == de
     calls.clear()
-    ds, meta, _ = wmt(tmp_path, "b", source="hf", src_lang="de", tgt_lang="en", streaming=True, max_pairs=50,
-                      hf_splits={"train": "train[:10%]", "valid": "validation", "test": "test"}, **NOCLEAN)
+    ds, meta, _ = wmt(
+        tmp_path,
+        "b",
+        source="hf",
+        src_lang="de",
+        tgt_lang="en",
+        streaming=True,
+        max_pairs=50,
+        hf_splits={"train": "train[:10%]", "valid": "validation", "test": "test"},
+        **NOCLEAN,
+    )
     assert calls[0] == ("wmt14", "de-en", "train[:10%]", True)
     assert list(ds["train"]["src"]) == de[:50] and list(ds["train"]["tgt"]) == en[:50]
     with pytest.raises(DataError, match=r"rows have languages \['de', 'en'\], not en and fr"):
@@ -168,15 +237,26 @@ def test_the_real_load_dataset_reads_a_local_dataset_laid_out_like_the_hub(tmp_p
     (repo / "README.md").write_text(HUB_CARD)
     for split, (a, b) in {"train": (0, 600), "validation": (600, 800), "test": (800, 1014)}.items():
         rows = [{"de": d, "en": e} for e, d in zip(en[a:b], de[a:b])]
-        datasets.Dataset.from_dict({"translation": rows}).to_parquet(str(repo / "de-en" / f"{split}-00000-of-00001.parquet"))
+        datasets.Dataset.from_dict({"translation": rows}).to_parquet(
+            str(repo / "de-en" / f"{split}-00000-of-00001.parquet")
+        )
     ds, meta, _ = wmt(tmp_path, source="hf", dataset=str(repo), cache_dir=str(tmp_path / "cache"), **NOCLEAN)
     assert (meta["source"], meta["dataset"], meta["config"]) == ("hf", str(repo), "de-en")
     assert meta["counts"] == {"train": 600, "valid": 200, "test": 214}
     assert list(ds["test"]["src"]) == en[800:] and list(ds["test"]["tgt"]) == de[800:]
     assert sorted(ds["train"]["src"]) == sorted(en[:600])
-    sampled, meta, _ = wmt(tmp_path, "b", source="hf", dataset=str(repo), cache_dir=str(tmp_path / "cache"),
-                           src_lang="de", tgt_lang="en", max_pairs=100,
-                           hf_splits={"train": "train[:50%]", "valid": "validation", "test": "test"}, **NOCLEAN)
+    sampled, meta, _ = wmt(
+        tmp_path,
+        "b",
+        source="hf",
+        dataset=str(repo),
+        cache_dir=str(tmp_path / "cache"),
+        src_lang="de",
+        tgt_lang="en",
+        max_pairs=100,
+        hf_splits={"train": "train[:50%]", "valid": "validation", "test": "test"},
+        **NOCLEAN,
+    )
     assert meta["counts"]["train"] == 100 and set(sampled["train"]["src"]) <= set(de[:300])
     with pytest.raises(DataError, match=r"cannot load .*wmt-local/fr-en"):
         wmt(tmp_path, "c", source="hf", dataset=str(repo), config="fr-en", cache_dir=str(tmp_path / "cache"))
@@ -184,8 +264,16 @@ def test_the_real_load_dataset_reads_a_local_dataset_laid_out_like_the_hub(tmp_p
 
 def test_synthetic_translation_follows_the_lexicon_rule(tmp_path):
     def run(sub, seed):
-        out = get("data.synthetic_translation")(Context(work_dir=tmp_path / sub), vocab=12, min_len=3,
-                                                max_len=9, n_train=200, n_valid=20, n_test=30, seed=seed)
+        out = get("data.synthetic_translation")(
+            Context(work_dir=tmp_path / sub),
+            vocab=12,
+            min_len=3,
+            max_len=9,
+            n_train=200,
+            n_valid=20,
+            n_test=30,
+            seed=seed,
+        )
         return load_translation(out["dataset"]) + (out["dataset"],)
 
     ds, meta, folder = run("a", 0)

@@ -1,4 +1,5 @@
 """Attention and Transformer: parity with SDPA / nn.MultiheadAttention, masks, causality, permutation."""
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -32,8 +33,12 @@ def test_multi_head_attention_matches_pytorch_with_copied_weights():
     w_q, w_k, w_v = ref.in_proj_weight.chunk(3)
     b_q, b_k, b_v = ref.in_proj_bias.chunk(3)
     with torch.no_grad():
-        for lin, w, b in [(ours.w_q, w_q, b_q), (ours.w_k, w_k, b_k), (ours.w_v, w_v, b_v),
-                          (ours.w_o, ref.out_proj.weight, ref.out_proj.bias)]:
+        for lin, w, b in [
+            (ours.w_q, w_q, b_q),
+            (ours.w_k, w_k, b_k),
+            (ours.w_v, w_v, b_v),
+            (ours.w_o, ref.out_proj.weight, ref.out_proj.bias),
+        ]:
             lin.weight.copy_(w)
             lin.bias.copy_(b)
     x, mem = torch.randn(2, 5, 16), torch.randn(2, 7, 16)
@@ -92,7 +97,7 @@ def test_transformer_padded_batch_equals_sequences_one_by_one():
     x, lengths = torch.randint(1, 16, (3, 8)), torch.tensor([8, 3, 5])
     out = model(x, lengths)
     for b, n in enumerate(lengths.tolist()):
-        assert torch.allclose(out[b, :n], model(x[b:b + 1, :n])[0], atol=1e-5)
+        assert torch.allclose(out[b, :n], model(x[b : b + 1, :n])[0], atol=1e-5)
     pooled = build("transformer-encoder-small").eval()
     assert torch.allclose(pooled(x, lengths)[1], pooled(x[1:2, :3])[0], atol=1e-5)
     mt = build("transformer-tiny").eval()

@@ -1,4 +1,5 @@
 """Transformer decoding at scale: the key/value cache changes nothing but the cost; SDPA gets is_causal."""
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -71,7 +72,7 @@ def test_outputs_stop_at_the_longest_hypothesis_and_pad_after_eos():
     ended = (tokens == EOS).any(1)
     assert ended.all() and tokens.shape[1] < 40
     first = (tokens == EOS).int().argmax(1)
-    assert int(first.max()) == tokens.shape[1] - 1       # no all-padding column is returned
+    assert int(first.max()) == tokens.shape[1] - 1  # no all-padding column is returned
     after = torch.arange(tokens.shape[1])[None] > first[:, None]
     assert (tokens[after] == 0).all()
 
@@ -100,4 +101,4 @@ def test_causal_lm_on_a_padded_batch_equals_each_sequence_alone():
     x, lengths = torch.randint(1, model.config.vocab_size, (3, 8)), torch.tensor([8, 3, 5])
     out = model(x, lengths)
     for b, n in enumerate(lengths.tolist()):
-        assert torch.allclose(out[b, :n], model(x[b:b + 1, :n], torch.tensor([n]))[0], atol=1e-5)
+        assert torch.allclose(out[b, :n], model(x[b : b + 1, :n], torch.tensor([n]))[0], atol=1e-5)

@@ -1,4 +1,5 @@
 """Recurrent family: our cell loops match nn.RNN/LSTM/GRU with copied weights; padding; gate biases."""
+
 import pytest
 import torch
 from torch import nn
@@ -37,7 +38,7 @@ def test_padded_batch_equals_sequences_one_by_one(cell, impl):
     out, final = rnn(x, lengths)
     h_n = final[0] if cell.startswith("lstm") else final
     for b, n in enumerate(lengths.tolist()):
-        out_b, final_b = rnn(x[b:b + 1, :n])
+        out_b, final_b = rnn(x[b : b + 1, :n])
         h_b = final_b[0] if cell.startswith("lstm") else final_b
         assert torch.allclose(out[b, :n], out_b[0], atol=1e-6)
         assert torch.allclose(h_n[:, b], h_b[:, 0], atol=1e-6)
@@ -55,10 +56,10 @@ def test_fused_and_loop_agree_on_the_same_weights():
 def test_forget_and_update_gate_bias_init():
     lstm = build("lstm-small", vocab_size=10, num_classes=8, forget_bias=3.0).rnn.core
     H = 64
-    assert torch.all(lstm.bias_ih_l0[H:2 * H] + lstm.bias_hh_l0[H:2 * H] == 3.0)
+    assert torch.all(lstm.bias_ih_l0[H : 2 * H] + lstm.bias_hh_l0[H : 2 * H] == 3.0)
     assert build("lstm-small").config.forget_bias == 1.0
     gru = build("gru-small", update_bias=2.5).rnn.core
-    assert torch.all(gru.bias_ih_l0[H:2 * H] + gru.bias_hh_l0[H:2 * H] == 2.5)
+    assert torch.all(gru.bias_ih_l0[H : 2 * H] + gru.bias_hh_l0[H : 2 * H] == 2.5)
 
 
 def test_1997_lstm_has_no_forget_gate_so_its_cell_state_only_accumulates():

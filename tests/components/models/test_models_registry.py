@@ -1,4 +1,5 @@
 """Every registered variant builds, runs forward and backward on a tiny batch; registry errors."""
+
 import pytest
 import torch
 

@@ -1,4 +1,5 @@
 """Encoder-decoders: attention weights, padding, reversed source, decoding (beam 1 == greedy)."""
+
 import pytest
 import torch
 
@@ -36,7 +37,7 @@ def test_padded_batch_equals_sentences_one_by_one(name):
     tgt = torch.randint(3, 32, (3, 5))
     logits, attn = model(src, lengths, tgt)
     for b, n in enumerate(lengths.tolist()):
-        one_logits, one_attn = model(src[b:b + 1, :n], torch.tensor([n]), tgt[b:b + 1])
+        one_logits, one_attn = model(src[b : b + 1, :n], torch.tensor([n]), tgt[b : b + 1])
         assert torch.allclose(logits[b], one_logits[0], atol=1e-5)
         if attn is not None:
             assert torch.allclose(attn[b, :, :n], one_attn[0], atol=1e-6)
@@ -121,7 +122,7 @@ A, B_TOKEN = 3, 4
 
 @pytest.mark.parametrize("alpha,best", [(0.0, [EOS]), (1.0, [A, A, A, A, EOS])])  # trimmed to the longest best
 def test_beam_search_ranks_finished_hypotheses_by_the_gnmt_length_penalty(alpha, best):
-    assert torch.allclose(length_penalty(torch.tensor([1, 7]), 0.6), torch.tensor([1.0, 2.0 ** 0.6]))
+    assert torch.allclose(length_penalty(torch.tensor([1, 7]), 0.6), torch.tensor([1.0, 2.0**0.6]))
     src, lengths = torch.full((2, 3), 5), torch.tensor([3, 2])
     out = ScriptedDecoder().beam_search(src, lengths, beam=3, max_len=8, bos=BOS, eos=EOS, length_penalty=alpha)
     assert out.tolist() == [best, best]  # EOS ends a row; padding (pad_id 0) follows it

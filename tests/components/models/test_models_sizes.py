@@ -1,4 +1,5 @@
 """Paper-size variants have the published parameter counts (built on the meta device: no memory)."""
+
 import pytest
 import torch
 
@@ -11,11 +12,14 @@ def count(name: str) -> int:
     return sum(p.numel() for p in model.parameters())  # shared (tied) tensors counted once
 
 
-@pytest.mark.parametrize("name,published,tolerance", [
-    ("vit-b16", 86.0e6, 0.02),            # Dosovitskiy 2021, Table 1: 86M
-    ("transformer-big", 213e6, 0.02),     # Vaswani 2017, Table 3: 213M
-    ("sutskever-4x1000", 384e6, 0.02),    # Sutskever 2014, sec. 3.4: 384M
-])
+@pytest.mark.parametrize(
+    "name,published,tolerance",
+    [
+        ("vit-b16", 86.0e6, 0.02),  # Dosovitskiy 2021, Table 1: 86M
+        ("transformer-big", 213e6, 0.02),  # Vaswani 2017, Table 3: 213M
+        ("sutskever-4x1000", 384e6, 0.02),  # Sutskever 2014, sec. 3.4: 384M
+    ],
+)
 def test_paper_sizes_match_published_counts(name, published, tolerance):
     assert abs(count(name) - published) / published < tolerance
 

@@ -1,4 +1,5 @@
 """Vision models, the 1D CNN and the captioner: shapes, positions, padding, receptive field, attention."""
+
 import pytest
 import torch
 
@@ -38,7 +39,7 @@ def test_conv1d_padded_batch_equals_sequences_one_by_one(causal):
     x, lengths = torch.randint(1, 16, (3, 9)), torch.tensor([9, 4, 6])
     out = model(x, lengths)
     for b, n in enumerate(lengths.tolist()):
-        assert torch.allclose(out[b, :n], model(x[b:b + 1, :n])[0], atol=1e-5)
+        assert torch.allclose(out[b, :n], model(x[b : b + 1, :n])[0], atol=1e-5)
 
 
 def test_conv1d_causal_receptive_field():

@@ -1,4 +1,5 @@
 """B3 probes: BLEU by source length (against sacrebleu's CLI), recall by length, attention maps."""
+
 from __future__ import annotations
 
 import subprocess
@@ -22,8 +23,12 @@ def trained(tmp_path_factory):
 
 
 def cli(metric: str, refs: Path, hyps: Path) -> float:
-    out = subprocess.run([sys.executable, "-m", "sacrebleu", str(refs), "-i", str(hyps), "-m", metric, "-b", "-w", "4",
-                          "-tok", "none"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "sacrebleu", str(refs), "-i", str(hyps), "-m", metric, "-b", "-w", "4", "-tok", "none"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return float(out.stdout.strip())
 
 
@@ -93,8 +98,15 @@ def test_beam_search_decodes_and_scores(trained, tmp_path):
     scores, hyps = {}, {}
     for beam in (1, 3):
         out = tmp_path / f"beam{beam}"
-        s = get("eval.bleu")(Context(out), checkpoints={"luong": ckpts["luong-tiny"]}, beam=beam, tokenize="none",
-                             buckets=[1], n_bootstrap=0, max_examples=30)["summary"]
+        s = get("eval.bleu")(
+            Context(out),
+            checkpoints={"luong": ckpts["luong-tiny"]},
+            beam=beam,
+            tokenize="none",
+            buckets=[1],
+            n_bootstrap=0,
+            max_examples=30,
+        )["summary"]
         assert s["n"] == 30 and "bleu_ci/luong" not in s
         assert s["bleu/luong"] == pytest.approx(cli("bleu", out / "refs.luong.txt", out / "hyps.luong.txt"), abs=0.01)
         scores[beam], hyps[beam] = s["bleu/luong"], (out / "hyps.luong.txt").read_text()

@@ -1,4 +1,5 @@
 """Position and attention probes: permutation, attention entropy, parameter count, ViT positions."""
+
 from __future__ import annotations
 
 import sys
@@ -19,9 +20,11 @@ def one_thread():
 
 
 def test_self_attention_without_positions_is_permutation_equivariant(tmp_path):
-    s = get("probe.permutation")(Context(tmp_path), models={"none": "transformer-encoder-tiny",
-                                                           "sinusoidal": "transformer-encoder-tiny"},
-                                 overrides={"none": {"positions": "none"}})["summary"]
+    s = get("probe.permutation")(
+        Context(tmp_path),
+        models={"none": "transformer-encoder-tiny", "sinusoidal": "transformer-encoder-tiny"},
+        overrides={"none": {"positions": "none"}},
+    )["summary"]
     assert s["error/none"] < 1e-10 and s["error/sinusoidal"] > 1e-2
 
 
@@ -37,9 +40,13 @@ def test_unscaled_softmax_saturates_as_dk_grows(tmp_path):
 def test_param_count_is_constant_for_an_rnn_and_grows_with_learned_positions(tmp_path):
     rnn = get("probe.param_count")(Context(tmp_path / "r"), model="rnn-tiny", lengths=[8, 64])["summary"]
     assert rnn["params_constant"] == 1 and rnn["runs_all"] == 1 and rnn["params/T_8"] > 0
-    learned = get("probe.param_count")(Context(tmp_path / "t"), model="transformer-encoder-tiny",
-                                       overrides={"positions": "learned"}, length_field="max_len",
-                                       lengths=[8, 64])["summary"]
+    learned = get("probe.param_count")(
+        Context(tmp_path / "t"),
+        model="transformer-encoder-tiny",
+        overrides={"positions": "learned"},
+        length_field="max_len",
+        lengths=[8, 64],
+    )["summary"]
     assert learned["params/T_64"] - learned["params/T_8"] == 56 * 32  # one d_model row per position
     with pytest.raises(ProbeError, match="no config field 'max_lenn'"):
         get("probe.param_count")(Context(tmp_path / "x"), model="rnn-tiny", length_field="max_lenn")
@@ -47,8 +54,9 @@ def test_param_count_is_constant_for_an_rnn_and_grows_with_learned_positions(tmp
 
 def test_position_similarity_separates_grid_like_from_scrambled_embeddings(tmp_path):
     grid = get("probe.position_similarity")(Context(tmp_path / "g"), model="test_train_standins:grid_positions")
-    scrambled = get("probe.position_similarity")(Context(tmp_path / "s"), model="test_train_standins:grid_positions",
-                                                 overrides={"scrambled": True})
+    scrambled = get("probe.position_similarity")(
+        Context(tmp_path / "s"), model="test_train_standins:grid_positions", overrides={"scrambled": True}
+    )
     assert grid["summary"]["neighbour_minus_far"] > 0.3
     assert scrambled["summary"]["neighbour_minus_far"] < grid["summary"]["neighbour_minus_far"] - 0.3
     assert Path(grid["plot"]).exists()

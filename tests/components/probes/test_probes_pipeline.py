@@ -1,11 +1,12 @@
 """Every probe in one tiny pipeline through Prefect and MLflow: metrics and PNGs land in MLflow."""
+
 import textwrap
 
 import mlflow
 import pytest
 
-from flows.plan.build import build
 from flows.execute.runner import run
+from flows.plan.build import build
 
 pytestmark = pytest.mark.slow
 
@@ -67,8 +68,17 @@ steps:
     with: {model: vit-tiny}
 """
 
-PLOTS = {"long_lag", "gradients", "bleu", "capacity", "maps", "timing", "entropy", "positions",
-         "classify_diverged[lag=2]"}
+PLOTS = {
+    "long_lag",
+    "gradients",
+    "bleu",
+    "capacity",
+    "maps",
+    "timing",
+    "entropy",
+    "positions",
+    "classify_diverged[lag=2]",
+}
 
 
 def test_every_probe_logs_metrics_and_plots_to_mlflow(tmp_path, home):
@@ -78,12 +88,24 @@ def test_every_probe_logs_metrics_and_plots_to_mlflow(tmp_path, home):
     assert result.ok, result.status
     diverged = result.outputs["exploding[lag=2]"]["summary"]
     assert diverged["diverged"] is True  # a result, and the eval after it still ran
-    runs = mlflow.search_runs(experiment_names=["probes-e2e"],
-                              filter_string=f"tags.mlflow.parentRunId = '{result.parent_run_id}'")
+    runs = mlflow.search_runs(
+        experiment_names=["probes-e2e"], filter_string=f"tags.mlflow.parentRunId = '{result.parent_run_id}'"
+    )
     by_name = {row["tags.mlflow.runName"]: row for _, row in runs.iterrows()}
     client = mlflow.MlflowClient()
-    for step in ("long_lag", "gradients", "bleu", "capacity", "maps", "timing", "permutation", "entropy",
-                 "params", "positions", "classify_diverged[lag=2]"):
+    for step in (
+        "long_lag",
+        "gradients",
+        "bleu",
+        "capacity",
+        "maps",
+        "timing",
+        "permutation",
+        "entropy",
+        "params",
+        "positions",
+        "classify_diverged[lag=2]",
+    ):
         row = by_name[step]
         metrics = [c for c in row.index if c.startswith("metrics.") and row[c] == row[c]]
         assert metrics, f"{step} logged no metrics"
@@ -93,8 +115,8 @@ def test_every_probe_logs_metrics_and_plots_to_mlflow(tmp_path, home):
     # what MLflow shows is what the probe measured, and the structural answers are the known ones
     lag = result.outputs["long_lag"]["summary"]
     assert by_name["long_lag"]["metrics.acc/lag_4"] == pytest.approx(lag["acc/lag_4"], abs=1e-6)
-    assert lag["chance"] == 0.25 and lag["longest_solved"] == 0   # 20 steps solve no lag
+    assert lag["chance"] == 0.25 and lag["longest_solved"] == 0  # 20 steps solve no lag
     assert by_name["timing"]["metrics.seq_steps_per_layer/rnn/T_16"] == 16
     assert by_name["timing"]["metrics.seq_steps_per_layer/attn/T_16"] == 1
-    assert by_name["permutation"]["metrics.rel_error/none"] < 1e-4   # no positions: equivariant
+    assert by_name["permutation"]["metrics.rel_error/none"] < 1e-4  # no positions: equivariant
     assert by_name["params"]["metrics.params_spread"] == 0 and by_name["params"]["metrics.runs_all"] == 1

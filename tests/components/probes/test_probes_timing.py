@@ -1,4 +1,5 @@
 """probe.timing (B4): sequential steps, Table-1 FLOPs, time and memory against T per model."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,10 +19,15 @@ def one_thread():
 
 def test_timing_counts_steps_flops_and_memory_per_model(tmp_path):
     ctx = RecordingContext(tmp_path)
-    out = get("probe.timing")(ctx, models={"rnn": "rnn-tiny", "naive": "transformer-encoder-tiny",
-                                           "sdpa": "transformer-encoder-tiny"},
-                              overrides={"naive": {"naive": True, "num_layers": 2}, "sdpa": {"num_layers": 2}},
-                              lengths=[128, 512, 1024], batch=4, repeats=1, warmup=1)
+    out = get("probe.timing")(
+        ctx,
+        models={"rnn": "rnn-tiny", "naive": "transformer-encoder-tiny", "sdpa": "transformer-encoder-tiny"},
+        overrides={"naive": {"naive": True, "num_layers": 2}, "sdpa": {"num_layers": 2}},
+        lengths=[128, 512, 1024],
+        batch=4,
+        repeats=1,
+        warmup=1,
+    )
     s = out["summary"]
     for T in (128, 512, 1024):
         assert s[f"seq_steps_per_layer/rnn/T_{T}"] == T and s[f"seq_steps/rnn/T_{T}"] == T
@@ -39,7 +45,7 @@ def test_timing_counts_steps_flops_and_memory_per_model(tmp_path):
     assert s["threads"] == 1 and s["memory_method"].startswith("VmHWM")
     assert Path(out["plot"]).exists() and Path(out["table"]).exists()
     assert ctx.params["device"] == "cpu" and ctx.params["dtype"] == "float32"
-    (bar,) = ctx.handles   # progress: one model at a time, all three done
+    (bar,) = ctx.handles  # progress: one model at a time, all three done
     assert (bar.total, bar.completed, bar.description) == (3, 3, "timing sdpa")
 
 

@@ -1,5 +1,6 @@
 """BLEU across models: merged checkpoint groups, the side-by-side long sentence, the five-model plot with
 bands, the scorecard's examples section, and "matches or beats" (at_least with a tolerance)."""
+
 from __future__ import annotations
 
 import json
@@ -19,14 +20,17 @@ from tests.support.toy_translation import train_toy
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """A toy translation task, two briefly trained RNNs and a Transformer."""
-    return train_toy(tmp_path_factory.mktemp("bleu"), ("seq2seq-tiny", "luong-tiny", "transformer-tiny"), steps=60,
-                     n_test=60)
+    return train_toy(
+        tmp_path_factory.mktemp("bleu"), ("seq2seq-tiny", "luong-tiny", "transformer-tiny"), steps=60, n_test=60
+    )
 
 
 def test_checkpoint_groups_merge_and_the_longest_sentence_is_shown_for_every_model(trained, tmp_path):
     data, ckpts = trained
-    groups = [{"seq2seq-tiny": ckpts["seq2seq-tiny"], "luong-tiny": ckpts["luong-tiny"]},
-              {"transformer": ckpts["transformer-tiny"]}]
+    groups = [
+        {"seq2seq-tiny": ckpts["seq2seq-tiny"], "luong-tiny": ckpts["luong-tiny"]},
+        {"transformer": ckpts["transformer-tiny"]},
+    ]
     out = get("eval.bleu")(Context(tmp_path), checkpoints=groups, tokenize="none", buckets=[1, 5, 9], n_bootstrap=20)
     s = out["summary"]
     assert {"bleu/seq2seq-tiny", "bleu/luong-tiny", "bleu/transformer"} <= set(s)
@@ -41,19 +45,30 @@ def test_checkpoint_groups_merge_and_the_longest_sentence_is_shown_for_every_mod
 def test_a_label_in_two_checkpoint_groups_is_an_error(trained, tmp_path):
     _, ckpts = trained
     with pytest.raises(ProbeError, match="label 'luong' appears in two checkpoint groups"):
-        get("eval.bleu")(Context(tmp_path), checkpoints=[{"luong": ckpts["luong-tiny"]}, {"luong": ckpts["seq2seq-tiny"]}],
-                         tokenize="none", buckets=[1, 5])
+        get("eval.bleu")(
+            Context(tmp_path),
+            checkpoints=[{"luong": ckpts["luong-tiny"]}, {"luong": ckpts["seq2seq-tiny"]}],
+            tokenize="none",
+            buckets=[1, 5],
+        )
 
 
 def test_the_plot_step_merges_evaluations_of_every_model_into_one_figure(trained, tmp_path):
     _, ckpts = trained
-    run = lambda name, c: get("eval.bleu")(Context(tmp_path / name), checkpoints=c, tokenize="none",  # noqa: E731
-                                           buckets=[1, 5, 9], n_bootstrap=20)
+    run = lambda name, c: get("eval.bleu")(
+        Context(tmp_path / name),
+        checkpoints=c,
+        tokenize="none",  # noqa: E731
+        buckets=[1, 5, 9],
+        n_bootstrap=20,
+    )
     rnn = run("rnn", {"luong-tiny": ckpts["luong-tiny"]})
     tf = run("tf", {"transformer": ckpts["transformer-tiny"]})
-    out = get("report.bleu_by_length")(Context(tmp_path / "plot"), evaluations={"rnn": {"0": rnn["summary"]},
-                                                                                "tf": tf["summary"]},
-                                       examples={"rnn": {"0": rnn["examples"]}, "tf": tf["examples"]})
+    out = get("report.bleu_by_length")(
+        Context(tmp_path / "plot"),
+        evaluations={"rnn": {"0": rnn["summary"]}, "tf": tf["summary"]},
+        examples={"rnn": {"0": rnn["examples"]}, "tf": tf["examples"]},
+    )
     assert Path(out["plot"]).read_bytes()[:4] == b"\x89PNG"
     assert out["summary"]["bleu/transformer/len_9-inf"] == pytest.approx(tf["summary"]["bleu/transformer/len_9-inf"])
     assert set(json.loads(Path(out["examples"]).read_text())["hyps"]) == {"luong-tiny", "transformer"}
@@ -70,8 +85,9 @@ def _summary(label: str, bleu: list[float], ci: list[float]) -> dict:
 
 
 def test_curves_average_seeds_and_span_their_bootstrap_intervals_in_bucket_order():
-    data = curves({"bleu": {"0": _summary("luong", [90, 80, 70], [2, 3, 4]),
-                            "1": _summary("luong", [94, 84, 60], [1, 1, 1])}})
+    data = curves(
+        {"bleu": {"0": _summary("luong", [90, 80, 70], [2, 3, 4]), "1": _summary("luong", [94, 84, 60], [1, 1, 1])}}
+    )
     assert data["buckets"] == ["4-8", "9-18", "19-inf"]
     assert data["counts"] == [20, 30, 10]
     m = data["models"]["luong"]
@@ -90,26 +106,47 @@ def test_curves_refuse_mixed_buckets_and_unscored_models():
 
 def test_scorecard_shows_the_long_sentence_side_by_side(tmp_path):
     ex = tmp_path / "examples.json"
-    ex.write_text(json.dumps({"split": "test", "index": 3, "words": 5, "source": "s1 s2 s3 s4 s5",
-                              "reference": "t2 t1 t4 t3 t5", "hyps": {"seq2seq": "t2 t1", "luong": "t2 t1 t4 t3 t5"}}))
-    out = get("report.scorecard")(Context(tmp_path / "card"), measurements={"m": {"x": 1.0}}, examples=str(ex),
-                                  expect=[{"id": "1", "claim": "x is one", "check": "equals", "value": "m.x", "to": 1}])
+    ex.write_text(
+        json.dumps(
+            {
+                "split": "test",
+                "index": 3,
+                "words": 5,
+                "source": "s1 s2 s3 s4 s5",
+                "reference": "t2 t1 t4 t3 t5",
+                "hyps": {"seq2seq": "t2 t1", "luong": "t2 t1 t4 t3 t5"},
+            }
+        )
+    )
+    out = get("report.scorecard")(
+        Context(tmp_path / "card"),
+        measurements={"m": {"x": 1.0}},
+        examples=str(ex),
+        expect=[{"id": "1", "claim": "x is one", "check": "equals", "value": "m.x", "to": 1}],
+    )
     md, html = Path(out["markdown"]).read_text(), Path(out["html"]).read_text()
     assert "| seq2seq | t2 t1 |" in md and "| reference | t2 t1 t4 t3 t5 |" in md
     assert "<tr><th>luong</th><td>t2 t1 t4 t3 t5</td></tr>" in html
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"source": "s1"}))
     with pytest.raises(ValueError, match="needs source, reference and hyps"):
-        get("report.scorecard")(Context(tmp_path / "bad"), measurements={"m": {"x": 1.0}}, examples=str(bad),
-                                expect=[{"id": "1", "claim": "x", "check": "equals", "value": "m.x", "to": 1}])
+        get("report.scorecard")(
+            Context(tmp_path / "bad"),
+            measurements={"m": {"x": 1.0}},
+            examples=str(bad),
+            expect=[{"id": "1", "claim": "x", "check": "equals", "value": "m.x", "to": 1}],
+        )
 
 
-@pytest.mark.parametrize("transformer,tolerance,verdict", [
-    ([98.5, 99.0, 97.9], 2, "holds"),    # within 2 BLEU of attention in every seed: matches
-    ([99.5, 99.6, 99.9], 0, "holds"),    # beats it in every seed
-    ([98.5, 99.0, 96.0], 2, "fails"),    # seed 2 is 3 BLEU behind
-    ([98.5, 99.0, 97.9], 0, "fails"),    # without the tolerance, behind is behind
-])
+@pytest.mark.parametrize(
+    "transformer,tolerance,verdict",
+    [
+        ([98.5, 99.0, 97.9], 2, "holds"),  # within 2 BLEU of attention in every seed: matches
+        ([99.5, 99.6, 99.9], 0, "holds"),  # beats it in every seed
+        ([98.5, 99.0, 96.0], 2, "fails"),  # seed 2 is 3 BLEU behind
+        ([98.5, 99.0, 97.9], 0, "fails"),  # without the tolerance, behind is behind
+    ],
+)
 def test_at_least_with_a_tolerance_means_matches_or_beats(transformer, tolerance, verdict):
     luong = [99.0, 99.2, 99.1]
     m = {"bleu": {str(s): {"t": t, "l": x} for s, (t, x) in enumerate(zip(transformer, luong))}}
@@ -125,19 +162,27 @@ def test_the_papers_tokenised_compound_split_bleu_is_its_own_number():
     from components.probes.bleu import paper_tokens, score, tokenized_bleu
 
     assert paper_tokens(['Er traf den CDU-Vorsitzenden, sagte er "gestern".', "a-b-c"], "de") == [
-        'Er traf den CDU ##AT##-##AT## Vorsitzenden , sagte er " gestern " .', "a ##AT##-##AT## b-c"]
+        'Er traf den CDU ##AT##-##AT## Vorsitzenden , sagte er " gestern " .',
+        "a ##AT##-##AT## b-c",
+    ]
     ref = ["Die Kanzlerin traf gestern in Berlin den neuen CDU-Vorsitzenden und seine Stellvertreter."]
     hyp = ["Die Kanzlerin traf gestern in Berlin den neuen CDU-Chef und seine Stellvertreter."]
     assert tokenized_bleu(ref, ref, "de") == pytest.approx(100.0)
     # the split compound gives "CDU" and "-" credit that 13a (one token "CDU-Chef") does not
-    assert tokenized_bleu(hyp, ref, "de") > score(hyp, ref, "13a", 0)["bleu"] + 3   # 80.0 vs 76.1
+    assert tokenized_bleu(hyp, ref, "de") > score(hyp, ref, "13a", 0)["bleu"] + 3  # 80.0 vs 76.1
 
 
 def test_translating_a_split_reports_progress_over_every_models_sentences(trained, tmp_path):
     _, ckpts = trained
     ctx = RecordingContext(tmp_path)
-    get("eval.bleu")(ctx, checkpoints={"a": ckpts["seq2seq-tiny"], "b": ckpts["luong-tiny"]}, tokenize="none",
-                     buckets=[1, 5, 9], n_bootstrap=0, batch_size=16)
+    get("eval.bleu")(
+        ctx,
+        checkpoints={"a": ckpts["seq2seq-tiny"], "b": ckpts["luong-tiny"]},
+        tokenize="none",
+        buckets=[1, 5, 9],
+        n_bootstrap=0,
+        batch_size=16,
+    )
     (bar,) = ctx.handles
-    assert (bar.total, bar.completed) == (120, 120)   # 60 test sentences by 2 models, all done
+    assert (bar.total, bar.completed) == (120, 120)  # 60 test sentences by 2 models, all done
     assert bar.description == "translate b"

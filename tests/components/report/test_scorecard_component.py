@@ -1,4 +1,5 @@
 """The report.scorecard component end to end on hand-made measurements: verdicts, files, metrics."""
+
 import json
 import math
 import re
@@ -9,32 +10,60 @@ import pytest
 from components import ComponentError, Context, get
 from components.report import ScorecardError, render_architectures, render_table, scorecard
 
-PNG = (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f"
-       b"\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N\x00\x00\x00\x00IEND\xaeB`\x82")
+PNG = (
+    b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f"
+    b"\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N\x00\x00\x00\x00IEND\xaeB`\x82"
+)
 
-LAG = {f"arch={a},seed={s}": {"acc": v}
-       for a, vals in {"rnn": (0.13, 0.26, 0.13), "lstm": (0.99, 0.99, 1.0), "clip": (0.12, math.nan, 0.1)}.items()
-       for s, v in enumerate(vals)}
-MEASUREMENTS = {"lag": LAG, "grad": {"rnn": {"rho": 0.5}, "transformer": {"rho": 1.0}},
-                "speed": {"ratio": 0.8}}
+LAG = {
+    f"arch={a},seed={s}": {"acc": v}
+    for a, vals in {"rnn": (0.13, 0.26, 0.13), "lstm": (0.99, 0.99, 1.0), "clip": (0.12, math.nan, 0.1)}.items()
+    for s, v in enumerate(vals)
+}
+MEASUREMENTS = {"lag": LAG, "grad": {"rnn": {"rho": 0.5}, "transformer": {"rho": 1.0}}, "speed": {"ratio": 0.8}}
 RUN_IDS = {"lag": {k: f"run-{k}" for k in LAG}, "grad": {"rnn": "g-rnn", "transformer": "g-tf"}}
 EXPECT = [
-    {"id": 4, "claim": "The vanilla RNN fails a lag that LSTM solves.", "bottleneck": "B2",
-     "settings": "LSTM forget-gate bias 3", "min_seeds": 3,
-     "checks": [{"check": "at_most", "value": "lag[arch=rnn].acc", "than": 0.3},
-                {"check": "beats", "a": "lag[arch=lstm].acc", "b": "lag[arch=rnn].acc"}]},
+    {
+        "id": 4,
+        "claim": "The vanilla RNN fails a lag that LSTM solves.",
+        "bottleneck": "B2",
+        "settings": "LSTM forget-gate bias 3",
+        "min_seeds": 3,
+        "checks": [
+            {"check": "at_most", "value": "lag[arch=rnn].acc", "than": 0.3},
+            {"check": "beats", "a": "lag[arch=lstm].acc", "b": "lag[arch=rnn].acc"},
+        ],
+    },
     {"id": 5, "claim": "Clipping prevents divergence.", "check": "finite", "value": "lag[arch=clip].acc"},
-    {"id": 12, "claim": "On a GPU self-attention is many times faster.", "device": "gpu",
-     "check": "above", "value": "speed.ratio", "than": 5},
-    {"id": 13, "claim": "Without positions attention is permutation equivariant.",
-     "check": "below", "value": "perm.diff", "than": 1e-4},
-    {"id": "3a", "claim": "Self-attention shows no distance decay.", "check": "between",
-     "value": "grad[transformer].rho", "low": 0.99, "high": 1.01},
+    {
+        "id": 12,
+        "claim": "On a GPU self-attention is many times faster.",
+        "device": "gpu",
+        "check": "above",
+        "value": "speed.ratio",
+        "than": 5,
+    },
+    {
+        "id": 13,
+        "claim": "Without positions attention is permutation equivariant.",
+        "check": "below",
+        "value": "perm.diff",
+        "than": 1e-4,
+    },
+    {
+        "id": "3a",
+        "claim": "Self-attention shows no distance decay.",
+        "check": "between",
+        "value": "grad[transformer].rho",
+        "low": 0.99,
+        "high": 1.01,
+    },
 ]
-ARCHS = {"rnn": {"B2": {"value": "lag[arch=rnn].acc", "check": "at_least", "than": 0.95, "label": "acc"}},
-         "lstm": {"B2": {"value": "lag[arch=lstm].acc", "check": "at_least", "than": 0.95},
-                  "B4": "speed.ratio"},
-         "mine": {"B1": "custom.score"}}
+ARCHS = {
+    "rnn": {"B2": {"value": "lag[arch=rnn].acc", "check": "at_least", "than": 0.95, "label": "acc"}},
+    "lstm": {"B2": {"value": "lag[arch=lstm].acc", "check": "at_least", "than": 0.95}, "B4": "speed.ratio"},
+    "mine": {"B1": "custom.score"},
+}
 
 
 @pytest.fixture
@@ -42,13 +71,22 @@ def made(tmp_path):
     (tmp_path / "curve.png").write_bytes(PNG)
     (tmp_path / "notes.png").write_text("not an image")
     ctx = Context(work_dir=tmp_path / "step")
-    out = get("report.scorecard")(ctx, measurements=MEASUREMENTS, run_ids=RUN_IDS, expect=EXPECT,
-                                  architectures=ARCHS, title="Test card",
-                                  plots={"curve": str(tmp_path / "curve.png"),
-                                         "by_arch": {"rnn": str(tmp_path / "notes.png")},
-                                         "gone": str(tmp_path / "missing.png")})
-    card = json.loads(open(out["scorecard"]).read(),
-                      parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
+    out = get("report.scorecard")(
+        ctx,
+        measurements=MEASUREMENTS,
+        run_ids=RUN_IDS,
+        expect=EXPECT,
+        architectures=ARCHS,
+        title="Test card",
+        plots={
+            "curve": str(tmp_path / "curve.png"),
+            "by_arch": {"rnn": str(tmp_path / "notes.png")},
+            "gone": str(tmp_path / "missing.png"),
+        },
+    )
+    card = json.loads(
+        open(out["scorecard"]).read(), parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}")
+    )
     return ctx, out, card
 
 
@@ -81,9 +119,19 @@ def test_claims_carry_the_documented_keys_and_measured_values_per_seed(made):
 
 def test_summary_counts_and_stable_metrics(made):
     ctx, out, card = made
-    assert out["summary"] == card["summary"] == {
-        "claims": 5, "holds": 2, "fails": 1, "device_dependent": 1, "not_measured": 1,
-        "device_independent": 4, "device_independent_holds": 2}
+    assert (
+        out["summary"]
+        == card["summary"]
+        == {
+            "claims": 5,
+            "holds": 2,
+            "fails": 1,
+            "device_dependent": 1,
+            "not_measured": 1,
+            "device_independent": 4,
+            "device_independent_holds": 2,
+        }
+    )
     last = {k: v[-1][1] for k, v in ctx.metrics.items()}
     assert last["claims/holds"] == 2 and last["claims/not_measured"] == 1 and last["claims/total"] == 5
     assert last["claim/4"] == 1 and last["claim/5"] == 0 and last["claim/3a"] == 1 and last["claim/12"] == 0
@@ -127,18 +175,25 @@ def test_render_table_reads_the_json_and_prints_references_verbatim(made):
 
 
 def test_on_a_gpu_the_device_claim_is_judged(tmp_path):
-    out = get("report.scorecard")(Context(work_dir=tmp_path, device="cuda"), measurements={"speed": {"ratio": 12.0}},
-                                  expect=[EXPECT[2]])
+    out = get("report.scorecard")(
+        Context(work_dir=tmp_path, device="cuda"), measurements={"speed": {"ratio": 12.0}}, expect=[EXPECT[2]]
+    )
     assert out["summary"]["holds"] == 1
 
 
 def test_a_malformed_expectation_stops_the_step_with_its_location(tmp_path):
     with pytest.raises(ComponentError, match=r"expect\[0\] \(claim 1\): unknown check 'abov'.*'above'"):
-        get("report.scorecard")(Context(work_dir=tmp_path), measurements={},
-                                expect=[{"id": 1, "claim": "x", "check": "abov", "value": "a.b", "than": 1}])
+        get("report.scorecard")(
+            Context(work_dir=tmp_path),
+            measurements={},
+            expect=[{"id": 1, "claim": "x", "check": "abov", "value": "a.b", "than": 1}],
+        )
     with pytest.raises(ScorecardError, match="unknown check 'abov'"):  # the bare function checks too
-        scorecard(Context(work_dir=tmp_path), measurements={},
-                  expect=[{"id": 1, "claim": "x", "check": "abov", "value": "a.b", "than": 1}])
+        scorecard(
+            Context(work_dir=tmp_path),
+            measurements={},
+            expect=[{"id": 1, "claim": "x", "check": "abov", "value": "a.b", "than": 1}],
+        )
 
 
 def test_pipeline_validation_reports_bad_claims_and_cells_at_their_line(tmp_path):
@@ -146,7 +201,8 @@ def test_pipeline_validation_reports_bad_claims_and_cells_at_their_line(tmp_path
     from flows.plan.build import build
 
     path = tmp_path / "bad.yaml"
-    path.write_text(textwrap.dedent("""\
+    path.write_text(
+        textwrap.dedent("""\
         name: bad-card
         steps:
           card:
@@ -157,7 +213,8 @@ def test_pipeline_validation_reports_bad_claims_and_cells_at_their_line(tmp_path
                 - {id: 1, claim: x, check: beats, a: "s.a", b: "s.b", better: more}
               architectures:
                 lstm: {B5: "a.b"}
-        """))
+        """)
+    )
     with pytest.raises(PipelineInvalid) as e:
         build(path)
     lines = {(err.line, err.message.split(": ", 1)[0]) for err in e.value.errors}
@@ -173,17 +230,23 @@ def test_nothing_measured_still_writes_a_scorecard(tmp_path):
 
 def test_a_template_row_gives_every_architecture_in_the_matrix_a_row(tmp_path):
     measurements = {
-        "lag": {f"arch={a},lag=50,seed={s}": {"acc": v} for a, v in (("rnn", 0.1), ("lstm", 0.99), ("mine", 0.97))
-                for s in range(3)},
+        "lag": {
+            f"arch={a},lag=50,seed={s}": {"acc": v}
+            for a, v in (("rnn", 0.1), ("lstm", 0.99), ("mine", 0.97))
+            for s in range(3)
+        },
         "grad": {"rnn": {"rho": 0.5}, "lstm": {"rho": 0.62}},
         "timing": {"steps/rnn": 512, "steps/lstm": 512},
     }
-    archs = {"rnn": {"B1": "grad[rnn].rho"},  # written by hand: wins over the template
-             "{arch}": {"B2": {"check": "at_least", "value": "lag[arch={arch},lag=50].acc", "than": 0.95},
-                        "B3": "grad[{arch}].rho",
-                        "B4": {"value": "timing.steps/{arch}", "label": "sequential steps"}}}
-    out = get("report.scorecard")(Context(work_dir=tmp_path), measurements=measurements, expect=[],
-                                  architectures=archs)
+    archs = {
+        "rnn": {"B1": "grad[rnn].rho"},  # written by hand: wins over the template
+        "{arch}": {
+            "B2": {"check": "at_least", "value": "lag[arch={arch},lag=50].acc", "than": 0.95},
+            "B3": "grad[{arch}].rho",
+            "B4": {"value": "timing.steps/{arch}", "label": "sequential steps"},
+        },
+    }
+    out = get("report.scorecard")(Context(work_dir=tmp_path), measurements=measurements, expect=[], architectures=archs)
     rows = json.loads(open(out["scorecard"]).read())["architectures"]
     assert list(rows) == ["rnn", "lstm", "mine"]
     assert set(rows["rnn"]) == {"B1"}

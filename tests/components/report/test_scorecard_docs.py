@@ -1,4 +1,5 @@
 """docs/scorecard.md stays true: its YAML validates, and its 18 claims judge hand-made measurements."""
+
 import json
 import re
 from pathlib import Path
@@ -52,43 +53,80 @@ def merge(*parts):
 MEASUREMENTS = {
     "varlen": {"rnn": {"n_params/T_10": 4232, "n_params/T_100": 4232}},
     "bleu": merge(
-        seeds({"arch=seq2seq": (57, 23, 58)}, "bleu/5_10"), seeds({"arch=seq2seq": (30, 14, 28)}, "bleu/11_20"),
-        seeds({"arch=seq2seq": (12, 6, 9)}, "bleu/31_40"), seeds({"arch=seq2seq": (30, 14, 30)}, "bleu/all"),
-        seeds({"arch=luong": (99, 100, 99)}, "bleu/5_10"), seeds({"arch=luong": (99, 99, 99)}, "bleu/11_20"),
+        seeds({"arch=seq2seq": (57, 23, 58)}, "bleu/5_10"),
+        seeds({"arch=seq2seq": (30, 14, 28)}, "bleu/11_20"),
+        seeds({"arch=seq2seq": (12, 6, 9)}, "bleu/31_40"),
+        seeds({"arch=seq2seq": (30, 14, 30)}, "bleu/all"),
+        seeds({"arch=luong": (99, 100, 99)}, "bleu/5_10"),
+        seeds({"arch=luong": (99, 99, 99)}, "bleu/11_20"),
         seeds({"arch=luong": (98, 99, 98)}, "bleu/31_40"),
-        seeds({"arch=seq2seq_reversed": (8, 9, 7)}, "bleu/all")),
-    "grad": seeds({"arch=rnn": (0.50, 0.49, 0.51), "arch=lstm": (0.62, 0.62, 0.63),
-                   "arch=gru": (0.63, 0.63, 0.64), "arch=transformer": (1.0, 0.999, 1.0)}, "rho"),
-    "lag": merge(seeds({"arch=rnn": (0.13, 0.26, 0.13), "arch=lstm": (0.99, 0.99, 0.99), "arch=gru": (1.0, 1.0, 1.0),
-                        "arch=rnn_clip": (0.12, 0.13, 0.12)}, "acc", ",lag=50"),
-                 seeds({"arch=rnn_clip": (2.07, 2.08, 2.07)}, "loss", ",lag=50")),
-    "bias": merge(seeds({"forget_bias=0": (0.12, 0.13, 0.12), "forget_bias=1": (1.0, 0.999, 1.0)}, "acc", ",lag=15"),
-                  seeds({"forget_bias=0": (0.12, 0.13, 0.13), "forget_bias=3": (0.99, 1.0, 0.99)}, "acc", ",lag=50")),
-    "align": merge(seeds({"arch=luong": (0.81, 0.78, 0.84)}, "diagonal_mass"),
-                   seeds({"arch=luong": (0.12, 0.12, 0.12)}, "diagonal_mass_uniform")),
+        seeds({"arch=seq2seq_reversed": (8, 9, 7)}, "bleu/all"),
+    ),
+    "grad": seeds(
+        {
+            "arch=rnn": (0.50, 0.49, 0.51),
+            "arch=lstm": (0.62, 0.62, 0.63),
+            "arch=gru": (0.63, 0.63, 0.64),
+            "arch=transformer": (1.0, 0.999, 1.0),
+        },
+        "rho",
+    ),
+    "lag": merge(
+        seeds(
+            {
+                "arch=rnn": (0.13, 0.26, 0.13),
+                "arch=lstm": (0.99, 0.99, 0.99),
+                "arch=gru": (1.0, 1.0, 1.0),
+                "arch=rnn_clip": (0.12, 0.13, 0.12),
+            },
+            "acc",
+            ",lag=50",
+        ),
+        seeds({"arch=rnn_clip": (2.07, 2.08, 2.07)}, "loss", ",lag=50"),
+    ),
+    "bias": merge(
+        seeds({"forget_bias=0": (0.12, 0.13, 0.12), "forget_bias=1": (1.0, 0.999, 1.0)}, "acc", ",lag=15"),
+        seeds({"forget_bias=0": (0.12, 0.13, 0.13), "forget_bias=3": (0.99, 1.0, 0.99)}, "acc", ",lag=50"),
+    ),
+    "align": merge(
+        seeds({"arch=luong": (0.81, 0.78, 0.84)}, "diagonal_mass"),
+        seeds({"arch=luong": (0.12, 0.12, 0.12)}, "diagonal_mass_uniform"),
+    ),
     "timing": {"T": 512, "seq_steps/rnn": 512, "seq_steps/attention_per_layer": 1, "speedup/T_2048": 0.7},
-    "cost": {"mem/naive/T_256": 30.0, "mem/naive/T_512": 110.0, "mem/naive/T_1024": 420.0, "mem/naive/T_2048": 1800.0,
-             "mem_exponent/rnn": 1.02, "mem_exponent/sdpa": 0.79, "flops_exponent/sdpa": 1.95},
+    "cost": {
+        "mem/naive/T_256": 30.0,
+        "mem/naive/T_512": 110.0,
+        "mem/naive/T_1024": 420.0,
+        "mem/naive/T_2048": 1800.0,
+        "mem_exponent/rnn": 1.02,
+        "mem_exponent/sdpa": 0.79,
+        "flops_exponent/sdpa": 1.95,
+    },
     "perm": {"max_diff/no_positions": 7e-7, "max_diff/positions": 3.5},
     "pos": seeds({"kind=learned": (1.0, 1.0, 0.99), "kind=sinusoidal": (1.0, 0.99, 1.0)}, "acc"),
-    "heads": seeds({"n_heads=1": (0.92, 0.95, 0.93), "n_heads=4": (1.0, 1.0, 1.0), "n_heads=16": (1.0, 0.999, 1.0)}, "acc"),
+    "heads": seeds(
+        {"n_heads=1": (0.92, 0.95, 0.93), "n_heads=4": (1.0, 1.0, 1.0), "n_heads=16": (1.0, 0.999, 1.0)}, "acc"
+    ),
     "entropy": {"unscaled/d_16": 0.80, "unscaled/d_64": 0.45, "unscaled/d_256": 0.23, "scaled/d_256": 0.99},
-    "images": merge(seeds({"arch=cnn": (0.980, 0.987, 0.983), "arch=vit": (0.944, 0.958, 0.950)}, "acc"),
-                    seeds({"arch=vit": (0.20, 0.24, 0.26)}, "pos_neighbour_gap")),
-    "caption": {"seed=0": {"gaze_x/digit_0": 4.0, "gaze_x/digit_1": 12.5, "gaze_x/digit_2": 21.0},
-                "seed=1": {"gaze_x/digit_0": 3.5, "gaze_x/digit_1": 13.0, "gaze_x/digit_2": 20.0},
-                "seed=2": {"gaze_x/digit_0": 4.5, "gaze_x/digit_1": 11.0, "gaze_x/digit_2": 22.5}},
+    "images": merge(
+        seeds({"arch=cnn": (0.980, 0.987, 0.983), "arch=vit": (0.944, 0.958, 0.950)}, "acc"),
+        seeds({"arch=vit": (0.20, 0.24, 0.26)}, "pos_neighbour_gap"),
+    ),
+    "caption": {
+        "seed=0": {"gaze_x/digit_0": 4.0, "gaze_x/digit_1": 12.5, "gaze_x/digit_2": 21.0},
+        "seed=1": {"gaze_x/digit_0": 3.5, "gaze_x/digit_1": 13.0, "gaze_x/digit_2": 20.0},
+        "seed=2": {"gaze_x/digit_0": 4.5, "gaze_x/digit_1": 11.0, "gaze_x/digit_2": 22.5},
+    },
 }
 
 
 def test_the_issues_18_claims_are_judged_on_cpu(tmp_path):
     claims = next(e for b in BLOCKS for e in _find(b, "expect") if len(e) == 18)
-    out = get("report.scorecard")(Context(work_dir=tmp_path), measurements=MEASUREMENTS, expect=claims,
-                                  min_seeds=3)
+    out = get("report.scorecard")(Context(work_dir=tmp_path), measurements=MEASUREMENTS, expect=claims, min_seeds=3)
     card = json.loads(Path(out["scorecard"]).read_text())
     verdicts = {c["id"]: c["verdict"] for c in card["claims"]}
-    assert verdicts.pop("8") == "fails"               # reversal hurt on the toy task in calibration
-    assert verdicts.pop("12") == "device-dependent"   # judged on a GPU only
+    assert verdicts.pop("8") == "fails"  # reversal hurt on the toy task in calibration
+    assert verdicts.pop("12") == "device-dependent"  # judged on a GPU only
     assert set(verdicts.values()) == {"holds"}, {k: v for k, v in verdicts.items() if v != "holds"}
     assert out["summary"]["device_independent"] == 17 and out["summary"]["device_independent_holds"] == 16
 

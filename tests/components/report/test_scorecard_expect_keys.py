@@ -6,6 +6,7 @@ model labels and buckets of eval.bleu). The scorecard's own Resolver then looks 
 those would-be summaries, so a misspelt key, a selector no instance has, or a model label no step
 trains fails here instead of turning into `not measured` an hour into a run.
 """
+
 from pathlib import Path
 
 import pytest
@@ -13,12 +14,19 @@ import yaml
 
 from components.probes.decode import bucket_names
 from components.report.refs import Resolver
-from flows.plan.build import Instance, Plan, build
 from flows.language.refs import Ref
+from flows.plan.build import Instance, Plan, build
 
 PIPELINES = Path(__file__).resolve().parents[3] / "pipelines"
-SHIPPED = ["four_bottlenecks", "b1_hidden_state", "b2_gradients", "b3_bleu_by_length", "b4_sequential",
-           "vit_patches", "ablations"]
+SHIPPED = [
+    "four_bottlenecks",
+    "b1_hidden_state",
+    "b2_gradients",
+    "b3_bleu_by_length",
+    "b4_sequential",
+    "vit_patches",
+    "ablations",
+]
 REF_KEYS = ("value", "a", "b", "base", "than", "to", "low", "high")
 LIST_KEYS = ("values", "minus", "y")
 
@@ -33,6 +41,7 @@ def _profiles():
 
 
 # -- what each component writes into its summary, from an instance's resolved parameters ----------------
+
 
 def _labels(value) -> list[str]:
     """Model labels of a ``checkpoints`` parameter: a dict, a matrixed reference, or a list of them."""
@@ -91,16 +100,22 @@ def _timing(inst, plan):
     p = {**_defaults(inst), **inst.params}
     keys = {"threads", "batch", "repeats", "memory_method"}
     for label in p["models"]:
-        keys |= {f"{m}/{label}/T_{T}" for m in ("time_s", "memory_mb", "seq_steps", "seq_steps_per_layer",
-                                                 "flops_per_layer") for T in p["lengths"]}
+        keys |= {
+            f"{m}/{label}/T_{T}"
+            for m in ("time_s", "memory_mb", "seq_steps", "seq_steps_per_layer", "flops_per_layer")
+            for T in p["lengths"]
+        }
         keys |= {f"time_exp/{label}", f"memory_exp/{label}"}
     return keys
 
 
 def _param_count(inst, plan):
     p = {**_defaults(inst), **inst.params}
-    return ({f"{m}/T_{T}" for m in ("params", "runs") for T in p["lengths"]}
-            | {"params_spread", "params_constant", "runs_all"})
+    return {f"{m}/T_{T}" for m in ("params", "runs") for T in p["lengths"]} | {
+        "params_spread",
+        "params_constant",
+        "runs_all",
+    }
 
 
 def _entropy(inst, plan):
@@ -124,21 +139,37 @@ KEY_MODELS = {
     "probe.timing": _timing,
     "probe.param_count": _param_count,
     "probe.attention_entropy": _entropy,
-    "probe.long_lag": lambda inst, plan: ({f"{m}/lag_{L}" for m in ("acc", "acc_min") for L in _lags(inst, plan)}
-                                          | {"threshold", "longest_solved", "chance"}),
-    "probe.permutation": lambda inst, plan: {f"{m}/{label}" for m in ("error", "rel_error")
-                                             for label in inst.params["models"]},
+    "probe.long_lag": lambda inst, plan: (
+        {f"{m}/lag_{L}" for m in ("acc", "acc_min") for L in _lags(inst, plan)}
+        | {"threshold", "longest_solved", "chance"}
+    ),
+    "probe.permutation": lambda inst, plan: {
+        f"{m}/{label}" for m in ("error", "rel_error") for label in inst.params["models"]
+    },
     "probe.gradient_decay": lambda inst, plan: {"rho", "rho_init", "length"},
-    "probe.attention_maps": lambda inst, plan: {"n", "diag_mass", "diag_mass_uniform", "diag_ratio", "gaze_on_digit",
-                                                "gaze_uniform", "gaze_corr"},
-    "probe.position_similarity": lambda inst, plan: {"neighbour_cos", "far_cos", "neighbour_minus_far", "grid_h",
-                                                     "grid_w"},
+    "probe.attention_maps": lambda inst, plan: {
+        "n",
+        "diag_mass",
+        "diag_mass_uniform",
+        "diag_ratio",
+        "gaze_on_digit",
+        "gaze_uniform",
+        "gaze_corr",
+    },
+    "probe.position_similarity": lambda inst, plan: {
+        "neighbour_cos",
+        "far_cos",
+        "neighbour_minus_far",
+        "grid_h",
+        "grid_w",
+    },
     "eval.classify": lambda inst, plan: {"acc", "loss", "n", "chance"},
     "train.model": _train,
 }
 
 
 # -- the would-be measurements and the references -------------------------------------------------------
+
 
 def would_be_measurements(plan: Plan, card: Instance) -> dict:
     """Source -> the summary (or label -> summary) each measurement's producers will write, keys only."""
@@ -149,8 +180,10 @@ def would_be_measurements(plan: Plan, card: Instance) -> dict:
         for label, iid in ref.sources.items():
             inst = plan.instances[iid]
             model = KEY_MODELS.get(inst.component.name)
-            assert model, (f"no key model for {inst.component.name} (measurement {source!r}): add one to "
-                           f"KEY_MODELS listing the summary keys it writes")
+            assert model, (
+                f"no key model for {inst.component.name} (measurement {source!r}): add one to "
+                f"KEY_MODELS listing the summary keys it writes"
+            )
             summaries[label] = dict.fromkeys(model(inst, plan), 1.0)
         out[source] = summaries[None] if None in summaries else summaries
     return out
@@ -215,13 +248,16 @@ def test_the_transformer_is_in_the_shipped_comparison_and_its_references_resolve
         assert {i.params[key] for i in trained} == {i.params[key] for i in rnn}
 
 
-@pytest.mark.parametrize("typo", [
-    ("bleu[*].bleu/transformer/longest", "bleu[*].bleu/transformr/longest"),         # a model label
-    ("bleu[*].bleu/luong-dot-small/longest", "bleu[*].bleu/luong-dot-small/longst"),  # a key
-    ('"grad[arch=rnn-small].rho"', '"grad[arch=rnn-smal].rho"'),                       # a selector
-    ("lag_lstm[forget_bias=3].acc/lag_50", "lag_lstm[forget_bias=3].acc/lag_51"),       # a lag
-    ("timing.seq_steps_per_layer/rnn/T_256", "timing.seq_steps_per_layer/rnn/T_265"),   # a length
-])
+@pytest.mark.parametrize(
+    "typo",
+    [
+        ("bleu[*].bleu/transformer/longest", "bleu[*].bleu/transformr/longest"),  # a model label
+        ("bleu[*].bleu/luong-dot-small/longest", "bleu[*].bleu/luong-dot-small/longst"),  # a key
+        ('"grad[arch=rnn-small].rho"', '"grad[arch=rnn-smal].rho"'),  # a selector
+        ("lag_lstm[forget_bias=3].acc/lag_50", "lag_lstm[forget_bias=3].acc/lag_51"),  # a lag
+        ("timing.seq_steps_per_layer/rnn/T_256", "timing.seq_steps_per_layer/rnn/T_265"),  # a length
+    ],
+)
 def test_a_typo_in_the_shipped_comparison_is_caught(typo, tmp_path):
     text = (PIPELINES / "four_bottlenecks.yaml").read_text()
     old, new = typo

@@ -1,4 +1,5 @@
 """report.scorecard inside a real pipeline: matrixed summaries and run ids in, verdicts read back from MLflow."""
+
 import json
 import textwrap
 from pathlib import Path
@@ -7,8 +8,8 @@ import mlflow
 import pytest
 
 from components import Context, component
-from flows.plan.build import build
 from flows.execute.runner import run
+from flows.plan.build import build
 
 pytestmark = pytest.mark.slow
 ACC = {"rnn": (0.13, 0.26, 0.13), "lstm": (0.99, 0.99, 1.0)}
@@ -22,7 +23,8 @@ def probe(ctx: Context, *, arch: str, seed: int) -> dict:
 
 def test_scorecard_step_judges_matrixed_measurements_and_logs_to_mlflow(tmp_path, home):
     path = tmp_path / "card.yaml"
-    path.write_text(textwrap.dedent("""\
+    path.write_text(
+        textwrap.dedent("""\
         name: scorecard-e2e
         steps:
           lag:
@@ -42,7 +44,8 @@ def test_scorecard_step_judges_matrixed_measurements_and_logs_to_mlflow(tmp_path
                 - {id: 9, claim: a probe that is not in this pipeline, check: above, value: "align.mass", than: 0}
               architectures:
                 lstm: {B2: {check: at_least, value: "lag[arch=lstm].acc", than: 0.95}}
-        """))
+        """)
+    )
     result = run(build(path))
     assert result.ok, result.status
     out = result.outputs["card"]
@@ -53,8 +56,9 @@ def test_scorecard_step_judges_matrixed_measurements_and_logs_to_mlflow(tmp_path
     claim4 = card["claims"][0]
     assert lag_runs <= set(claim4["run_id"]) and len(claim4["run_id"]) == 6
 
-    runs = mlflow.search_runs(experiment_names=["scorecard-e2e"],
-                              filter_string=f"tags.mlflow.parentRunId = '{result.parent_run_id}'")
+    runs = mlflow.search_runs(
+        experiment_names=["scorecard-e2e"], filter_string=f"tags.mlflow.parentRunId = '{result.parent_run_id}'"
+    )
     row = next(r for _, r in runs.iterrows() if r["tags.mlflow.runName"] == "card")
     assert row["metrics.claim/4"] == 1 and row["metrics.claim/5"] == 0 and row["metrics.claims/holds"] == 1
     assert row["metrics.arch/lstm/B2"] == pytest.approx((0.99 + 0.99 + 1.0) / 3)

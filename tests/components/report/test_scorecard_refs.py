@@ -1,12 +1,17 @@
 """References into measurements: plain, matrixed, bare labels, wildcards, and absent data."""
+
 import math
 
 import pytest
 
 from components.report.refs import Resolver
 
-LAG = {f"arch={a},lag={lag},seed={s}": {"acc": 0.1 * s + (0.9 if a == "lstm" else 0.0) + lag / 1000}
-       for a in ("rnn", "lstm") for lag in (15, 50) for s in range(3)}
+LAG = {
+    f"arch={a},lag={lag},seed={s}": {"acc": 0.1 * s + (0.9 if a == "lstm" else 0.0) + lag / 1000}
+    for a in ("rnn", "lstm")
+    for lag in (15, 50)
+    for s in range(3)
+}
 MEAS = {
     "lag": LAG,
     "grad": {"rnn": {"rho": 0.5}, "lstm": {"rho": 0.62}},
@@ -88,14 +93,17 @@ def test_numbers_are_constants(r):
     assert s.constant and s.values == {"": 1.5}
 
 
-@pytest.mark.parametrize("ref, why", [
-    ("lagg[arch=rnn].acc", "no source 'lagg'.*did you mean 'lag'"),
-    ("timing.speedupp", "no measurement 'speedupp'.*did you mean 'speedup'"),
-    ("lag[arch=gru,lag=50].acc", r"no instance matches \[arch=gru,lag=50\]"),
-    ("lag[arch=rnn].acc", "differ in lag: name it in the selector"),
-    ("timing.note", "'note' is 'text', not a number"),
-    ("train.loss/*", "no key matches"),
-])
+@pytest.mark.parametrize(
+    "ref, why",
+    [
+        ("lagg[arch=rnn].acc", "no source 'lagg'.*did you mean 'lag'"),
+        ("timing.speedupp", "no measurement 'speedupp'.*did you mean 'speedup'"),
+        ("lag[arch=gru,lag=50].acc", r"no instance matches \[arch=gru,lag=50\]"),
+        ("lag[arch=rnn].acc", "differ in lag: name it in the selector"),
+        ("timing.note", "'note' is 'text', not a number"),
+        ("train.loss/*", "no key matches"),
+    ],
+)
 def test_absent_or_ambiguous_data_is_a_reason_not_an_error(r, ref, why):
     s = r.resolve(ref)
     assert not s.ok

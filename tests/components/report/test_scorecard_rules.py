@@ -1,4 +1,5 @@
 """The fair-verdict rule on both sides of its margin, and the log-log fit."""
+
 import math
 
 import pytest
@@ -24,16 +25,16 @@ def test_overlapping_seeds_hold_only_when_the_gap_exceeds_three_seed_ranges():
 
 def test_separation_decides_at_the_default_factor_on_both_sides_of_the_margin():
     b = seeds(0.0, 0.1, 0.05)
-    assert beats(seeds(0.11, 0.21, 0.16), b).holds is True    # min A 0.11 > max B 0.1
-    out = beats(seeds(0.09, 0.19, 0.14), b)                    # min A 0.09 < max B 0.1
+    assert beats(seeds(0.11, 0.21, 0.16), b).holds is True  # min A 0.11 > max B 0.1
+    out = beats(seeds(0.09, 0.19, 0.14), b)  # min A 0.09 < max B 0.1
     assert out.holds is False and "seeds overlap" in out.reason
 
 
 def test_the_gap_rule_decides_overlapping_seeds_below_factor_two():
     # Overlapping seeds have a gap of at most 2 seed ranges, so only a factor < 2 can pass them.
-    a, b = seeds(1.0, 1.4, 1.2), seeds(0.9, 1.3, 1.1)         # gap 0.1, range 0.4
-    assert beats(a, b, spread_factor=0.2).holds                # 0.1 > 0.08
-    assert not beats(a, b, spread_factor=0.3).holds            # 0.1 < 0.12
+    a, b = seeds(1.0, 1.4, 1.2), seeds(0.9, 1.3, 1.1)  # gap 0.1, range 0.4
+    assert beats(a, b, spread_factor=0.2).holds  # 0.1 > 0.08
+    assert not beats(a, b, spread_factor=0.3).holds  # 0.1 < 0.12
 
 
 def test_effect_missing_in_one_seed_fails_whatever_the_mean():

@@ -1,5 +1,6 @@
 """The verdict tables in docs/results.md are the ones rendered from the recorded quick- and standard-profile
 scorecard.json files, and each recording still answers every reference of the shipped comparison's claims."""
+
 import json
 from pathlib import Path
 
@@ -13,8 +14,10 @@ PIPELINE = Path(__file__).resolve().parents[3] / "pipelines" / "four_bottlenecks
 
 
 def card(table) -> dict:
-    assert table.recorded.is_file(), (f"record a {table.profile}-profile run: "
-                                      f"python benchmarks/verdict_table.py --profile {table.profile} --record PATH")
+    assert table.recorded.is_file(), (
+        f"record a {table.profile}-profile run: "
+        f"python benchmarks/verdict_table.py --profile {table.profile} --record PATH"
+    )
     return json.loads(table.recorded.read_text())
 
 
@@ -27,13 +30,14 @@ def test_results_table_is_rendered_from_the_recorded_scorecard(table):
     block = table.block.search(RESULTS.read_text())
     assert block, f"docs/results.md has no generated verdict block ({table.begin} ...)"
     assert block.group(0) == render(card(table), table), (
-        f"docs/results.md is stale: run python benchmarks/verdict_table.py --profile {table.profile}")
+        f"docs/results.md is stale: run python benchmarks/verdict_table.py --profile {table.profile}"
+    )
     assert main(["--check"]) == 0
 
 
 def test_each_profiles_table_replaces_only_its_own_block():
     quick, standard = TABLES["quick"], TABLES["standard"]
-    text = (f"{quick.begin} x -->\nQUICK\n{quick.end}\nmiddle\n{standard.begin} x -->\nSTANDARD\n{standard.end}\n")
+    text = f"{quick.begin} x -->\nQUICK\n{quick.end}\nmiddle\n{standard.begin} x -->\nSTANDARD\n{standard.end}\n"
     out = rewrite(text, card(standard), standard)
     assert "QUICK" in out and "STANDARD" not in out and "middle" in out
     assert render(card(standard), standard) in out
@@ -56,8 +60,9 @@ def test_the_recorded_run_measured_every_reference_of_the_claims_it_shares_with_
     if table.profile == "quick":
         assert unresolved(recorded, needs=recorded["min_seeds"]) == []
     by_id = {str(c["id"]): c for c in recorded["claims"]}
-    expect = next(s for s in yaml.safe_load(PIPELINE.read_text())["steps"].values()
-                  if s["uses"] == "report.scorecard")["with"]["expect"]
+    expect = next(s for s in yaml.safe_load(PIPELINE.read_text())["steps"].values() if s["uses"] == "report.scorecard")[
+        "with"
+    ]["expect"]
     # a claim added since the recording is judged by the end-to-end test; the rest must still
     # point at measurements the recorded run has (a misspelt selector does not)
     shared = [c for c in expect if str(c["id"]) in by_id and by_id[str(c["id"])]["claim"] == c["claim"].strip()]

@@ -1,4 +1,5 @@
 """The trainer at scale: accumulation, token budgets, prefetching, checkpoint averaging, precision, id checks."""
+
 from __future__ import annotations
 
 import pytest
@@ -22,8 +23,9 @@ def one_thread():
 @pytest.fixture(scope="module")
 def mt(tmp_path_factory):
     root = tmp_path_factory.mktemp("mt")
-    return get("data.synthetic_translation")(Context(root), vocab=12, min_len=2, max_len=12, n_train=200,
-                                             n_valid=16, n_test=16)["dataset"]
+    return get("data.synthetic_translation")(
+        Context(root), vocab=12, min_len=2, max_len=12, n_train=200, n_valid=16, n_test=16
+    )["dataset"]
 
 
 def _weights(out):
@@ -32,8 +34,17 @@ def _weights(out):
 
 @pytest.mark.parametrize("smoothing", [0.0, 0.1])
 def test_accumulated_step_equals_the_big_batch_step(tmp_path, mt, smoothing):
-    kw = dict(data=mt, model="transformer-tiny", overrides={"dropout": 0.0}, steps=2, optimizer="sgd", lr=1.0,
-              clip="none", label_smoothing=smoothing, seed=3)
+    kw = dict(
+        data=mt,
+        model="transformer-tiny",
+        overrides={"dropout": 0.0},
+        steps=2,
+        optimizer="sgd",
+        lr=1.0,
+        clip="none",
+        label_smoothing=smoothing,
+        seed=3,
+    )
     big = _weights(get("train.model")(Context(tmp_path / "big"), batch_size=16, **kw))
     acc = _weights(get("train.model")(Context(tmp_path / "acc"), batch_size=4, accumulate=4, **kw))
     one = _weights(get("train.model")(Context(tmp_path / "one"), batch_size=4, **kw))
@@ -68,8 +79,9 @@ def test_prefetching_changes_no_batch(tmp_path, mt):
 
 def test_the_last_checkpoints_are_averaged_and_the_average_loads_and_evaluates(tmp_path, mt):
     ctx = Context(tmp_path / "avg")
-    out = get("train.model")(ctx, data=mt, model="transformer-tiny", steps=6, checkpoint_every=2, average_last=3,
-                             batch_size=8, seed=0)
+    out = get("train.model")(
+        ctx, data=mt, model="transformer-tiny", steps=6, checkpoint_every=2, average_last=3, batch_size=8, seed=0
+    )
     s = out["summary"]
     assert s["averaged_steps"] == [2, 4, 6]
     snaps = sorted((tmp_path / "avg" / "checkpoints" / "average").glob("step_*.pt"))
@@ -84,21 +96,23 @@ def test_the_last_checkpoints_are_averaged_and_the_average_loads_and_evaluates(t
     last = torch.load(tmp_path / "avg" / "checkpoints" / "last.pt", weights_only=False)["state_dict"]
     assert not all(torch.equal(last[n], mean[n]) for n in mean)  # the average is not just the last weights
     with pytest.raises(TrainError, match="set checkpoint_every > 0"):
-        get("train.model")(Context(tmp_path / "x"), data=mt, model="transformer-tiny", steps=2, checkpoint_every=0,
-                           average_last=5)
+        get("train.model")(
+            Context(tmp_path / "x"), data=mt, model="transformer-tiny", steps=2, checkpoint_every=0, average_last=5
+        )
 
 
 def test_token_ids_are_checked_on_the_cpu_before_training(tmp_path, mt):
     with pytest.raises(TrainError, match=r"train split: src id \d+ is out of range for the model's src_vocab_size 5"):
-        get("train.model")(Context(tmp_path / "r"), data=mt, model="transformer-tiny", steps=1,
-                           overrides={"src_vocab_size": 5})
+        get("train.model")(
+            Context(tmp_path / "r"), data=mt, model="transformer-tiny", steps=1, overrides={"src_vocab_size": 5}
+        )
 
 
 def test_recurrent_models_keep_fp32_with_tf32_on_cuda_and_transformers_get_bf16():
     assert choose(build("bahdanau-tiny"), "cuda", bf16=True) == "fp32+tf32"
     assert choose(build("seq2seq-tiny"), "cuda:0", bf16=True) == "fp32+tf32"
     assert choose(build("transformer-tiny"), "cuda", bf16=True) == "bf16"
-    assert choose(build("bahdanau-tiny"), "cpu", bf16=True) == "bf16"   # CPU: as asked, no cuDNN involved
+    assert choose(build("bahdanau-tiny"), "cpu", bf16=True) == "bf16"  # CPU: as asked, no cuDNN involved
     assert choose(build("transformer-tiny"), "cpu", bf16=False) == "fp32"
 
 
@@ -127,7 +141,7 @@ def test_projecting_only_the_scored_positions_gives_the_full_passs_loss_and_grad
     V = model.config.tgt_vocab_size
     assert model.projects_kept
     batch = next(iter(task.eval_batches("train", 8)))
-    assert (batch["tgt_out"] == -100).any()          # the batch has padding to skip
+    assert (batch["tgt_out"] == -100).any()  # the batch has padding to skip
 
     def run(kept: bool):
         model.zero_grad()
@@ -135,8 +149,13 @@ def test_projecting_only_the_scored_positions_gives_the_full_passs_loss_and_grad
         out, y = task.outputs(model, batch)
         loss, correct, counted = task.score(out, y)
         loss.backward()
-        return out, float(loss.detach()), int(correct), int(counted), {k: p.grad.clone() for k, p in model.named_parameters()
-                                                              if p.grad is not None}
+        return (
+            out,
+            float(loss.detach()),
+            int(correct),
+            int(counted),
+            {k: p.grad.clone() for k, p in model.named_parameters() if p.grad is not None},
+        )
 
     out_k, loss_k, c_k, n_k, g_k = run(True)
     out_f, loss_f, c_f, n_f, g_f = run(False)
@@ -146,5 +165,4 @@ def test_projecting_only_the_scored_positions_gives_the_full_passs_loss_and_grad
     assert g_k.keys() == g_f.keys()
     assert all(torch.allclose(g_k[k], g_f[k], atol=1e-6) for k in g_k)
     flat = out_f.reshape(-1, V)[(batch["tgt_out"].reshape(-1) != -100)]
-    assert torch.allclose(out_k, flat, atol=1e-6)    # the same logits, in the targets' order
-
+    assert torch.allclose(out_k, flat, atol=1e-6)  # the same logits, in the targets' order

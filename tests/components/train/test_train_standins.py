@@ -1,4 +1,5 @@
 """Tiny models and data folders in the documented formats, shared by the train and probe tests."""
+
 from __future__ import annotations
 
 import json
@@ -13,8 +14,9 @@ class TinyRNN(nn.Module):
 
     family = "rnn"
 
-    def __init__(self, vocab_size: int = 8, num_classes: int = 8, hidden: int = 16, pad_id: int = 0,
-                 dropout: float = 0.0):
+    def __init__(
+        self, vocab_size: int = 8, num_classes: int = 8, hidden: int = 16, pad_id: int = 0, dropout: float = 0.0
+    ):
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, hidden)
         self.rnn = nn.RNN(hidden, hidden, batch_first=True)
@@ -30,8 +32,9 @@ class TinyRNN(nn.Module):
         return self.head(h[torch.arange(x.size(0)), idx])  # (B, C)
 
 
-def tiny_rnn(vocab_size: int = 8, num_classes: int = 8, hidden: int = 16, pad_id: int = 0,
-             dropout: float = 0.0) -> TinyRNN:
+def tiny_rnn(
+    vocab_size: int = 8, num_classes: int = 8, hidden: int = 16, pad_id: int = 0, dropout: float = 0.0
+) -> TinyRNN:
     """Factory used as ``model: test_train_standins:tiny_rnn``."""
     return TinyRNN(vocab_size, num_classes, hidden, pad_id, dropout)
 
@@ -48,14 +51,16 @@ class DtypeRecordingRNN(TinyRNN):
         return out
 
 
-def dtype_recording_rnn(vocab_size: int = 8, num_classes: int = 8, hidden: int = 16, pad_id: int = 0,
-                        dropout: float = 0.0) -> DtypeRecordingRNN:
+def dtype_recording_rnn(
+    vocab_size: int = 8, num_classes: int = 8, hidden: int = 16, pad_id: int = 0, dropout: float = 0.0
+) -> DtypeRecordingRNN:
     """Factory used as ``model: test_train_standins:dtype_recording_rnn``."""
     return DtypeRecordingRNN(vocab_size, num_classes, hidden, pad_id, dropout)
 
 
-def write_sequence_data(path: Path, n: int = 256, seq_len: int = 6, vocab: int = 8, seed: int = 0,
-                        target: str = "last") -> Path:
+def write_sequence_data(
+    path: Path, n: int = 256, seq_len: int = 6, vocab: int = 8, seed: int = 0, target: str = "last"
+) -> Path:
     """Write a classify task: the label is the last (or first) token of the sequence."""
     path.mkdir(parents=True, exist_ok=True)
     g = torch.Generator().manual_seed(seed)
@@ -65,9 +70,18 @@ def write_sequence_data(path: Path, n: int = 256, seq_len: int = 6, vocab: int =
         y = x[:, -1] if target == "last" else x[:, 0]
         torch.save({"x": x, "y": y.clone(), "lengths": torch.full((size,), seq_len)}, path / f"{split}.pt")
         counts[f"n_{split}"] = size
-    meta = {"kind": "sequence", "task": "recall", "target": "classify", "vocab_size": vocab,
-            "input_dim": 0, "num_classes": vocab, "pad_id": 0, "seq_len": seq_len, "chance": 1 / (vocab - 1),
-            **counts}
+    meta = {
+        "kind": "sequence",
+        "task": "recall",
+        "target": "classify",
+        "vocab_size": vocab,
+        "input_dim": 0,
+        "num_classes": vocab,
+        "pad_id": 0,
+        "seq_len": seq_len,
+        "chance": 1 / (vocab - 1),
+        **counts,
+    }
     (path / "meta.json").write_text(json.dumps(meta))
     return path
 
