@@ -1,4 +1,5 @@
 """``bottlenecks stop`` and ``bottlenecks ui``: the processes that serve a folder."""
+
 from __future__ import annotations
 
 import os
@@ -7,27 +8,82 @@ import sys
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from flows import home
 from flows.cli.app import app, out
 
 
 @app.command()
-def stop() -> None:
-    """Stop this folder's background Prefect server and the warm process runs are handed to (the next
-    `bottlenecks run` starts them again)."""
-    from flows.services import prefect_server
+def stop(
+    list_: Annotated[
+        bool, typer.Option("--list", help="show the warm processes and background servers; stop nothing")
+    ] = False,
+) -> None:
+    """Stop every warm process runs are handed to (whatever environment started it) and this folder's
+    background Prefect server (the next `bottlenecks run` starts them again)."""
+    from flows.services import daemon, prefect_server
 
-    from flows.services import daemon
-
-    zygote = daemon.stop()
-    if zygote:
-        out.print(f"stopped the warm process runs were handed to (pid {zygote})")
+    if list_:
+        _list_processes()
+        return
+    pids = daemon.stop_all()
+    for pid in pids:
+        out.print(f"stopped the warm process runs were handed to (pid {pid})")
+    if not pids:
+        out.print("no warm process was running")
     record = prefect_server.stop(home.home())
     if record:
         out.print(f"stopped the background Prefect server at {record['url']} (pid {record['pid']})")
     else:
         out.print("no background Prefect server was running here")
+
+
+def _memory(kib: int | None) -> str:
+    return "?" if kib is None else f"{kib / 1024:.0f} MiB"
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    seconds = int(seconds)
+    return f"{seconds // 3600}h{seconds // 60 % 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+def _prefect_idle(folder) -> str:
+    """How long no command has used this folder's background server ("in use" while one does)."""
+    import time
+
+    from flows.services import prefect_server
+
+    users = folder / prefect_server.USERS
+    try:
+        if prefect_server._in_use(users):
+            return "in use"
+        return _duration(time.time() - users.stat().st_mtime)
+    except OSError:
+        return "?"
+
+
+def _list_processes() -> None:
+    """``stop --list``: one line per warm process and background server: pid, memory, idle time, where."""
+    from flows.services import daemon, prefect_server
+
+    rows = [
+        ("warm process", z["pid"], _memory(z["rss_kib"]), _duration(z["idle"]), z["socket"]) for z in daemon.zygotes()
+    ]
+    folder = home.home()
+    record = prefect_server.read_record(folder)
+    if record and record.get("pid") and prefect_server._ours(int(record["pid"])):
+        pid = int(record["pid"])
+        where = f"{folder} ({record.get('url', '')})"
+        rows.append(("Prefect server", pid, _memory(daemon.resident_kib(pid)), _prefect_idle(folder), where))
+    if not rows:
+        out.print("no warm process or background server is running")
+        return
+    out.print(f"{'process':<15} {'pid':>8} {'memory':>9} {'idle':>8}  folder / socket", highlight=False)
+    for what, pid, memory, idle, where in rows:
+        out.print(f"{what:<15} {pid:>8} {memory:>9} {idle:>8}  {escape(where)}", highlight=False)
 
 
 @app.command()
@@ -38,13 +94,26 @@ def ui(port: Annotated[int, typer.Option(help="port on 127.0.0.1")] = 5000) -> N
     if uri.startswith("http"):
         out.print(f"MLflow is a server here: open {uri}")
         return
-    cmd = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host", "127.0.0.1",
-           "--port", str(port), "--workers", "1"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mlflow",
+        "ui",
+        "--backend-store-uri",
+        uri,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+    ]
     root = home.artifact_root()
     if root:
         cmd += ["--default-artifact-root", root]
     out.print(f"MLflow UI on http://127.0.0.1:{port} (Ctrl-C to stop)")
     from flows.track.runs import experiment_links
+
     out.print("\n".join(experiment_links(f"http://127.0.0.1:{port}")), highlight=False)
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
     raise typer.Exit(subprocess.call(cmd, env=env))

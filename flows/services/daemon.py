@@ -16,10 +16,12 @@ so a command with other settings gets its own zygote and never another's. Before
 checks that no source file it imported has changed since it started (an edited engine or an
 upgraded library); if one has, it answers "stale", exits, and the command runs in its own process
 and starts a fresh zygote. It exits after ``BOTTLENECKS_DAEMON_IDLE`` seconds without a command
-(default 1800) and on `bottlenecks stop`. ``BOTTLENECKS_DAEMON_PRELOAD=pkg,pkg.models`` also imports
-those modules in the zygote (a plugin with heavy imports of its own). ``BOTTLENECKS_DAEMON=off``
-turns it off (the test suite runs so, apart from tests/services/test_daemon.py).
+(default 1800) and on `bottlenecks stop` (which stops every zygote of the user; `bottlenecks stop
+--list` shows them). ``BOTTLENECKS_DAEMON_PRELOAD=pkg,pkg.models`` also imports those modules in the
+zygote (a plugin with heavy imports of its own). ``BOTTLENECKS_DAEMON=off`` turns it off (the test
+suite runs so, apart from tests/services/test_daemon.py).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,15 +36,45 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Callable
 
 DEFAULT_IDLE = 1800.0
 # variables a shell or terminal changes between commands without changing what a run does
-VOLATILE = {"PWD", "OLDPWD", "SHLVL", "_", "COLUMNS", "LINES", "TERM_SESSION_ID", "WINDOWID", "PS1", "PS2",
-            "SSH_CLIENT", "SSH_CONNECTION", "SSH_TTY", "PYTEST_CURRENT_TEST"}
+VOLATILE = {
+    "PWD",
+    "OLDPWD",
+    "SHLVL",
+    "_",
+    "COLUMNS",
+    "LINES",
+    "TERM_SESSION_ID",
+    "WINDOWID",
+    "PS1",
+    "PS2",
+    "SSH_CLIENT",
+    "SSH_CONNECTION",
+    "SSH_TTY",
+    "PYTEST_CURRENT_TEST",
+    # the shell's prompt and terminal multiplexers' window names
+    "PS3",
+    "PS4",
+    "PROMPT_COMMAND",
+    "TMUX_PANE",
+    "STY",
+    "WINDOW",
+    # make's own bookkeeping, exported to the commands a Makefile runs (a `make` target or a plain shell
+    # must share one zygote)
+    "MAKEFLAGS",
+    "MAKELEVEL",
+    "MFLAGS",
+    "MAKEOVERRIDES",
+    "MAKE_TERMOUT",
+    "MAKE_TERMERR",
+}
 _HEADER = struct.Struct("!I")
-_in_child = False   # this process is a zygote's child running a command: never hand over again
+_in_child = False  # this process is a zygote's child running a command: never hand over again
 
 
 def enabled() -> bool:
@@ -76,7 +108,7 @@ def key(env: dict[str, str] | None = None) -> str:
     """What a zygote must share with a command to serve it: interpreter, import path, environment."""
     env = stable_env(dict(os.environ if env is None else env))
     here = os.getcwd()
-    path = [p for p in sys.path[1:] if p not in ("", here)]   # the folder a command starts in is not part of it
+    path = [p for p in sys.path[1:] if p not in ("", here)]  # the folder a command starts in is not part of it
     blob = json.dumps({"python": sys.executable, "path": path, "env": sorted(env.items())})
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
@@ -87,6 +119,7 @@ def socket_path(env: dict[str, str] | None = None) -> Path | None:
 
 
 # -- messages: a 4-byte length, then JSON ---------------------------------------------------------------
+
 
 def _send(sock: socket.socket, message: dict, fds: list[int] | None = None) -> None:
     data = json.dumps(message).encode()
@@ -111,12 +144,13 @@ def _recv(sock: socket.socket, with_fds: bool = False) -> tuple[dict, list[int]]
     if not data:
         raise EOFError("connection closed")
     data = _recv_exact(sock, _HEADER.size, data)
-    (n,) = _HEADER.unpack(data[:_HEADER.size])
-    body = _recv_exact(sock, _HEADER.size + n, data)[_HEADER.size:]
+    (n,) = _HEADER.unpack(data[: _HEADER.size])
+    body = _recv_exact(sock, _HEADER.size + n, data)[_HEADER.size :]
     return json.loads(body), fds
 
 
 # -- the command's side -----------------------------------------------------------------------------------
+
 
 def hand_over(argv: list[str], entry: str, preload: tuple[str, ...] = ()) -> int | None:
     """Run ``entry`` (``module:function``, the command's own main) with ARGV in a warm zygote and
@@ -130,8 +164,7 @@ def hand_over(argv: list[str], entry: str, preload: tuple[str, ...] = ()) -> int
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(str(path))
-        _send(sock, {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "path": sys.path},
-              fds=[0, 1, 2])
+        _send(sock, {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "path": sys.path}, fds=[0, 1, 2])
         reply, _ = _recv(sock)
     except (OSError, EOFError, ValueError):
         sock.close()
@@ -168,12 +201,28 @@ def hand_over(argv: list[str], entry: str, preload: tuple[str, ...] = ()) -> int
 def start(path: Path, entry: str, preload: tuple[str, ...] = ()) -> None:
     """Start a zygote for this environment in the background (it exits at once if one runs)."""
     log = path.with_suffix(".log")
-    cmd = [sys.executable, "-m", "flows.services.daemon", "serve", str(path), "--entry", entry,
-           "--preload", ",".join(preload)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "flows.services.daemon",
+        "serve",
+        str(path),
+        "--entry",
+        entry,
+        "--preload",
+        ",".join(preload),
+    ]
     try:
         with open(log, "ab") as fh:
-            subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fh, stderr=fh, start_new_session=True,
-                             env=dict(os.environ), close_fds=True)
+            subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=fh,
+                stderr=fh,
+                start_new_session=True,
+                env=dict(os.environ),
+                close_fds=True,
+            )
     except OSError:
         pass
 
@@ -181,21 +230,82 @@ def start(path: Path, entry: str, preload: tuple[str, ...] = ()) -> None:
 def stop(env: dict[str, str] | None = None) -> int | None:
     """Stop the zygote serving this environment; its pid, or None when none ran."""
     path = socket_path(env)
-    if path is None:
-        return None
+    return None if path is None else _ask_stop(path)
+
+
+def _request(path: Path, message: dict, timeout: float = 10.0) -> dict | None:
+    """Send one message to the zygote at ``path``; its reply, or None when none answers."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
     try:
         sock.connect(str(path))
-        _send(sock, {"stop": True})
+        _send(sock, message)
         reply, _ = _recv(sock)
-        return int(reply.get("stopped", 0)) or None
+        return reply
     except (OSError, EOFError, ValueError):
         return None
     finally:
         sock.close()
 
 
+def _ask_stop(path: Path) -> int | None:
+    reply = _request(path, {"stop": True})
+    pid = int(reply.get("stopped", 0)) if reply else 0
+    if pid:
+        _wait_gone(pid)
+    return pid or None
+
+
+def _wait_gone(pid: int, timeout: float = 10.0) -> None:
+    """Until ``pid`` has exited (a stopped zygote removes its socket on the way out)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        except PermissionError:
+            return
+        time.sleep(0.05)
+
+
+def sockets() -> list[Path]:
+    """Every zygote socket in this user's runtime folder, whatever environment started it."""
+    folder = runtime_dir()
+    return [] if folder is None else sorted(folder.glob("zygote-*.sock"))
+
+
+def stop_all() -> list[int]:
+    """Stop every zygote of this user that answers; their pids."""
+    return [pid for pid in (_ask_stop(path) for path in sockets()) if pid]
+
+
+def resident_kib(pid: int) -> int | None:
+    """The resident memory of ``pid`` in KiB (/proc/PID/status VmRSS), or None when unknown."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def zygotes() -> list[dict]:
+    """Each zygote of this user that answers: ``socket``, ``pid``, ``rss_kib`` and ``idle`` (seconds
+    since it last served a command, or since it started). Asking does not reset its idle timeout."""
+    found = []
+    for path in sockets():
+        reply = _request(path, {"status": True}, timeout=5.0)
+        if not reply or "pid" not in reply:
+            continue
+        pid = int(reply["pid"])
+        found.append({"socket": str(path), "pid": pid, "rss_kib": resident_kib(pid), "idle": reply.get("idle")})
+    return found
+
+
 # -- the zygote -------------------------------------------------------------------------------------------
+
 
 def preload(modules: list[str]) -> None:
     """Import what a run imports (``modules``, then ``BOTTLENECKS_DAEMON_PRELOAD``), and nothing
@@ -271,13 +381,14 @@ def serve(path: Path, entry: str, modules: list[str]) -> None:
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(str(path))
     server.listen(16)
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)   # children are reaped by the kernel
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
     print(f"zygote {os.getpid()} serving {path} (idle timeout {idle_seconds():.0f} s)", flush=True)
     idle = idle_seconds()
+    last = time.monotonic()  # when it last served a command (a status or a failed request does not count)
     try:
         while True:
-            server.settimeout(idle)
+            server.settimeout(max(0.01, idle - (time.monotonic() - last)))
             try:
                 conn, _ = server.accept()
             except socket.timeout:
@@ -293,6 +404,16 @@ def serve(path: Path, entry: str, modules: list[str]) -> None:
                 _send(conn, {"stopped": os.getpid()})
                 conn.close()
                 return
+            if request.get("status"):
+                try:
+                    _send(conn, {"pid": os.getpid(), "idle": round(time.monotonic() - last, 1)})
+                except OSError:
+                    pass
+                conn.close()
+                for fd in fds:
+                    os.close(fd)
+                continue
+            last = time.monotonic()
             why = changed(files)
             if why is None and stable_env(request.get("env", {})) != env:
                 why = "the environment differs"

@@ -1,0 +1,121 @@
+"""`bottlenecks stop` ends every warm process of the user, whatever environment started it;
+`bottlenecks stop --list` shows them without stopping anything; make's own variables do not split
+one environment into two zygotes."""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def base_env(tmp_path):
+    runtime = Path(tempfile.mkdtemp(prefix="bn-", dir="/tmp"))  # a socket path must stay short
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "MLFLOW_", "BOTTLENECKS_"))}
+    env.update(
+        {
+            "BOTTLENECKS_DAEMON": "on",
+            "BOTTLENECKS_DAEMON_IDLE": "120",
+            "XDG_RUNTIME_DIR": str(runtime),
+            "BOTTLENECKS_PREFECT_SERVER": "off",
+            "PYTHONPATH": os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]),
+        }
+    )
+    yield env
+    subprocess.run([sys.executable, "-m", "flows.cli", "stop"], cwd=tmp_path, env=env, capture_output=True, timeout=60)
+    shutil.rmtree(runtime, ignore_errors=True)
+
+
+def _start_zygote(env: dict, folder: Path) -> Path:
+    """Start the zygote of ``env`` as `bottlenecks run` does and wait until it serves; its socket."""
+    code = "from flows.services import daemon; p = daemon.socket_path(); daemon.start(p, 'flows.cli:main'); print(p)"
+    sock = Path(
+        subprocess.run(
+            [sys.executable, "-c", code], env=env, cwd=folder, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    )
+    log = sock.with_suffix(".log")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if log.exists() and log.read_text().strip() and "serving" in log.read_text().splitlines()[-1]:
+            return sock
+        time.sleep(0.2)
+    raise AssertionError(f"no zygote served {sock}: {log.read_text() if log.exists() else 'no log'}")
+
+
+def _pid(sock: Path) -> int:
+    line = [x for x in sock.with_suffix(".log").read_text().splitlines() if "serving" in x][-1]
+    return int(line.split()[1])  # "zygote PID serving SOCKET ..."
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (not yet reaped by its parent) is gone for our purposes
+        return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _cli(env, folder, *args):
+    return subprocess.run(
+        [sys.executable, "-m", "flows.cli", *args], cwd=folder, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_one_stop_ends_the_zygotes_of_two_environments_and_list_shows_them(base_env, tmp_path):
+    one = {**base_env, "BN_TEST_SETTING": "one"}
+    two = {**base_env, "BN_TEST_SETTING": "two"}
+    sock_one, sock_two = _start_zygote(one, tmp_path), _start_zygote(two, tmp_path)
+    assert sock_one != sock_two
+    pids = [_pid(sock_one), _pid(sock_two)]
+    assert all(_alive(p) for p in pids)
+
+    listed = _cli(base_env, tmp_path, "stop", "--list")  # a third environment: neither zygote's own
+    assert listed.returncode == 0, listed.stderr
+    for pid, sock in zip(pids, (sock_one, sock_two)):
+        (line,) = [x for x in listed.stdout.splitlines() if sock.name in x]
+        assert str(pid) in line.split() and "MiB" in line, listed.stdout
+    assert all(_alive(p) for p in pids), "--list stopped something"
+
+    stopped = _cli(base_env, tmp_path, "stop")
+    assert stopped.returncode == 0, stopped.stderr
+    for pid in pids:
+        assert f"pid {pid}" in stopped.stdout, stopped.stdout
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in pids)
+    assert not sock_one.exists() and not sock_two.exists()
+    again = _cli(base_env, tmp_path, "stop", "--list")
+    assert "no warm process" in again.stdout, again.stdout
+
+
+def test_makes_variables_give_the_same_zygote_key(base_env, tmp_path):
+    code = "from flows.services import daemon; print(daemon.key())"
+
+    def key(env):
+        return subprocess.run(
+            [sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    under_make = {
+        **base_env,
+        "MAKEFLAGS": " -j4 --jobserver-auth=fifo:/tmp/GMfifo1",
+        "MFLAGS": "-j4",
+        "MAKELEVEL": "1",
+        "MAKEOVERRIDES": "${-*-command-variables-*-}",
+        "MAKE_TERMOUT": "/dev/pts/3",
+        "MAKE_TERMERR": "/dev/pts/3",
+    }
+    assert key(under_make) == key(base_env)
+    assert key({**base_env, "BN_TEST_SETTING": "x"}) != key(base_env)  # a real setting still splits them
