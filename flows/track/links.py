@@ -1,9 +1,13 @@
 """Where to follow a run while it works: its MLflow run page and its Prefect flow-run page."""
+
 from __future__ import annotations
 
 import os
 
-LOCAL_MLFLOW_UI = "http://127.0.0.1:5000"   # where `bottlenecks ui` serves the local store
+LOCAL_MLFLOW_UI = "http://127.0.0.1:5000"  # where `bottlenecks ui` serves the local store
+# the query that opens MLflow 3's model-training view (as `experiment_links` in flows.track.runs): the UI
+# takes the page kind from ``workflowType``, not from the experiment's tag
+MODEL_TRAINING_VIEW = "?workflowType=machine_learning"
 
 
 def _mlflow_server() -> str | None:
@@ -12,8 +16,9 @@ def _mlflow_server() -> str | None:
 
 
 def mlflow_run(experiment_id: str, run_id: str) -> str:
-    """The MLflow UI page of a run (on `bottlenecks ui` for the local store)."""
-    return f"{_mlflow_server() or LOCAL_MLFLOW_UI}/#/experiments/{experiment_id}/runs/{run_id}"
+    """The MLflow UI page of a run in the model-training view (on `bottlenecks ui` for the local store)."""
+    base = _mlflow_server() or LOCAL_MLFLOW_UI
+    return f"{base}/#/experiments/{experiment_id}/runs/{run_id}{MODEL_TRAINING_VIEW}"
 
 
 def prefect_flow_run(flow_run_id: str | None) -> str | None:
