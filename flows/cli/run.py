@@ -1,4 +1,5 @@
 """``bottlenecks run``: validate, start what the run needs while Prefect boots, run, report."""
+
 from __future__ import annotations
 
 import json
@@ -23,10 +24,12 @@ def run(
     profile: ProfileOpt = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="recompute every step")] = False,
     workers: Annotated[Optional[int], typer.Option(help="steps run at once (default: settings.workers)")] = None,
-    executor: Annotated[Optional[str], typer.Option(
-        help="where steps run: processes, threads or dask (default: settings.executor)")] = None,
-    cluster: Annotated[Optional[str], typer.Option(
-        help="Dask scheduler address for --executor dask, e.g. tcp://HOST:8786")] = None,
+    executor: Annotated[
+        Optional[str], typer.Option(help="where steps run: processes, threads or dask (default: settings.executor)")
+    ] = None,
+    cluster: Annotated[
+        Optional[str], typer.Option(help="Dask scheduler address for --executor dask, e.g. tcp://HOST:8786")
+    ] = None,
 ) -> None:
     """Validate PIPELINE, run it as a Prefect flow and record everything in MLflow.
 
@@ -46,10 +49,10 @@ def run(
     require_servers(after="nothing was run.")
     background = _use_background_prefect()
     _refresh_prefect_settings()
+    from flows.execute.executors import ExecutorError
     from flows.execute.runner import run as run_plan  # imports Prefect and MLflow while the server boots
     from flows.execute.runner import start_executor
     from flows.execute.view import StepView
-    from flows.execute.executors import ExecutorError
 
     _open_tracking_store()  # also while the server boots
     try:  # the workers the uncached steps need start importing now, also while the server boots
@@ -64,27 +67,34 @@ def run(
             raise
 
     _component_logs_to(err)
-    err.print(f"[bold]{escape(plan.name)}[/] profile={plan.profile or '-'} steps={len(plan.instances)} "
-              f"workers={plan.settings.workers} executor={plan.settings.executor} "
-              f"tracking={os.environ.get('MLFLOW_TRACKING_URI')}")
+    err.print(
+        f"[bold]{escape(plan.name)}[/] profile={plan.profile or '-'} steps={len(plan.instances)} "
+        f"workers={plan.settings.workers} executor={plan.settings.executor} "
+        f"tracking={os.environ.get('MLFLOW_TRACKING_URI')}"
+    )
     try:
-        result = run_plan(plan, use_cache=not no_cache, view=StepView(list(plan.instances), console=err),
-                          executor=executor)
+        result = run_plan(
+            plan, use_cache=not no_cache, view=StepView(list(plan.instances), console=err), executor=executor
+        )
     except ExecutorError as e:
         executor.close()
         fail(str(e), after="nothing was run.")
     if result.zombies:  # runs a dead process had left RUNNING, marked KILLED at the start
         from flows.track.zombies import summary
+
         err.print(f"[yellow]{escape(summary(result.zombies))}[/]")
     counts = {s: list(result.status.values()).count(s) for s in ("done", "cached", "failed", "skipped", "stopped")}
     err.print(f"finished in {result.seconds:.1f}s: " + ", ".join(f"{v} {k}" for k, v in counts.items() if v))
-    err.print(f"MLflow parent run {result.parent_run_id} (experiment {escape(plan.name)}); "
-              "browse with `bottlenecks ui`")
+    err.print(
+        f"MLflow parent run {result.parent_run_id} (experiment {escape(plan.name)}); browse with `bottlenecks ui`"
+    )
     if result.stopped_by is not None:
         import signal
 
-        err.print(f"[yellow]stopped by {signal.Signals(result.stopped_by).name}:[/] workers ended, unfinished "
-                  "runs marked KILLED; rerun to resume from the cache and the checkpoints")
+        err.print(
+            f"[yellow]stopped by {signal.Signals(result.stopped_by).name}:[/] workers ended, unfinished "
+            "runs marked KILLED; rerun to resume from the cache and the checkpoints"
+        )
         raise typer.Exit(result.exit_code)
     _print_reports(result)
     if not result.ok:
@@ -105,8 +115,9 @@ def _use_background_prefect() -> bool:
         return False
     url = prefect_server.begin(home.home())
     os.environ["PREFECT_API_URL"] = url
-    err.print(f"Prefect UI {url.removesuffix('/api')} (a background server; `bottlenecks stop` stops it)",
-              highlight=False)
+    err.print(
+        f"Prefect UI {url.removesuffix('/api')} (a background server; `bottlenecks stop` stops it)", highlight=False
+    )
     return True
 
 
@@ -137,8 +148,11 @@ def _background_ready() -> None:
     try:
         prefect_server.ready()
     except prefect_server.ServerError as e:
-        fail(str(e), after="nothing was run; set BOTTLENECKS_PREFECT_SERVER=off to run with "
-                           "a temporary Prefect server inside the command")
+        fail(
+            str(e),
+            after="nothing was run; set BOTTLENECKS_PREFECT_SERVER=off to run with "
+            "a temporary Prefect server inside the command",
+        )
 
 
 def _component_logs_to(console: Console) -> None:
@@ -154,14 +168,22 @@ def _component_logs_to(console: Console) -> None:
 
 
 def _print_reports(result) -> None:
-    """Print the scorecard table of any report step in the run."""
+    """Print the scorecard of any report step in the run: Rich tables on a terminal, its Markdown
+    (one claim a line) when the output is piped or redirected."""
     for outputs in result.outputs.values():
         path = outputs.get("scorecard") if isinstance(outputs, dict) else None
         if isinstance(path, str) and path.endswith(".json") and Path(path).exists():
-            from components.report import render_architectures, render_table
-
-            card = json.loads(Path(path).read_text())
-            out.print(render_table(card))
-            out.print(render_architectures(card))
+            print_scorecard(json.loads(Path(path).read_text()))
 
 
+def print_scorecard(card: dict) -> None:
+    """Print one scorecard to stdout, as tables on a terminal and as Markdown otherwise."""
+    if not out.is_terminal:
+        from components.report.markdown import to_markdown
+
+        out.print(to_markdown(card), markup=False, highlight=False, soft_wrap=True, end="")
+        return
+    from components.report import render_architectures, render_table
+
+    out.print(render_table(card))
+    out.print(render_architectures(card))

@@ -3,6 +3,7 @@ scorecard reads one claim a line, `plan --params/--json` shows each step run's r
 and `bottlenecks ui` takes MLflow's server down with it."""
 
 import io
+import json
 from pathlib import Path
 
 from rich.console import Console
@@ -39,3 +40,58 @@ def test_the_follow_link_asks_for_the_same_view_as_the_experiment_links():
     from flows.track import links, runs
 
     assert links.MODEL_TRAINING_VIEW.lstrip("?") in inspect.getsource(runs.experiment_links)
+
+
+# -- a piped run's scorecard ------------------------------------------------------------------------------
+
+LONG = "a claim long enough that a Rich table at eighty columns would wrap it over several lines of its cell"
+
+
+def _card() -> dict:
+    claims = [
+        {
+            "id": n,
+            "bottleneck": f"B{n}",
+            "claim": f"claim {n}: {LONG}",
+            "expected": "x > 0.5",
+            "measured": {"train.acc": [0.9, 0.8], "probe.slope": [1.5]},
+            "verdict": verdict,
+            "reason": f"because the measured value {n} is what it is, said at some length to need wrapping",
+            "settings": "",
+            "run_id": ["r1"],
+        }
+        for n, verdict in ((1, "holds"), (2, "fails"), (3, "not measured"))
+    ]
+    summary = {"holds": 1, "claims": 3, "fails": 1, "device_dependent": 0, "not_measured": 1}
+    summary.update({"device_independent": 3, "device_independent_holds": 1})
+    return {"title": "four bottlenecks", "device": "cpu", "summary": summary, "claims": claims, "architectures": {}}
+
+
+def test_a_piped_runs_scorecard_has_each_claim_on_one_line(tmp_path, capsys):
+    from types import SimpleNamespace
+
+    from flows.cli.run import _print_reports
+
+    path = tmp_path / "scorecard.json"
+    path.write_text(json.dumps(_card()))
+    _print_reports(SimpleNamespace(outputs={"report": {"scorecard": str(path)}, "other": 3}))
+    text = capsys.readouterr().out
+    for n, verdict in ((1, "holds"), (2, "fails"), (3, "not measured")):
+        (line,) = [x for x in text.splitlines() if f"claim {n}: " in x]
+        assert line.startswith(f"| {n} | B{n} |") and LONG in line and verdict in line, text
+        assert "train.acc" in line and "probe.slope" in line, line
+        assert f"because the measured value {n} is what it is, said at some length to need wrapping" in line
+    assert "╭" not in text and "┃" not in text and "│" not in text  # no Rich box drawing
+
+
+def test_the_piped_scorecard_of_a_run_goes_through_the_cli_as_markdown(tmp_path):
+    """The same through the command's own stdout (CliRunner's is not a terminal)."""
+    import typer
+
+    from flows.cli.run import print_scorecard
+
+    probe = typer.Typer()
+    probe.command()(lambda: print_scorecard(_card()))
+    result = runner.invoke(probe, [])
+    assert result.exit_code == 0, result.output
+    assert sum(1 for x in result.output.splitlines() if x.startswith("| ") and LONG in x) == 3, result.output
