@@ -1,4 +1,5 @@
 """Commands that look without running: ``check``, ``plan``, ``components``, ``schema``."""
+
 from __future__ import annotations
 
 import json
@@ -10,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from flows import home
-from flows.cli.app import PipelineArg, ProfileOpt, SetOpt, app, err, out, plan_or_exit, print_invalid
+from flows.cli.app import PipelineArg, ProfileOpt, SetOpt, app, err, fail, out, plan_or_exit, print_invalid
 
 
 @app.command()
@@ -31,39 +32,128 @@ def check(
             bad += 1
             print_invalid(e)
             continue
-        out.print(f"[green]ok[/] {escape(str(path))}: {len(plan.pipeline.steps)} steps, "
-                  f"{len(plan.instances)} step runs")
+        out.print(
+            f"[green]ok[/] {escape(str(path))}: {len(plan.pipeline.steps)} steps, {len(plan.instances)} step runs"
+        )
     if bad:
         err.print(f"[red]{bad} of {len(pipelines)} file(s) invalid[/]")
         raise typer.Exit(2)
 
 
 @app.command("plan")
-def plan_cmd(pipeline: PipelineArg, set_: SetOpt = None, profile: ProfileOpt = None) -> None:
-    """Show the expanded DAG: every step run, its inputs and whether it would come from the cache."""
+def plan_cmd(
+    pipeline: PipelineArg,
+    only: Annotated[
+        Optional[str],
+        typer.Argument(
+            metavar="[STEP_RUN_OR_STEP]", help="only this step's runs (a step id) or one step run", show_default=False
+        ),
+    ] = None,
+    set_: SetOpt = None,
+    profile: ProfileOpt = None,
+    params: Annotated[
+        bool, typer.Option("--params", help="show each step run's parameters as resolved (profile, --set)")
+    ] = False,
+    json_out: Annotated[
+        bool,
+        typer.Option("--json", help="print the step runs as JSON: id, step, component, after, cached, key, params"),
+    ] = False,
+) -> None:
+    """Show the expanded DAG: every step run, its inputs and whether it would come from the cache.
+
+    `plan PIPELINE --params [STEP_RUN_OR_STEP]` shows the parameters each step run gets after the
+    profile and --set (all step runs, one step's or one step run's); --json prints them for a program."""
     home.configure()
     plan = plan_or_exit(pipeline, profile, set_)
+    selected = _select(plan, only)
     from flows.execute.cache import StepCache
 
     cache = StepCache(home.home())
-    table = Table(title=f"{plan.name} (profile {plan.profile or '-'})")
-    for col in ("step run", "component", "after", "cache", "key"):
-        table.add_column(col)
+    cached: dict[str, bool] = {}
     would_run: set[str] = set()
     for iid, inst in plan.instances.items():
         hit = inst.step.cache and cache.get(inst.key) is not None and not (set(inst.deps) & would_run)
         if not hit:
             would_run.add(iid)
-        status = "[blue]cached" if hit else "[yellow]will run"
+        cached[iid] = bool(hit)
+    if json_out:
+        rows = [
+            {
+                "id": iid,
+                "step": inst.step.id,
+                "component": inst.component.name,
+                "after": list(inst.deps),
+                "cached": cached[iid],
+                "key": inst.key,
+                "params": _plain(inst.params),
+            }
+            for iid, inst in plan.instances.items()
+            if iid in selected
+        ]
+        print(json.dumps(rows, indent=2, default=str))
+        return
+    if params:
+        for iid, inst in plan.instances.items():
+            if iid not in selected:
+                continue
+            after = ", ".join(inst.deps) or "-"
+            status = "cached" if cached[iid] else "will run"
+            out.print(f"[bold]{escape(iid)}[/]  {inst.component.name}  after {escape(after)}  {status}")
+            for name, value in _plain(inst.params).items():
+                out.print(f"    {name}: {json.dumps(value, default=str)}", markup=False, highlight=False)
+        return
+    table = Table(title=f"{plan.name} (profile {plan.profile or '-'})")
+    for col in ("step run", "component", "after", "cache", "key"):
+        table.add_column(col)
+    for iid, inst in plan.instances.items():
+        if iid not in selected:
+            continue
+        status = "[blue]cached" if cached[iid] else "[yellow]will run"
         table.add_row(escape(iid), inst.component.name, escape(", ".join(inst.deps)) or "-", status, inst.key[:12])
     out.print(table)
+
+
+def _select(plan, only: str | None) -> set[str]:
+    """The step runs ``only`` names (a step run id or a step id; all when None), or exit 2 with a suggestion."""
+    if only is None:
+        return set(plan.instances)
+    if only in plan.instances:
+        return {only}
+    chosen = {iid for iid, inst in plan.instances.items() if inst.step.id == only}
+    if chosen:
+        return chosen
+    import difflib
+
+    steps = sorted({inst.step.id for inst in plan.instances.values()})
+    close = difflib.get_close_matches(only, steps, n=3, cutoff=0.5) or difflib.get_close_matches(
+        only, list(plan.instances), n=3, cutoff=0.5
+    )
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    steps = ", ".join(steps)
+    fail(f"no step or step run {only!r} in {plan.name}{hint}", code=2, after=f"steps: {steps}")
+
+
+def _plain(value):
+    """Parameters as JSON values: a reference to another step's output as ``${STEP_RUN.OUTPUT}``."""
+    from flows.language.refs import Ref
+
+    if isinstance(value, Ref):
+        if None in value.sources:
+            return f"${{{value.sources[None]}.{value.output}}}"
+        return {str(label): f"${{{iid}.{value.output}}}" for label, iid in value.sources.items()}
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
 
 
 @app.command()
 def components(name: Annotated[Optional[str], typer.Argument(help="show one component in full")] = None) -> None:
     """List registered components with their parameters, types, defaults and outputs."""
     from components.registry import get, registry
-
     from flows.plan.build import type_name
 
     comps = [get(name)] if name else [c for _, c in sorted(registry().items())]
@@ -90,5 +180,3 @@ def schema(output: Annotated[Optional[Path], typer.Option("--output", "-o", help
         err.print(f"wrote {output}")
     else:
         print(text)
-
-

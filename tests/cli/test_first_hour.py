@@ -9,6 +9,8 @@ from pathlib import Path
 from rich.console import Console
 from typer.testing import CliRunner
 
+from flows.cli import app
+
 REPO = Path(__file__).resolve().parents[2]
 FOUR = REPO / "pipelines" / "four_bottlenecks.yaml"
 runner = CliRunner()
@@ -95,3 +97,63 @@ def test_the_piped_scorecard_of_a_run_goes_through_the_cli_as_markdown(tmp_path)
     result = runner.invoke(probe, [])
     assert result.exit_code == 0, result.output
     assert sum(1 for x in result.output.splitlines() if x.startswith("| ") and LONG in x) == 3, result.output
+
+
+# -- plan --params / --json -------------------------------------------------------------------------------
+
+FULL_TRANSFORMER = {  # pipelines/four_bottlenecks.yaml, profile full, steps.mt_transformer.with
+    "model": "transformer-base",
+    "max_tokens": 3125,
+    "accumulate": 8,
+    "steps": 100000,
+    "lr": 0.0007,
+    "warmup": 4000,
+    "optimizer": "adam",
+    "schedule": "inverse_sqrt",
+    "betas": [0.9, 0.98],
+    "label_smoothing": 0.1,
+    "bf16": True,
+    "checkpoint_every": 1000,
+    "average_last": 5,
+}
+
+
+def test_plan_json_has_the_full_profiles_transformer_base_parameters(home):
+    result = runner.invoke(app, ["plan", str(FOUR), "--profile", "full", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert {"id", "step", "component", "after", "cached", "key", "params"} <= set(rows[0])
+    mt = [r for r in rows if r["step"] == "mt_transformer"]
+    assert mt, [r["id"] for r in rows]
+    for row in mt:
+        assert row["component"] == "train.model" and isinstance(row["cached"], bool) and len(row["key"]) == 64
+        assert {k: row["params"][k] for k in FULL_TRANSFORMER} == FULL_TRANSFORMER, row["params"]
+        assert row["params"]["data"].startswith("${") and row["after"]  # a reference, as text
+    assert sorted(r["params"]["seed"] for r in mt) == list(range(len(mt)))
+
+
+def test_plan_json_of_the_default_profile_is_not_the_full_one(home):
+    result = runner.invoke(app, ["plan", str(FOUR), "mt_transformer", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert rows and all(r["step"] == "mt_transformer" for r in rows)
+    assert all(r["params"]["model"] != "transformer-base" for r in rows)
+
+
+def test_plan_params_prints_one_steps_resolved_parameters(home):
+    result = runner.invoke(app, ["plan", str(FOUR), "--profile", "full", "--params", "mt_transformer"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    heads = [x for x in lines if not x.startswith(" ")]
+    assert heads and all(h.startswith("mt_transformer[") for h in heads), heads
+    for name in ("model", "max_tokens", "accumulate", "steps"):
+        assert f"    {name}: {json.dumps(FULL_TRANSFORMER[name])}" in lines, result.stdout
+    one = runner.invoke(app, ["plan", str(FOUR), "--profile", "full", "--params", heads[0].split()[0]])
+    assert one.exit_code == 0 and [x for x in one.stdout.splitlines() if not x.startswith(" ")] == [heads[0]]
+
+
+def test_plan_with_a_step_that_does_not_exist_exits_2_with_a_suggestion(home):
+    result = runner.invoke(app, ["plan", str(FOUR), "--params", "mt_transfomer"])
+    assert result.exit_code == 2, result.output
+    assert "no step or step run 'mt_transfomer'" in result.output
+    assert "did you mean mt_transformer" in result.output
