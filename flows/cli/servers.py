@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from typing import Annotated
 
 import typer
@@ -116,4 +117,72 @@ def ui(port: Annotated[int, typer.Option(help="port on 127.0.0.1")] = 5000) -> N
 
     out.print("\n".join(experiment_links(f"http://127.0.0.1:{port}")), highlight=False)
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-    raise typer.Exit(subprocess.call(cmd, env=env))
+    raise typer.Exit(_serve_until_signalled(cmd, env))
+
+
+def _serve_until_signalled(cmd: list[str], env: dict[str, str]) -> int:
+    """Run MLflow's server in a process group of its own and take the whole group down with this
+    command: on SIGTERM, SIGINT (Ctrl-C) or SIGHUP, and when it exits any other way."""
+    import signal
+
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+    got: list[int] = []
+
+    def on_signal(signum, frame):  # only ask: the main thread's wait returns once the server has exited
+        got.append(signum)
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+    try:
+        rc = proc.wait()
+    finally:
+        _stop_group(proc)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    return 128 + got[0] if got else rc
+
+
+def _stop_group(proc: subprocess.Popen, timeout: float = 10.0) -> None:
+    """Terminate the server's process group (its workers too), killing what outlives ``timeout``."""
+    import signal
+
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        if proc.poll() is not None and not _group_alive(proc.pid):
+            return
+        try:
+            os.killpg(proc.pid, signum)
+        except (ProcessLookupError, PermissionError):
+            pass
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc.poll() is not None and not _group_alive(proc.pid):
+                return
+            time.sleep(0.05)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a live (not zombie) process is left in the process group ``pgid``."""
+    from pathlib import Path
+
+    proc = Path("/proc")
+    if not proc.is_dir():
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass
+        return True
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+            return True
+    return False

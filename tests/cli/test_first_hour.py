@@ -4,8 +4,15 @@ and `bottlenecks ui` takes MLflow's server down with it."""
 
 import io
 import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -157,3 +164,73 @@ def test_plan_with_a_step_that_does_not_exist_exits_2_with_a_suggestion(home):
     assert result.exit_code == 2, result.output
     assert "no step or step run 'mt_transfomer'" in result.output
     assert "did you mean mt_transformer" in result.output
+
+
+# -- `bottlenecks ui` takes MLflow's server down with it --------------------------------------------------
+
+
+def _answers(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process tree from /proc")
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_to_ui_stops_mlflows_server_and_leaves_no_child(tmp_path, signum):
+    from flows.services.ports import free_port
+
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "BOTTLENECKS_HOME"))}
+    env.update({"BOTTLENECKS_HOME": str(tmp_path / "home"), "PYTHONPATH": str(REPO)})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flows.cli", "ui", "--port", str(port)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 180
+        while not _answers(port):
+            assert proc.poll() is None, proc.stdout.read()
+            assert time.monotonic() < deadline, "the MLflow UI never answered"
+            time.sleep(0.3)
+        children = _descendants(proc.pid)
+        assert children, "MLflow's server is not a child of the command"
+        proc.send_signal(signum)
+        proc.wait(timeout=60)
+        assert proc.returncode == 128 + signum, proc.stdout.read()
+        assert not _answers(port), "MLflow's server still answers"
+        left = {pid for pid in children if _alive(pid)}
+        assert not left, f"children left running: {left}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
