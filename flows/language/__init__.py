@@ -9,6 +9,7 @@
 
 Nothing here imports planning, execution, tracking or a server: checking a file is cheap.
 """
+
 from flows.language.errors import Located, PipelineInvalid
 from flows.language.spec import Pipeline, Step, parse
 

@@ -1,4 +1,5 @@
 """Errors that point at a place in a pipeline file."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,4 +1,5 @@
 """The reference grammar: ``${params.x}``, ``${matrix.x}`` and ``${step.output}``. Nothing else."""
+
 from __future__ import annotations
 
 import re
@@ -12,9 +13,9 @@ _PART = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 class Token:
     """One reference inside a string."""
 
-    ns: str      # "params", "matrix" or a step id
-    name: str    # param, axis or output name
-    start: int   # offset in the string (for the column)
+    ns: str  # "params", "matrix" or a step id
+    name: str  # param, axis or output name
+    start: int  # offset in the string (for the column)
     text: str
 
 
@@ -25,8 +26,12 @@ def find(value: str) -> tuple[list[Token], list[tuple[int, str]]]:
         inner = m.group(1).strip()
         parts = inner.split(".")
         if len(parts) != 2 or not all(_PART.match(p) for p in parts):
-            bad.append((m.start(), f"malformed reference {m.group(0)!r}: write ${{params.NAME}}, "
-                                   "${matrix.AXIS} or ${STEP.OUTPUT}"))
+            bad.append(
+                (
+                    m.start(),
+                    f"malformed reference {m.group(0)!r}: write ${{params.NAME}}, ${{matrix.AXIS}} or ${{STEP.OUTPUT}}",
+                )
+            )
             continue
         tokens.append(Token(parts[0], parts[1], m.start(), m.group(0)))
     return tokens, bad

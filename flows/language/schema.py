@@ -1,4 +1,5 @@
 """JSON Schema for pipeline files, so editors (YAML language server) complete and check them."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -27,36 +28,56 @@ def _with_schema(comp) -> dict[str, Any]:
     return out
 
 
-
 def pipeline_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of a pipeline file with every registered component."""
     comps = registry()
     step_props = {
-        "uses": {"type": "string", "description": "registered component name or package.module:function",
-                 "anyOf": [{"enum": sorted(comps)}, {"pattern": r"^[\w.]+:\w+$"}]},
+        "uses": {
+            "type": "string",
+            "description": "registered component name or package.module:function",
+            "anyOf": [{"enum": sorted(comps)}, {"pattern": r"^[\w.]+:\w+$"}],
+        },
         "with": {"type": "object", "description": "component parameters"},
-        "matrix": {"type": "object", "description": "fan out: axis -> list of values (or ${params.x})",
-                   "additionalProperties": {"anyOf": [{"type": "array", "minItems": 1, "items": _SCALAR}, _REF]}},
-        "needs": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
-                  "description": "steps that must finish first (without passing data)"},
+        "matrix": {
+            "type": "object",
+            "description": "fan out: axis -> list of values (or ${params.x})",
+            "additionalProperties": {"anyOf": [{"type": "array", "minItems": 1, "items": _SCALAR}, _REF]},
+        },
+        "needs": {
+            "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
+            "description": "steps that must finish first (without passing data)",
+        },
         "retries": {"type": "integer", "minimum": 0},
         "retry_delay": {"type": "number", "minimum": 0},
         "cache": {"type": "boolean", "description": "false: always recompute this step"},
-        "resources": {"type": "object", "additionalProperties": False,
-                      "properties": {"gpu": {"enum": [0, 1], "description": "GPUs this step runs on"}},
-                      "description": "what a worker must offer, e.g. {gpu: 1}"},
+        "resources": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {"gpu": {"enum": [0, 1], "description": "GPUs this step runs on"}},
+            "description": "what a worker must offer, e.g. {gpu: 1}",
+        },
         "description": {"type": "string"},
     }
     conditions = [
-        {"if": {"properties": {"uses": {"const": name}}, "required": ["uses"]},
-         "then": {"properties": {"with": _with_schema(comp)}}}
+        {
+            "if": {"properties": {"uses": {"const": name}}, "required": ["uses"]},
+            "then": {"properties": {"with": _with_schema(comp)}},
+        }
         for name, comp in sorted(comps.items())
     ]
-    step = {"type": "object", "properties": step_props, "required": ["uses"], "additionalProperties": False,
-            "allOf": conditions}
+    step = {
+        "type": "object",
+        "properties": step_props,
+        "required": ["uses"],
+        "additionalProperties": False,
+        "allOf": conditions,
+    }
     settings = settings_schema()
-    profile_step = {"type": "object", "additionalProperties": False,
-                    "properties": {k: step_props[k] for k in PROFILE_STEP_KEYS}}
+    profile_step = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {k: step_props[k] for k in PROFILE_STEP_KEYS},
+    }
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "bottlenecks pipeline",
@@ -69,15 +90,32 @@ def pipeline_schema() -> dict[str, Any]:
             "params": {"type": "object", "description": "pipeline-wide values, overridable with --set"},
             "settings": settings,
             "default_profile": {"type": "string"},
-            "profiles": {"type": "object", "additionalProperties": {
-                "type": "object", "additionalProperties": False,
-                "properties": {"description": {"type": "string"}, "params": {"type": "object"},
-                               "settings": settings,
-                               "steps": {"type": "object", "additionalProperties": profile_step}}}},
-            "schedule": {"type": "object", "required": ["cron"], "additionalProperties": False,
-                         "properties": {k: {"type": "object"} if k == "parameters" else {"type": "string"}
-                                        for k in SCHEDULE_KEYS}},
-            "steps": {"type": "object", "minProperties": 1, "additionalProperties": step,
-                      "propertyNames": {"pattern": r"^[A-Za-z0-9_-]+$"}},
+            "profiles": {
+                "type": "object",
+                "additionalProperties": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "description": {"type": "string"},
+                        "params": {"type": "object"},
+                        "settings": settings,
+                        "steps": {"type": "object", "additionalProperties": profile_step},
+                    },
+                },
+            },
+            "schedule": {
+                "type": "object",
+                "required": ["cron"],
+                "additionalProperties": False,
+                "properties": {
+                    k: {"type": "object"} if k == "parameters" else {"type": "string"} for k in SCHEDULE_KEYS
+                },
+            },
+            "steps": {
+                "type": "object",
+                "minProperties": 1,
+                "additionalProperties": step,
+                "propertyNames": {"pattern": r"^[A-Za-z0-9_-]+$"},
+            },
         },
     }

@@ -6,16 +6,24 @@ few thousand ``[`` end in a RecursionError. This composer keeps its own stack an
 composing, the nodes the file will expand to (an alias counts as a copy of its anchor) and the
 nesting depth it will reach (through aliases and merge keys too), and stops at the first bound.
 """
+
 from __future__ import annotations
 
 import yaml
-from yaml.events import (AliasEvent, MappingEndEvent, MappingStartEvent, ScalarEvent,
-                         SequenceEndEvent, SequenceStartEvent, StreamEndEvent)
+from yaml.events import (
+    AliasEvent,
+    MappingEndEvent,
+    MappingStartEvent,
+    ScalarEvent,
+    SequenceEndEvent,
+    SequenceStartEvent,
+    StreamEndEvent,
+)
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
-MAX_NODES = 20_000    # values after alias expansion; the largest shipped pipeline has 1,773
-MAX_DEPTH = 64        # nesting levels (values count as one); shipped pipelines reach 10
-MAX_SCALAR = 65_536   # characters in one value
+MAX_NODES = 20_000  # values after alias expansion; the largest shipped pipeline has 1,773
+MAX_DEPTH = 64  # nesting levels (values count as one); shipped pipelines reach 10
+MAX_SCALAR = 65_536  # characters in one value
 
 # libyaml scans ~15x faster than pure-Python PyYAML; same events, same positions.
 Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -37,7 +45,6 @@ class _Frame:
         self.node, self.key, self.height, self.produced_at = node, None, 0, produced_at
 
 
-
 def compose(loader) -> object | None:
     """Return the single document's root node (None for an empty stream); raise ``Refused`` or
     ``yaml.YAMLError`` (syntax)."""
@@ -49,8 +56,10 @@ def compose(loader) -> object | None:
     loader.get_event()  # DocumentEnd
     if not loader.check_event(StreamEndEvent):
         extra = loader.get_event()
-        raise Refused(extra.start_mark, "a second YAML document starts here; a pipeline file holds one "
-                                        "(remove the '---' or split the file)")
+        raise Refused(
+            extra.start_mark,
+            "a second YAML document starts here; a pipeline file holds one (remove the '---' or split the file)",
+        )
     return root
 
 
@@ -60,7 +69,7 @@ class _Composer:
         self.anchors: dict[str, object] = {}
         self.measure: dict[int, tuple[int, int]] = {}  # id(anchored node) -> (expanded size, height)
         self.anchored: set[int] = set()
-        self.open: set[int] = set()                    # anchored nodes still being composed
+        self.open: set[int] = set()  # anchored nodes still being composed
         self.produced = 0
 
     def root(self):
@@ -99,14 +108,19 @@ class _Composer:
         anchor = event.anchor
         if anchor is not None and anchor in self.anchors:
             first = self.anchors[anchor].start_mark.line + 1
-            raise Refused(event.start_mark, f"anchor &{anchor} is defined twice (first at line {first}); "
-                                            "give each anchor its own name")
+            raise Refused(
+                event.start_mark,
+                f"anchor &{anchor} is defined twice (first at line {first}); give each anchor its own name",
+            )
         tag = event.tag
         if isinstance(event, ScalarEvent):
             if len(event.value) > MAX_SCALAR:
-                raise Refused(event.start_mark, f"a value of {len(event.value):,} characters is longer than "
-                                                f"the {MAX_SCALAR:,} allowed; keep long text in a file the "
-                                                "step reads")
+                raise Refused(
+                    event.start_mark,
+                    f"a value of {len(event.value):,} characters is longer than "
+                    f"the {MAX_SCALAR:,} allowed; keep long text in a file the "
+                    "step reads",
+                )
             if tag is None or tag == "!":
                 tag = self.loader.resolve(ScalarNode, event.value, event.implicit)
             node = ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
@@ -126,11 +140,15 @@ class _Composer:
     def _alias(self, event, depth: int):
         node = self.anchors.get(event.anchor)
         if node is None:
-            raise Refused(event.start_mark, f"alias *{event.anchor} names no anchor defined before it "
-                                            f"(define it first with &{event.anchor})")
+            raise Refused(
+                event.start_mark,
+                f"alias *{event.anchor} names no anchor defined before it (define it first with &{event.anchor})",
+            )
         if id(node) in self.open:
-            raise Refused(event.start_mark, f"alias *{event.anchor} is used inside its own anchor; "
-                                            "recursive structures are not allowed")
+            raise Refused(
+                event.start_mark,
+                f"alias *{event.anchor} is used inside its own anchor; recursive structures are not allowed",
+            )
         size, height = self.measure[id(node)]
         self._count(event.start_mark, size, depth + height, alias=event.anchor)
         return node, height
@@ -144,8 +162,11 @@ class _Composer:
         self.produced += size
         via = f" (alias *{alias} adds a copy of {size:,} values)" if alias else ""
         if self.produced > MAX_NODES:
-            raise Refused(mark, f"the file expands to more than {MAX_NODES:,} YAML values{via}; "
-                                "anchors and aliases count once per use. Keep big lists in a data file "
-                                "the step reads")
+            raise Refused(
+                mark,
+                f"the file expands to more than {MAX_NODES:,} YAML values{via}; "
+                "anchors and aliases count once per use. Keep big lists in a data file "
+                "the step reads",
+            )
         if depth > MAX_DEPTH:
             raise Refused(mark, f"values nest {depth} levels deep here{via}; at most {MAX_DEPTH} are allowed")

@@ -6,6 +6,7 @@ anything past the bounds that keep a hostile file from exhausting time or memory
 length, control characters, 64-bit integers here; values, nesting and alias expansion in
 ``flows/language/yamlcompose.py``.
 """
+
 from __future__ import annotations
 
 import re
@@ -17,9 +18,9 @@ from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 from flows.language.errors import Collector
 from flows.language.yamlcompose import MAX_DEPTH, Loader, Refused, compose
 
-MAX_BYTES = 1 << 20   # 1 MiB; the largest shipped pipeline is 26 KB
-MAX_LINE = 10_000     # characters; shipped pipelines stay under 300
-MAX_INT_DIGITS = 19   # integers are 64-bit: torch, JSON consumers and MLflow all expect that
+MAX_BYTES = 1 << 20  # 1 MiB; the largest shipped pipeline is 26 KB
+MAX_LINE = 10_000  # characters; shipped pipelines stay under 300
+MAX_INT_DIGITS = 19  # integers are 64-bit: torch, JSON consumers and MLflow all expect that
 
 Pos = tuple[int, int]
 
@@ -89,16 +90,22 @@ def read(path: Path, errors: Collector) -> str | None:
         errors.add((1, 1), f"cannot read pipeline file: {e.strerror}")
         return None
     if len(raw) > MAX_BYTES:
-        errors.add((1, 1), f"the file is larger than {MAX_BYTES:,} bytes (the largest allowed); "
-                           "keep big lists in a data file the step reads")
+        errors.add(
+            (1, 1),
+            f"the file is larger than {MAX_BYTES:,} bytes (the largest allowed); "
+            "keep big lists in a data file the step reads",
+        )
         return None
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        good = raw[:e.start].decode("utf-8")
-        errors.add(_index_pos(good, len(good)), f"the file is not UTF-8 text (byte 0x{raw[e.start]:02x} "
-                                                "cannot start a character); is it a binary file? Pipelines "
-                                                "are YAML text in UTF-8")
+        good = raw[: e.start].decode("utf-8")
+        errors.add(
+            _index_pos(good, len(good)),
+            f"the file is not UTF-8 text (byte 0x{raw[e.start]:02x} "
+            "cannot start a character); is it a binary file? Pipelines "
+            "are YAML text in UTF-8",
+        )
         return None
 
 
@@ -108,14 +115,18 @@ def _check_text(text: str, errors: Collector) -> bool:
     if bad:
         code = ord(bad.group())
         name = _CHAR_NAMES.get(code, f"U+{code:04X}")
-        errors.add(_index_pos(text, bad.start()), f"control character {name} is not allowed in YAML; "
-                                                   "is this a binary file?")
+        errors.add(
+            _index_pos(text, bad.start()), f"control character {name} is not allowed in YAML; is this a binary file?"
+        )
         return False
     ok = True
     for i, line in enumerate(text.splitlines(), start=1):
         if len(line) > MAX_LINE:
-            errors.add((i, MAX_LINE + 1), f"line is {len(line):,} characters long; at most {MAX_LINE:,} are "
-                                          "allowed (break long lists over several lines)")
+            errors.add(
+                (i, MAX_LINE + 1),
+                f"line is {len(line):,} characters long; at most {MAX_LINE:,} are "
+                "allowed (break long lists over several lines)",
+            )
             return False
         m = _TAB_INDENT.match(line)
         if m:
@@ -137,8 +148,9 @@ def load(text: str, errors: Collector):
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         if "maximum nesting depth" in str(e.problem):  # libyaml's own bound, hit while scanning ahead
-            errors.add(_mark_pos(mark), f"values nest more than {MAX_DEPTH} levels deep; at most {MAX_DEPTH} "
-                                        "are allowed")
+            errors.add(
+                _mark_pos(mark), f"values nest more than {MAX_DEPTH} levels deep; at most {MAX_DEPTH} are allowed"
+            )
             return None
         problem = e.problem or "invalid YAML"
         context = f" ({e.context})" if e.context else ""
@@ -156,8 +168,10 @@ def load(text: str, errors: Collector):
 
 def _convert(node, loader, errors: Collector):
     if node.tag not in _SAFE_TAGS:
-        errors.add(_pos(node), f"tag {node.tag!r} is not allowed: pipelines use plain YAML values only "
-                               "(no !!python/... or custom tags)")
+        errors.add(
+            _pos(node),
+            f"tag {node.tag!r} is not allowed: pipelines use plain YAML values only (no !!python/... or custom tags)",
+        )
         return None
     if isinstance(node, MappingNode):
         return _convert_mapping(node, loader, errors)
@@ -169,8 +183,10 @@ def _convert(node, loader, errors: Collector):
         return out
     assert isinstance(node, ScalarNode)
     if node.tag == _INT and not _int_fits(node.value):
-        errors.add(_pos(node), f"integer {_clip(node.value)} does not fit in 64 bits (|n| < 2**63); "
-                               "quote it if it is meant as text")
+        errors.add(
+            _pos(node),
+            f"integer {_clip(node.value)} does not fit in 64 bits (|n| < 2**63); quote it if it is meant as text",
+        )
         return None
     try:
         return loader.construct_object(node, deep=True)
@@ -223,8 +239,8 @@ def _int_fits(text: str) -> bool:
         value = _INTS.construct_yaml_int(ScalarNode(_INT, text))
     except ValueError:
         return False
-    return -(2 ** 63) <= value < 2 ** 63
+    return -(2**63) <= value < 2**63
 
 
 def _clip(text: str, most: int = 40) -> str:
-    return text if len(text) <= most else f"{text[:most - 12]}... ({len(text):,} characters)"
+    return text if len(text) <= most else f"{text[: most - 12]}... ({len(text):,} characters)"

@@ -1,4 +1,5 @@
 """The read-only commands: components, plan, schema; plugins through entry points."""
+
 import json
 import textwrap
 from importlib import metadata
@@ -31,11 +32,13 @@ def test_components_lists_params_types_defaults_and_outputs(cli):
 
 def test_plan_shows_cache_status(cli, tmp_path, home):
     path = tmp_path / "p.yaml"
-    path.write_text(textwrap.dedent(f"""\
+    path.write_text(
+        textwrap.dedent(f"""\
         name: plan-cli
         steps:
           a: {{uses: {C}:numbers, matrix: {{n: [1, 2]}}, with: {{n: "${{matrix.n}}"}}}}
-        """))
+        """)
+    )
     result = cli.invoke(app, ["plan", str(path)])
     assert result.exit_code == 0
     assert "a[n=1]" in result.output and "will run" in result.output
@@ -58,29 +61,35 @@ def test_schema_checks_components_and_parameters(cli):
 
 def test_entry_point_plugins_register_components(monkeypatch, tmp_path):
     plugin = tmp_path / "my_plugin.py"
-    plugin.write_text(textwrap.dedent("""\
+    plugin.write_text(
+        textwrap.dedent("""\
         from components import component
 
         @component("myorg.echo", outputs=["text"])
         def echo(ctx, *, text: str = "hi") -> dict:
             '''Echo the text.'''
             return {"text": text}
-        """))
+        """)
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     ep = metadata.EntryPoint(name="myorg", value="my_plugin", group=reg.ENTRY_POINT_GROUP)
     real = metadata.entry_points
-    monkeypatch.setattr(metadata, "entry_points",
-                        lambda **kw: [ep] if kw.get("group") == reg.ENTRY_POINT_GROUP else real(**kw))
+    monkeypatch.setattr(
+        metadata, "entry_points", lambda **kw: [ep] if kw.get("group") == reg.ENTRY_POINT_GROUP else real(**kw)
+    )
     reg.load_plugins()
     assert reg.get("myorg.echo").outputs == ("text",)
 
 
 def test_a_component_needs_typed_keyword_parameters():
     with pytest.raises(reg.ComponentError, match="parameter 'n' needs a type annotation"):
+
         @reg.component("bad.untyped")
         def untyped(ctx, *, n=3):
             return {}
+
     with pytest.raises(reg.ComponentError, match="first parameter must be 'ctx'"):
+
         @reg.component("bad.noctx")
         def noctx(n: int = 3):
             return {}

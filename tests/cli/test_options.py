@@ -1,5 +1,6 @@
 """Run options users set: --workers, --no-cache, retry_delay, torch_threads, and where state lives
 when nothing is configured (./.bottlenecks in the working directory)."""
+
 from __future__ import annotations
 
 import os
@@ -68,20 +69,23 @@ def met(folder: Path) -> dict[str, str]:
 
 def test_workers_from_the_command_line_replace_the_pipelines_setting(tmp_path, home):
     marks = tmp_path / "marks"
-    path = write(tmp_path, f"""\
+    path = write(
+        tmp_path,
+        f"""\
         name: opt-workers
         settings: {{workers: 1}}
         steps:
           left: {{uses: {H}:meet, with: {{me: left, other: right, folder: "{marks}"}}, cache: false}}
           right: {{uses: {H}:meet, with: {{me: right, other: left, folder: "{marks}"}}, cache: false}}
-        """)
+        """,
+    )
     marks.mkdir()
     result, out = invoke(path, "--workers", "2")
     assert result.exit_code == 0, out
-    assert "workers=2" in out and met(marks) == {"left": "True", "right": "True"}   # ran side by side
+    assert "workers=2" in out and met(marks) == {"left": "True", "right": "True"}  # ran side by side
     for mark in marks.iterdir():
         mark.unlink()
-    result, out = invoke(path)          # settings.workers 1: one step at a time, they never meet
+    result, out = invoke(path)  # settings.workers 1: one step at a time, they never meet
     assert result.exit_code == 0, out
     # one step at a time: the first found no partner running (the second saw the first's mark)
     assert "workers=1" in out and sorted(met(marks).values()) == ["False", "True"]
@@ -89,45 +93,55 @@ def test_workers_from_the_command_line_replace_the_pipelines_setting(tmp_path, h
 
 def test_no_cache_recomputes_every_step_and_a_plain_rerun_reuses_them(tmp_path, home):
     counter = tmp_path / "calls"
-    path = write(tmp_path, f"""\
+    path = write(
+        tmp_path,
+        f"""\
         name: opt-nocache
         steps:
           once: {{uses: {H}:count, with: {{counter: "{counter}"}}, retries: 1}}
           sum: {{uses: {C}:total, with: {{values: [1, 2]}}}}
-        """)
-    assert invoke(path)[0].exit_code == 0              # fails once, retried: 2 calls
+        """,
+    )
+    assert invoke(path)[0].exit_code == 0  # fails once, retried: 2 calls
     again, out = invoke(path)
     assert again.exit_code == 0 and "2 cached" in out and len(counter.read_text().splitlines()) == 2
     fresh, out = invoke(path, "--no-cache")
     assert fresh.exit_code == 0, out
     assert "2 done" in out and "cached" not in out.split("finished in")[1].split("\n")[0]
-    assert len(counter.read_text().splitlines()) == 3   # computed again (the counter's 3rd call passes)
+    assert len(counter.read_text().splitlines()) == 3  # computed again (the counter's 3rd call passes)
 
 
 def test_retry_delay_waits_between_attempts(tmp_path, home):
     counter = tmp_path / "calls"
-    path = write(tmp_path, f"""\
+    path = write(
+        tmp_path,
+        f"""\
         name: opt-retry-delay
         steps:
           flaky: {{uses: {H}:count, with: {{counter: "{counter}"}}, retries: 1, retry_delay: 2.5, cache: false}}
-        """)
+        """,
+    )
     result, out = invoke(path)
     assert result.exit_code == 0, out
     first, second = map(float, counter.read_text().splitlines())
     assert second - first >= 2.5
 
 
-@pytest.mark.parametrize("settings,expected", [("{torch_threads: 3}", 3),
-                                               ("{workers: 2}", max(1, (os.cpu_count() or 1) // 2))])
+@pytest.mark.parametrize(
+    "settings,expected", [("{torch_threads: 3}", 3), ("{workers: 2}", max(1, (os.cpu_count() or 1) // 2))]
+)
 def test_torch_threads_per_step_come_from_settings_or_cores_over_workers(tmp_path, home, settings, expected):
-    path = write(tmp_path, f"""\
+    path = write(
+        tmp_path,
+        f"""\
         name: opt-threads
         settings: {settings}
         steps:
           probe: {{uses: {H}:threads, cache: false}}
-        """)
-    from flows.plan.build import build
+        """,
+    )
     from flows.execute.runner import run
+    from flows.plan.build import build
 
     result = run(build(path))
     assert result.ok, result.errors
@@ -137,19 +151,31 @@ def test_torch_threads_per_step_come_from_settings_or_cores_over_workers(tmp_pat
 def test_with_nothing_configured_state_lives_in_dot_bottlenecks_of_the_working_directory(tmp_path):
     work = tmp_path / "project"
     work.mkdir()
-    (work / "p.yaml").write_text(textwrap.dedent(f"""\
+    (work / "p.yaml").write_text(
+        textwrap.dedent(f"""\
         name: opt-home
         steps:
           nums: {{uses: {C}:numbers, with: {{n: 3}}}}
-        """))
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("BOTTLENECKS_HOME", "PREFECT_HOME", "MLFLOW_TRACKING_URI", "PREFECT_API_URL")}
+        """)
+    )
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("BOTTLENECKS_HOME", "PREFECT_HOME", "MLFLOW_TRACKING_URI", "PREFECT_API_URL")
+    }
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    done = subprocess.run([sys.executable, "-m", "flows.cli", "run", "p.yaml"], cwd=work, env=env, text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "flows.cli", "run", "p.yaml"],
+        cwd=work,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout
     state = work / ".bottlenecks"
     assert f"tracking=sqlite:///{state / 'mlflow.db'}" in done.stdout
     assert (state / "mlflow.db").is_file() and (state / "prefect").is_dir()
     assert len(list((state / "cache").glob("*.json"))) == 1 and list((state / "work").iterdir())
-    assert list((state / "mlartifacts").iterdir())      # the run's artifacts landed there too
+    assert list((state / "mlartifacts").iterdir())  # the run's artifacts landed there too
