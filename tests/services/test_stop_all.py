@@ -119,3 +119,38 @@ def test_makes_variables_give_the_same_zygote_key(base_env, tmp_path):
     }
     assert key(under_make) == key(base_env)
     assert key({**base_env, "BN_TEST_SETTING": "x"}) != key(base_env)  # a real setting still splits them
+
+
+def test_list_shows_the_folders_background_prefect_server_and_stop_stops_it(base_env, tmp_path):
+    from flows.services import prefect_server
+
+    home = tmp_path / ".bottlenecks"
+    env = {k: v for k, v in base_env.items() if not k.startswith(("PREFECT_", "MLFLOW_"))}
+    env.update(
+        {
+            "BOTTLENECKS_PREFECT_SERVER": "on",
+            "BOTTLENECKS_PREFECT_IDLE": "120",
+            "BOTTLENECKS_CACHE": str(tmp_path / "template"),
+            "BOTTLENECKS_HOME": str(home),
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        }
+    )
+    use = (
+        "from flows import home; from flows.services import prefect_server; home.configure(); "
+        "print(prefect_server.use(home.home()))"
+    )
+    try:
+        subprocess.run([sys.executable, "-c", use], cwd=tmp_path, env=env, check=True, capture_output=True, timeout=300)
+        record = prefect_server.read_record(home)
+        listed = _cli(env, tmp_path, "stop", "--list")
+        assert listed.returncode == 0, listed.stderr
+        (line,) = [x for x in listed.stdout.splitlines() if x.startswith("Prefect server")]
+        assert str(record["pid"]) in line.split() and "MiB" in line and str(home) in line, listed.stdout
+        assert prefect_server._ours(record["pid"]), "--list stopped the server"
+        stopped = _cli(env, tmp_path, "stop")
+        assert f"stopped the background Prefect server at {record['url']}" in stopped.stdout, stopped.stdout
+        assert not prefect_server._ours(record["pid"])
+    finally:
+        record = prefect_server.read_record(home)
+        if record:
+            prefect_server._terminate(record)
