@@ -56,9 +56,10 @@ CHECK_KEYS = {"check", "over", "expected"}  # allowed on every check
 CLAIM_KEYS = {"id", "claim", "bottleneck", "settings", "device", "expected", "checks", "min_seeds",
               "over", "plots", "note"}
 NUMERIC_KEYS = ("low", "high", "tolerance", "rel", "margin", "ratio", "spread_factor", "base_at_least")
-REF_RE = re.compile(r"^[^.\[\]\s]+(\[[^\[\]]*\])?\..+$")  # source[selector].key or source.key
+REF_RE = re.compile(r"[^.\[\]\s]+(\[[^\[\]]*\])?\..+")  # source[selector].key or source.key (fullmatch)
 DEVICES = ("cpu", "gpu", "cuda", "mps")
-ID_RE = re.compile(r"^[A-Za-z0-9_.-]+$")  # claim ids become metric names claim/<id>
+ID_RE = re.compile(r"[A-Za-z0-9_.-]+")  # claim ids become metric names claim/<id> (fullmatch)
+TEXT_KEYS = ("bottleneck", "expected", "note", "over")  # free text (``over``: an axis name) when given
 
 
 def _is_number(v: Any) -> bool:
@@ -66,7 +67,35 @@ def _is_number(v: Any) -> bool:
 
 
 def _is_operand(v: Any) -> bool:
-    return _is_number(v) or (isinstance(v, str) and bool(REF_RE.match(v.strip())))
+    return _is_number(v) or (isinstance(v, str) and bool(REF_RE.fullmatch(v.strip())))
+
+
+def _show(v: Any, most: int = 60) -> str:
+    """``repr(v)`` on one line, cut to ``most`` characters: a message quotes what was written, never
+    pages of it (a value may be a whole mapping or list)."""
+    try:
+        text = repr(v)
+    except Exception:  # noqa: BLE001  (a repr never decides whether a pipeline is valid)
+        text = f"<{type(v).__name__}>"
+    return text if len(text) <= most else text[:most - 3] + "..."
+
+
+def _kind_of(v: Any) -> str:
+    """What a value is, in the words of YAML: a mapping, a list, text, a number, ..."""
+    if isinstance(v, dict):
+        return f"a mapping {_show(v)}"
+    if isinstance(v, list):
+        return f"a list {_show(v)}"
+    return f"{type(v).__name__} {_show(v)}"
+
+
+def _text_fields(entry: dict, where: str) -> None:
+    """``bottleneck``, ``expected``, ``note`` and ``over`` are text when given (they are printed, and
+    ``over`` names an axis)."""
+    for key in TEXT_KEYS:
+        v = entry.get(key)
+        if v is not None and not isinstance(v, str):
+            raise ScorecardError(f"{where}: {key!r} must be text, got {_kind_of(v)}")
 
 
 def as_number(v: Any) -> Any:
@@ -82,18 +111,21 @@ def as_number(v: Any) -> Any:
 def validate_check(check: Any, where: str) -> dict[str, Any]:
     """Check one check entry and return it with defaults filled; raise ScorecardError if malformed."""
     if not isinstance(check, dict):
-        raise ScorecardError(f"{where}: a check is a mapping with 'check: <kind>', got {check!r}")
+        raise ScorecardError(f"{where}: a check is a mapping with 'check: <kind>', got {_show(check)}")
     kind_name = check.get("check")
+    if kind_name is None:
+        raise ScorecardError(f"{where}: missing 'check:' (one of {', '.join(KINDS)})")
+    if not isinstance(kind_name, str):  # a mapping or list here is unhashable: never a KINDS lookup
+        raise ScorecardError(f"{where}: 'check:' names a kind of check (one of {', '.join(KINDS)}), "
+                             f"got {_kind_of(kind_name)}")
     if kind_name not in KINDS:
-        if kind_name is None:
-            raise ScorecardError(f"{where}: missing 'check:' (one of {', '.join(KINDS)})")
-        raise ScorecardError(f"{where}: unknown check {kind_name!r}{suggest(str(kind_name), KINDS)}; "
+        raise ScorecardError(f"{where}: unknown check {_show(kind_name)}{suggest(kind_name, KINDS)}; "
                              f"known: {', '.join(KINDS)}")
     kind = KINDS[kind_name]
     allowed = set(kind.required) | set(kind.optional) | CHECK_KEYS
     for key in check:
-        if key not in allowed:
-            raise ScorecardError(f"{where}: check {kind_name!r} has no key {key!r}"
+        if not isinstance(key, str) or key not in allowed:
+            raise ScorecardError(f"{where}: check {kind_name!r} has no key {_show(key)}"
                                  f"{suggest(str(key), allowed)}; it takes {', '.join(sorted(allowed - CHECK_KEYS))}")
     for key in kind.required:
         if key not in check:
@@ -106,7 +138,7 @@ def validate_check(check: Any, where: str) -> dict[str, Any]:
         out[key] = as_number(out.get(key))
         if out.get(key) is not None and not _is_operand(out[key]):
             raise ScorecardError(f"{where}: {key!r} must be a reference like 'step.key' or "
-                                 f"'step[axis=value].key', or a number; got {out[key]!r}")
+                                 f"'step[axis=value].key', or a number; got {_show(out[key])}")
     if isinstance(out.get("x"), list):
         out["x"] = [as_number(v) for v in out["x"]]
     for key in kind.ref_lists:
@@ -116,6 +148,7 @@ def validate_check(check: Any, where: str) -> dict[str, Any]:
         if v is not None and not (isinstance(v, list) and v and all(_is_operand(x) for x in v)):
             raise ScorecardError(f"{where}: {key!r} must be a non-empty list of references "
                                  "('step.key', 'step[axis=value].key') or numbers")
+    _text_fields(out, where)
     _validate_kind(kind_name, out, where)
     return out
 
@@ -125,7 +158,8 @@ def _number(out: dict, key: str, where: str, *, positive: bool = False) -> None:
     if v is None:
         return
     if not _is_number(v) or (positive and v < 0):
-        raise ScorecardError(f"{where}: {key!r} must be a {'non-negative ' if positive else ''}number, got {v!r}")
+        raise ScorecardError(f"{where}: {key!r} must be a {'non-negative ' if positive else ''}number, "
+                             f"got {_show(v)}")
 
 
 def _validate_kind(name: str, out: dict, where: str) -> None:
@@ -139,7 +173,7 @@ def _validate_kind(name: str, out: dict, where: str) -> None:
         if out["low"] is not None and out["high"] is not None and out["low"] > out["high"]:
             raise ScorecardError(f"{where}: low {out['low']} is above high {out['high']}")
     if name == "beats" and out["better"] not in ("higher", "lower"):
-        raise ScorecardError(f"{where}: 'better' is 'higher' or 'lower', got {out['better']!r}")
+        raise ScorecardError(f"{where}: 'better' is 'higher' or 'lower', got {_show(out['better'])}")
     if name in ("increasing", "decreasing"):
         if out["minus"] is not None and len(out["minus"]) != len(out["values"]):
             raise ScorecardError(f"{where}: 'minus' has {len(out['minus'])} entries, 'values' "
@@ -163,34 +197,39 @@ def validate_claim(entry: Any, index: int) -> dict[str, Any]:
     """Check one ``expect:`` entry; return it with its checks normalised to a list."""
     where = f"expect[{index}]"
     if not isinstance(entry, dict):
-        raise ScorecardError(f"{where}: an expectation is a mapping with 'id', 'claim' and a check, got {entry!r}")
+        raise ScorecardError(f"{where}: an expectation is a mapping with 'id', 'claim' and a check, "
+                             f"got {_show(entry)}")
     if "id" not in entry:
         raise ScorecardError(f"{where}: missing 'id' (a short name or number, used in metric claim/<id>)")
-    cid = str(entry["id"])
+    raw_id = entry["id"]
+    cid = "" if raw_id is None or isinstance(raw_id, (bool, dict, list)) else str(raw_id)
+    if not ID_RE.fullmatch(cid):  # checked before it is quoted in every later message
+        got = _show(raw_id) if isinstance(raw_id, str) else _kind_of(raw_id)
+        raise ScorecardError(f"{where}: id may use letters, digits, '_', '.', '-' only (it names a metric), "
+                             f"got {got}")
     where = f"expect[{index}] (claim {cid})"
-    if not ID_RE.match(cid):
-        raise ScorecardError(f"{where}: id may use letters, digits, '_', '.', '-' only (it names a metric)")
     if not isinstance(entry.get("claim"), str) or not entry["claim"].strip():
         raise ScorecardError(f"{where}: missing 'claim:' (the sentence the checks test)")
     device = entry.get("device")
-    if device is not None and device not in DEVICES:
-        raise ScorecardError(f"{where}: device {device!r} is not one of {', '.join(DEVICES)}"
+    if device is not None and (not isinstance(device, str) or device not in DEVICES):
+        raise ScorecardError(f"{where}: device {_show(device)} is not one of {', '.join(DEVICES)}"
                              f"{suggest(str(device), DEVICES)}")
     min_seeds = entry.get("min_seeds")
     if min_seeds is not None and (not isinstance(min_seeds, int) or isinstance(min_seeds, bool) or min_seeds < 1):
-        raise ScorecardError(f"{where}: min_seeds must be a positive integer, got {min_seeds!r}")
+        raise ScorecardError(f"{where}: min_seeds must be a positive integer, got {_show(min_seeds)}")
     plots = entry.get("plots")
     if plots is not None and not (isinstance(plots, list) and all(isinstance(p, str) for p in plots)):
-        raise ScorecardError(f"{where}: plots must be a list of plot names, got {plots!r}")
+        raise ScorecardError(f"{where}: plots must be a list of plot names, got {_show(plots)}")
+    _text_fields(entry, where)
     settings = entry.get("settings")
     if isinstance(settings, dict):  # a mapping of settings reads as 'key=value, ...'
         entry = {**entry, "settings": ", ".join(f"{k}={v}" for k, v in settings.items())}
     check_keys = {k for kind in KINDS.values() for k in (*kind.required, *kind.optional)} | {"check"}
-    inline = {k: v for k, v in entry.items() if k in check_keys and k not in CLAIM_KEYS}
-    unknown = [k for k in entry if k not in CLAIM_KEYS and k not in check_keys]
+    unknown = [k for k in entry if not isinstance(k, str) or (k not in CLAIM_KEYS and k not in check_keys)]
     if unknown:
-        raise ScorecardError(f"{where}: unknown key {unknown[0]!r}"
+        raise ScorecardError(f"{where}: unknown key {_show(unknown[0])}"
                              f"{suggest(str(unknown[0]), CLAIM_KEYS | check_keys)}")
+    inline = {k: v for k, v in entry.items() if k in check_keys and k not in CLAIM_KEYS}
     if "checks" in entry:
         if inline:
             raise ScorecardError(f"{where}: give one inline 'check:' or a 'checks:' list, not both")
