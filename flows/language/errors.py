@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# what ``str.splitlines`` breaks a line at (and a terminal too, for \n and \r), written as escapes
+_LINE_BREAKS = {ord(c): c.encode("unicode_escape").decode() for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"}
+
 
 @dataclass(frozen=True)
 class Located:
@@ -15,7 +18,8 @@ class Located:
     message: str
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.col}: {self.message}"
+        """One line, whatever the message quotes (a key or a name written over two lines)."""
+        return f"{self.file}:{self.line}:{self.col}: {self.message}".translate(_LINE_BREAKS)
 
 
 class PipelineInvalid(Exception):

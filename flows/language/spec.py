@@ -17,9 +17,11 @@ steps:
     retries: 1
 ```
 """
+
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +36,8 @@ PROFILE_KEYS = ("description", "params", "settings", "steps")
 PROFILE_STEP_KEYS = ("uses", "with", "matrix", "retries", "cache", "resources")
 RESOURCE_KEYS = ("gpu",)
 SCHEDULE_KEYS = ("cron", "timezone", "profile", "parameters")
+# ``uses: package.module:function`` is imported: a path that is not one (``:x``, ``.rel:x``) is refused first
+IMPORT_PATH = re.compile(r"[^\W\d]\w*(\.[^\W\d]\w*)*:[^\W\d]\w*")  # identifiers, as Python writes them
 
 
 @dataclass
@@ -50,7 +54,7 @@ class Step:
     cache: bool
     node: YMap
     needs_node: YList | None = None
-    resources: dict | None = None   # as written (`resources: {gpu: 1}`), None when absent
+    resources: dict | None = None  # as written (`resources: {gpu: 1}`), None when absent
 
 
 @dataclass
@@ -73,8 +77,10 @@ class Pipeline:
 def _unknown_keys(node: YMap, allowed, where: str, errors: Collector) -> None:
     for key in node:
         if key not in allowed:
-            errors.add(node.kpos(key), f"unknown {where} key {key!r}{suggest(str(key), allowed)}; "
-                                       f"allowed: {', '.join(allowed)}")
+            errors.add(
+                node.kpos(key),
+                f"unknown {where} key {key!r}{suggest(str(key), allowed)}; allowed: {', '.join(allowed)}",
+            )
 
 
 def _mapping(parent: YMap, key: str, errors: Collector, what: str) -> YMap:
@@ -85,6 +91,23 @@ def _mapping(parent: YMap, key: str, errors: Collector, what: str) -> YMap:
         errors.add(parent.vpos(key), f"{what} must be a mapping, got {type(value).__name__}")
         return YMap(pos=parent.vpos(key))
     return value
+
+
+def _what(value: Any) -> str:
+    """A value as a message names it: its kind for a mapping or a list, else as written."""
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return repr(value)
+
+
+def _text_keys(node: YMap, what: str, errors: Collector) -> None:
+    """Report, then drop, keys that are not text: a param or profile is named on the command line
+    (``--set``, ``--profile``), in ``${params.NAME}`` and in messages, always as text."""
+    for key in [k for k in node if not isinstance(k, str)]:
+        errors.add(node.kpos(key), f"{what} name {key!r} must be text; quote it if it is meant as one")
+        del node[key]
 
 
 def parse(root: Any, file: str, errors: Collector) -> Pipeline | None:
@@ -104,33 +127,55 @@ def parse(root: Any, file: str, errors: Collector) -> Pipeline | None:
     if "name" in root and not isinstance(name, str):
         errors.add(root.vpos("name"), "'name' must be a string")
     params = _mapping(root, "params", errors, "'params'")
+    _text_keys(params, "param", errors)
     settings = _mapping(root, "settings", errors, "'settings'")
     _check_settings(settings, errors)
     profiles = _mapping(root, "profiles", errors, "'profiles'")
+    _text_keys(profiles, "profile", errors)
     for pname, prof in profiles.items():
         if not isinstance(prof, YMap):
             errors.add(profiles.vpos(pname), f"profile {pname!r} must be a mapping")
             continue
         _unknown_keys(prof, PROFILE_KEYS, f"profile {pname!r}", errors)
         _check_settings(_mapping(prof, "settings", errors, "'settings'"), errors)
+        over_steps = prof.get("steps")
+        for sid, over in over_steps.items() if isinstance(over_steps, YMap) else ():
+            if isinstance(over, YMap) and not _uses_ok(over, str(sid), errors):
+                del over["uses"]  # reported; the override is not applied
     default_profile = root.get("default_profile")
-    if default_profile is not None and default_profile not in profiles:
-        errors.add(root.vpos("default_profile"),
-                   f"default_profile {default_profile!r} is not a profile{suggest(str(default_profile), profiles)}")
+    if default_profile is not None and not isinstance(default_profile, str):  # never looked up or suggested
+        errors.add(
+            root.vpos("default_profile"), f"default_profile must be the name of a profile, got {_what(default_profile)}"
+        )
+        default_profile = None
+    elif default_profile is not None and default_profile not in profiles:
+        errors.add(
+            root.vpos("default_profile"),
+            f"default_profile {default_profile!r} is not a profile{suggest(default_profile, profiles)}",
+        )
     schedule = None
     if "schedule" in root:
         schedule = _mapping(root, "schedule", errors, "'schedule'")
         _unknown_keys(schedule, SCHEDULE_KEYS, "schedule", errors)
         if "cron" not in schedule:
             errors.add(schedule.pos, "schedule needs a 'cron' expression, e.g. cron: \"0 2 * * *\"")
-    pipe = Pipeline(file=file, name=name if isinstance(name, str) else "pipeline",
-                    description=str(root.get("description") or ""), params=params, settings=settings,
-                    default_profile=default_profile, profiles=profiles, schedule=schedule, root=root)
+    pipe = Pipeline(
+        file=file,
+        name=name if isinstance(name, str) else "pipeline",
+        description=str(root.get("description") or ""),
+        params=params,
+        settings=settings,
+        default_profile=default_profile,
+        profiles=profiles,
+        schedule=schedule,
+        root=root,
+    )
     steps = root.get("steps")
     if "steps" in root:
         if not isinstance(steps, YMap):
-            errors.add(root.vpos("steps"), "'steps' must be a mapping of step id to step "
-                                           "(e.g. 'train: {uses: train.model}')")
+            errors.add(
+                root.vpos("steps"), "'steps' must be a mapping of step id to step (e.g. 'train: {uses: train.model}')"
+            )
         elif not steps:
             errors.add(root.vpos("steps"), "'steps' is empty; add at least one step")
         else:
@@ -149,8 +194,10 @@ def _check_settings(settings: YMap, errors: Collector) -> None:
         _unknown_keys(settings["cluster"], CLUSTER_KEYS, "settings.cluster", errors)
         address = settings["cluster"].get("address")
         if address is not None and not (isinstance(address, str) and "://" in address):
-            errors.add(settings["cluster"].vpos("address"), "settings.cluster.address must be a scheduler "
-                                                            f"address such as tcp://HOST:8786, got {address!r}")
+            errors.add(
+                settings["cluster"].vpos("address"),
+                f"settings.cluster.address must be a scheduler address such as tcp://HOST:8786, got {address!r}",
+            )
 
 
 def _parse_step(sid: str, node: Any, steps: YMap, errors: Collector) -> Step | None:
@@ -162,8 +209,12 @@ def _parse_step(sid: str, node: Any, steps: YMap, errors: Collector) -> Step | N
     _unknown_keys(node, STEP_KEYS, f"step {sid!r}", errors)
     uses = node.get("uses")
     if not isinstance(uses, str) or not uses:
-        errors.add(node.kpos("uses") if "uses" in node else node.pos,
-                   f"step {sid!r} needs 'uses: <component name>' (see `bottlenecks components`)")
+        errors.add(
+            node.kpos("uses") if "uses" in node else node.pos,
+            f"step {sid!r} needs 'uses: <component name>' (see `bottlenecks components`)",
+        )
+        return None
+    if not _uses_ok(node, sid, errors):
         return None
     needs_raw = node.get("needs", [])
     needs_node = needs_raw if isinstance(needs_raw, YList) else None
@@ -187,10 +238,31 @@ def _parse_step(sid: str, node: Any, steps: YMap, errors: Collector) -> Step | N
         errors.add(node.vpos("cache"), f"'cache' must be true or false, got {cache!r}")
         cache = True
     resources = check_resources(node, sid, errors)
-    return Step(id=sid, uses=uses, with_=_mapping(node, "with", errors, f"step {sid!r}: 'with'"),
-                matrix=_mapping(node, "matrix", errors, f"step {sid!r}: 'matrix'"), needs=needs,
-                retries=retries, retry_delay=float(delay), cache=cache, node=node, needs_node=needs_node,
-                resources=resources)
+    return Step(
+        id=sid,
+        uses=uses,
+        with_=_mapping(node, "with", errors, f"step {sid!r}: 'with'"),
+        matrix=_mapping(node, "matrix", errors, f"step {sid!r}: 'matrix'"),
+        needs=needs,
+        retries=retries,
+        retry_delay=float(delay),
+        cache=cache,
+        node=node,
+        needs_node=needs_node,
+        resources=resources,
+    )
+
+
+def _uses_ok(node: YMap, sid: str, errors: Collector) -> bool:
+    """False (with an error) for a ``uses:`` with a colon that is no ``package.module:function``."""
+    uses = node.get("uses")
+    if isinstance(uses, str) and ":" in uses and not IMPORT_PATH.fullmatch(uses):
+        errors.add(
+            node.vpos("uses"),
+            f"step {sid!r}: uses {uses!r} is neither a component name nor a package.module:function path",
+        )
+        return False
+    return True
 
 
 def check_resources(node: YMap, sid: str, errors: Collector) -> dict | None:
