@@ -56,7 +56,7 @@ FUZZ = settings(
     max_examples=MUTATED_EXAMPLES,
     deadline=None,  # the machine is shared: time is bounded by HANG_SECONDS instead
     derandomize=not LONG,  # the default run: the same cases every time
-    database=None,  # nothing written in the working tree
+    database=None,  # no example database: the cases that failed are kept in fuzz_corpus/
     print_blob=bool(LONG),
     suppress_health_check=[
         HealthCheck.too_slow,
