@@ -1,4 +1,5 @@
 """The expectation vocabulary: which check kinds exist, their keys, and validation of YAML entries."""
+
 from __future__ import annotations
 
 import math
@@ -19,8 +20,8 @@ class Kind:
 
     required: tuple[str, ...]
     optional: dict[str, Any] = field(default_factory=dict)
-    refs: tuple[str, ...] = ()        # keys holding a reference or a number
-    ref_lists: tuple[str, ...] = ()   # keys holding a list of references or numbers
+    refs: tuple[str, ...] = ()  # keys holding a reference or a number
+    ref_lists: tuple[str, ...] = ()  # keys holding a list of references or numbers
     help: str = ""
 
 
@@ -31,30 +32,71 @@ KINDS: dict[str, Kind] = {
     "above": Kind(**_THRESHOLD, help="value > than in every seed"),
     "at_most": Kind(**_SLACK, help="value <= than + tolerance in every seed"),
     "at_least": Kind(**_SLACK, help="value >= than - tolerance in every seed"),
-    "between": Kind(("value",), {"low": None, "high": None}, refs=("value",),
-                    help="low <= value <= high in every seed"),
-    "equals": Kind(("value", "to"), {"tolerance": 0.0}, refs=("value", "to"),
-                   help="|value - to| <= tolerance in every seed"),
-    "close": Kind(("a", "b"), {"tolerance": 0.0, "rel": 0.0}, refs=("a", "b"),
-                  help="|a - b| <= tolerance + rel * max(|a|, |b|) in every seed"),
-    "beats": Kind(("a", "b"), {"better": "higher", "margin": 0.0, "spread_factor": None},
-                  refs=("a", "b"), help="a beats b by the fair multi-seed rule"),
-    "flat": Kind(("value", "base"), {"ratio": 0.85, "base_at_least": None}, refs=("value", "base"),
-                 help="value >= ratio * base in every seed (and base >= base_at_least)"),
-    "cliff": Kind(("value", "base"), {"ratio": 0.5, "base_at_least": None}, refs=("value", "base"),
-                  help="value <= ratio * base in every seed (and base >= base_at_least)"),
-    "increasing": Kind(("values",), {"minus": None, "tolerance": 0.0}, ref_lists=("values", "minus"),
-                       help="the series rises first to last, no step falling by more than tolerance"),
-    "decreasing": Kind(("values",), {"minus": None, "tolerance": 0.0}, ref_lists=("values", "minus"),
-                       help="the series falls first to last, no step rising by more than tolerance"),
-    "exponent_between": Kind((), {"value": None, "x": None, "y": None, "low": None, "high": None},
-                             refs=("value",), ref_lists=("y",),
-                             help="fitted log-log exponent (or a reported one) in [low, high]"),
+    "between": Kind(
+        ("value",), {"low": None, "high": None}, refs=("value",), help="low <= value <= high in every seed"
+    ),
+    "equals": Kind(
+        ("value", "to"), {"tolerance": 0.0}, refs=("value", "to"), help="|value - to| <= tolerance in every seed"
+    ),
+    "close": Kind(
+        ("a", "b"),
+        {"tolerance": 0.0, "rel": 0.0},
+        refs=("a", "b"),
+        help="|a - b| <= tolerance + rel * max(|a|, |b|) in every seed",
+    ),
+    "beats": Kind(
+        ("a", "b"),
+        {"better": "higher", "margin": 0.0, "spread_factor": None},
+        refs=("a", "b"),
+        help="a beats b by the fair multi-seed rule",
+    ),
+    "flat": Kind(
+        ("value", "base"),
+        {"ratio": 0.85, "base_at_least": None},
+        refs=("value", "base"),
+        help="value >= ratio * base in every seed (and base >= base_at_least)",
+    ),
+    "cliff": Kind(
+        ("value", "base"),
+        {"ratio": 0.5, "base_at_least": None},
+        refs=("value", "base"),
+        help="value <= ratio * base in every seed (and base >= base_at_least)",
+    ),
+    "increasing": Kind(
+        ("values",),
+        {"minus": None, "tolerance": 0.0},
+        ref_lists=("values", "minus"),
+        help="the series rises first to last, no step falling by more than tolerance",
+    ),
+    "decreasing": Kind(
+        ("values",),
+        {"minus": None, "tolerance": 0.0},
+        ref_lists=("values", "minus"),
+        help="the series falls first to last, no step rising by more than tolerance",
+    ),
+    "exponent_between": Kind(
+        (),
+        {"value": None, "x": None, "y": None, "low": None, "high": None},
+        refs=("value",),
+        ref_lists=("y",),
+        help="fitted log-log exponent (or a reported one) in [low, high]",
+    ),
     "finite": Kind(("value",), refs=("value",), help="no seed diverged (no NaN/Inf)"),
 }
 CHECK_KEYS = {"check", "over", "expected"}  # allowed on every check
-CLAIM_KEYS = {"id", "claim", "bottleneck", "settings", "device", "expected", "checks", "min_seeds",
-              "over", "plots", "note"}
+CLAIM_KEYS = {
+    "id",
+    "claim",
+    "bottleneck",
+    "settings",
+    "device",
+    "expected",
+    "checks",
+    "min_seeds",
+    "over",
+    "plots",
+    "note",
+}
 NUMERIC_KEYS = ("low", "high", "tolerance", "rel", "margin", "ratio", "spread_factor", "base_at_least")
 REF_RE = re.compile(r"[^.\[\]\s]+(\[[^\[\]]*\])?\..+")  # source[selector].key or source.key (fullmatch)
 DEVICES = ("cpu", "gpu", "cuda", "mps")
@@ -77,7 +119,7 @@ def _show(v: Any, most: int = 60) -> str:
         text = repr(v)
     except Exception:  # noqa: BLE001  (a repr never decides whether a pipeline is valid)
         text = f"<{type(v).__name__}>"
-    return text if len(text) <= most else text[:most - 3] + "..."
+    return text if len(text) <= most else text[: most - 3] + "..."
 
 
 def _kind_of(v: Any) -> str:
@@ -116,17 +158,21 @@ def validate_check(check: Any, where: str) -> dict[str, Any]:
     if kind_name is None:
         raise ScorecardError(f"{where}: missing 'check:' (one of {', '.join(KINDS)})")
     if not isinstance(kind_name, str):  # a mapping or list here is unhashable: never a KINDS lookup
-        raise ScorecardError(f"{where}: 'check:' names a kind of check (one of {', '.join(KINDS)}), "
-                             f"got {_kind_of(kind_name)}")
+        raise ScorecardError(
+            f"{where}: 'check:' names a kind of check (one of {', '.join(KINDS)}), got {_kind_of(kind_name)}"
+        )
     if kind_name not in KINDS:
-        raise ScorecardError(f"{where}: unknown check {_show(kind_name)}{suggest(kind_name, KINDS)}; "
-                             f"known: {', '.join(KINDS)}")
+        raise ScorecardError(
+            f"{where}: unknown check {_show(kind_name)}{suggest(kind_name, KINDS)}; known: {', '.join(KINDS)}"
+        )
     kind = KINDS[kind_name]
     allowed = set(kind.required) | set(kind.optional) | CHECK_KEYS
     for key in check:
         if not isinstance(key, str) or key not in allowed:
-            raise ScorecardError(f"{where}: check {kind_name!r} has no key {_show(key)}"
-                                 f"{suggest(str(key), allowed)}; it takes {', '.join(sorted(allowed - CHECK_KEYS))}")
+            raise ScorecardError(
+                f"{where}: check {kind_name!r} has no key {_show(key)}"
+                f"{suggest(str(key), allowed)}; it takes {', '.join(sorted(allowed - CHECK_KEYS))}"
+            )
     for key in kind.required:
         if key not in check:
             raise ScorecardError(f"{where}: check {kind_name!r} needs {key!r} ({kind.help})")
@@ -137,8 +183,10 @@ def validate_check(check: Any, where: str) -> dict[str, Any]:
     for key in kind.refs:
         out[key] = as_number(out.get(key))
         if out.get(key) is not None and not _is_operand(out[key]):
-            raise ScorecardError(f"{where}: {key!r} must be a reference like 'step.key' or "
-                                 f"'step[axis=value].key', or a number; got {_show(out[key])}")
+            raise ScorecardError(
+                f"{where}: {key!r} must be a reference like 'step.key' or "
+                f"'step[axis=value].key', or a number; got {_show(out[key])}"
+            )
     if isinstance(out.get("x"), list):
         out["x"] = [as_number(v) for v in out["x"]]
     for key in kind.ref_lists:
@@ -146,8 +194,10 @@ def validate_check(check: Any, where: str) -> dict[str, Any]:
             out[key] = [as_number(v) for v in out[key]]
         v = out.get(key)
         if v is not None and not (isinstance(v, list) and v and all(_is_operand(x) for x in v)):
-            raise ScorecardError(f"{where}: {key!r} must be a non-empty list of references "
-                                 "('step.key', 'step[axis=value].key') or numbers")
+            raise ScorecardError(
+                f"{where}: {key!r} must be a non-empty list of references "
+                "('step.key', 'step[axis=value].key') or numbers"
+            )
     _text_fields(out, where)
     _validate_kind(kind_name, out, where)
     return out
@@ -158,8 +208,7 @@ def _number(out: dict, key: str, where: str, *, positive: bool = False) -> None:
     if v is None:
         return
     if not _is_number(v) or (positive and v < 0):
-        raise ScorecardError(f"{where}: {key!r} must be a {'non-negative ' if positive else ''}number, "
-                             f"got {_show(v)}")
+        raise ScorecardError(f"{where}: {key!r} must be a {'non-negative ' if positive else ''}number, got {_show(v)}")
 
 
 def _validate_kind(name: str, out: dict, where: str) -> None:
@@ -176,15 +225,19 @@ def _validate_kind(name: str, out: dict, where: str) -> None:
         raise ScorecardError(f"{where}: 'better' is 'higher' or 'lower', got {_show(out['better'])}")
     if name in ("increasing", "decreasing"):
         if out["minus"] is not None and len(out["minus"]) != len(out["values"]):
-            raise ScorecardError(f"{where}: 'minus' has {len(out['minus'])} entries, 'values' "
-                                 f"{len(out['values'])}: they pair up bucket by bucket")
+            raise ScorecardError(
+                f"{where}: 'minus' has {len(out['minus'])} entries, 'values' "
+                f"{len(out['values'])}: they pair up bucket by bucket"
+            )
         if len(out["values"]) < 2:
             raise ScorecardError(f"{where}: a series needs at least 2 values")
     if name == "exponent_between":
         has_fit = out["x"] is not None or out["y"] is not None
         if (out["value"] is None) == (not has_fit):
-            raise ScorecardError(f"{where}: give either 'value' (a reported exponent) or 'x' and 'y' "
-                                 "(sizes and measurements to fit), not both")
+            raise ScorecardError(
+                f"{where}: give either 'value' (a reported exponent) or 'x' and 'y' "
+                "(sizes and measurements to fit), not both"
+            )
         if has_fit:
             x, y = out["x"], out["y"]
             if not (isinstance(x, list) and len(x) >= 2 and all(_is_number(v) and v > 0 for v in x)):
@@ -197,23 +250,22 @@ def validate_claim(entry: Any, index: int) -> dict[str, Any]:
     """Check one ``expect:`` entry; return it with its checks normalised to a list."""
     where = f"expect[{index}]"
     if not isinstance(entry, dict):
-        raise ScorecardError(f"{where}: an expectation is a mapping with 'id', 'claim' and a check, "
-                             f"got {_show(entry)}")
+        raise ScorecardError(f"{where}: an expectation is a mapping with 'id', 'claim' and a check, got {_show(entry)}")
     if "id" not in entry:
         raise ScorecardError(f"{where}: missing 'id' (a short name or number, used in metric claim/<id>)")
     raw_id = entry["id"]
     cid = "" if raw_id is None or isinstance(raw_id, (bool, dict, list)) else str(raw_id)
     if not ID_RE.fullmatch(cid):  # checked before it is quoted in every later message
         got = _show(raw_id) if isinstance(raw_id, str) else _kind_of(raw_id)
-        raise ScorecardError(f"{where}: id may use letters, digits, '_', '.', '-' only (it names a metric), "
-                             f"got {got}")
+        raise ScorecardError(f"{where}: id may use letters, digits, '_', '.', '-' only (it names a metric), got {got}")
     where = f"expect[{index}] (claim {cid})"
     if not isinstance(entry.get("claim"), str) or not entry["claim"].strip():
         raise ScorecardError(f"{where}: missing 'claim:' (the sentence the checks test)")
     device = entry.get("device")
     if device is not None and (not isinstance(device, str) or device not in DEVICES):
-        raise ScorecardError(f"{where}: device {_show(device)} is not one of {', '.join(DEVICES)}"
-                             f"{suggest(str(device), DEVICES)}")
+        raise ScorecardError(
+            f"{where}: device {_show(device)} is not one of {', '.join(DEVICES)}{suggest(str(device), DEVICES)}"
+        )
     min_seeds = entry.get("min_seeds")
     if min_seeds is not None and (not isinstance(min_seeds, int) or isinstance(min_seeds, bool) or min_seeds < 1):
         raise ScorecardError(f"{where}: min_seeds must be a positive integer, got {_show(min_seeds)}")
@@ -227,8 +279,9 @@ def validate_claim(entry: Any, index: int) -> dict[str, Any]:
     check_keys = {k for kind in KINDS.values() for k in (*kind.required, *kind.optional)} | {"check"}
     unknown = [k for k in entry if not isinstance(k, str) or (k not in CLAIM_KEYS and k not in check_keys)]
     if unknown:
-        raise ScorecardError(f"{where}: unknown key {_show(unknown[0])}"
-                             f"{suggest(str(unknown[0]), CLAIM_KEYS | check_keys)}")
+        raise ScorecardError(
+            f"{where}: unknown key {_show(unknown[0])}{suggest(str(unknown[0]), CLAIM_KEYS | check_keys)}"
+        )
     inline = {k: v for k, v in entry.items() if k in check_keys and k not in CLAIM_KEYS}
     if "checks" in entry:
         if inline:

@@ -256,13 +256,18 @@ def history(
     newest, a claim whose verdict flipped, or a failed newest run.
     """
     home.configure()
+    from flows.language.errors import PipelineInvalid
     from flows.ops import history as hist
     from flows.ops.schedule import pipeline_name
 
     require_servers(2)
     try:
+        name = pipeline_name(pipeline)
+    except PipelineInvalid as e:
+        fail(f"{print_invalid(e)} error(s); no history shown.", 2)
+    try:
         thresholds = hist.parse_thresholds(threshold)
-        frame = hist.table(pipeline_name(pipeline), last, metric)
+        frame = hist.table(name, last, metric)
     except hist.HistoryError as e:
         fail(str(e), 2)
     flags = hist.regressions(frame, thresholds)

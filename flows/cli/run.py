@@ -39,11 +39,15 @@ def run(
     home.configure()
     plan = plan_or_exit(pipeline, profile, set_)
     if workers is not None:
+        if workers < 1:
+            fail(f"--workers must be at least 1, got {workers}", 2)
         plan.settings.workers = workers
     if executor is not None or cluster is not None:
         if executor is not None and executor not in EXECUTORS:
             fail(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor!r}", 2)
         plan.settings.executor = executor or ("dask" if cluster else plan.settings.executor)
+        if cluster is not None and "://" not in cluster:
+            fail(f"--cluster must be a scheduler address such as tcp://HOST:8786, got {cluster!r}", 2)
         if cluster:
             plan.settings.cluster = {**(plan.settings.cluster or {}), "address": cluster}
     require_servers(after="nothing was run.")

@@ -216,24 +216,11 @@ def test_run_refuses_an_unknown_executor_before_starting(work):
 
 
 @pytest.mark.parametrize("workers", ["0", "-3"])
-@pytest.mark.xfail(
-    strict=True,
-    reason="--workers 0 (or below) is taken as is: the run starts and never runs a "
-    "step (it waits forever); fix: in flows/cli/run.py run(), fail('--workers must "
-    "be at least 1, got N', 2) before require_servers, as settings.workers "
-    "(minimum 1) is checked in a file",
-)
 def test_run_refuses_a_number_of_workers_below_one(workers, work):
     line = refused(["run", "p.yaml", "--workers", workers])
     assert "--workers" in line
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="--cluster is not checked as settings.cluster.address is (tcp://HOST:PORT); "
-    "fix: in flows/cli/run.py run(), fail(..., 2) for a --cluster without '://' "
-    "before require_servers",
-)
 def test_run_refuses_a_cluster_that_is_no_address(work):
     line = refused(["run", "p.yaml", "--cluster", "nonsense"])
     assert "--cluster" in line
@@ -310,14 +297,6 @@ def test_history_of_a_path_that_is_no_file_says_so(path, says, work):
     assert line == f"{path}:1:1: {says}" or says in line, line
 
 
-HISTORY_BUILD = (
-    "history builds a .yaml file to read its name: but flows/cli/ops.py history() catches only "
-    "HistoryError, so PipelineInvalid ends in a traceback (exit 1); fix: wrap pipeline_name(pipeline) "
-    "in `except PipelineInvalid as e: fail(f'{print_invalid(e)} error(s); no history shown.', 2)` "
-    "as _spec() does for schedule"
-)
-
-
 @pytest.mark.parametrize(
     "path, expected",
     [
@@ -325,7 +304,6 @@ HISTORY_BUILD = (
         ("binary.yaml", PATHS["a binary file"][1]),
     ],
 )
-@pytest.mark.xfail(strict=True, reason=HISTORY_BUILD)
 def test_history_of_an_invalid_pipeline_file_is_its_error_and_exit_2(path, expected, work):
     result = CliRunner().invoke(app, ["history", path])
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
