@@ -97,6 +97,7 @@ CLAIM_KEYS = {
     "plots",
     "note",
 }
+EVERY_CHECK_KEY = tuple(sorted(CHECK_KEYS.union(*(set(k.required) | set(k.optional) for k in KINDS.values()))))
 NUMERIC_KEYS = ("low", "high", "tolerance", "rel", "margin", "ratio", "spread_factor", "base_at_least")
 REF_RE = re.compile(r"[^.\[\]\s]+(\[[^\[\]]*\])?\..+")  # source[selector].key or source.key (fullmatch)
 DEVICES = ("cpu", "gpu", "cuda", "mps")

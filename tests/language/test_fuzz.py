@@ -39,6 +39,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from components.registry import registry
+from components.report.vocabulary import CLAIM_KEYS, EVERY_CHECK_KEY, KINDS
 from flows.cli import app
 from flows.language.schema import pipeline_schema
 
@@ -482,50 +483,11 @@ def _with(uses) -> st.SearchStrategy:
 
 def _expect() -> st.SearchStrategy:
     """``expect:`` entries of report.scorecard, the deepest validation of a step parameter."""
-    check_keys = [
-        "check",
-        "value",
-        "than",
-        "a",
-        "b",
-        "to",
-        "low",
-        "high",
-        "tolerance",
-        "rel",
-        "better",
-        "margin",
-        "ratio",
-        "base",
-        "base_at_least",
-        "values",
-        "minus",
-        "x",
-        "y",
-        "over",
-        "expected",
-        "spread_factor",
-    ]
-    claim_keys = [
-        "id",
-        "claim",
-        "bottleneck",
-        "settings",
-        "device",
-        "expected",
-        "checks",
-        "min_seeds",
-        "over",
-        "plots",
-        "note",
-    ]
+    check_keys = list(EVERY_CHECK_KEY)
+    claim_keys = sorted(CLAIM_KEYS)
     check = _mapping(
         check_keys,
-        lambda k: (
-            st.one_of(VALUES, st.sampled_from(["below", "beats", "between", "increasing", "exponent_between"]))
-            if k == "check"
-            else st.one_of(VALUES, _refs())
-        ),
+        lambda k: st.one_of(VALUES, st.sampled_from(sorted(KINDS))) if k == "check" else st.one_of(VALUES, _refs()),
     )
     claim = _mapping(
         claim_keys + check_keys,

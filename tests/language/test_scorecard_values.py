@@ -10,8 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from components.report import vocabulary
 from components.report.rows import validate_architectures
-from components.report.vocabulary import ScorecardError, validate_expectations
+from components.report.vocabulary import EVERY_CHECK_KEY, ScorecardError, validate_expectations
 from flows.cli import app
 from tests.conftest import REPO
 
@@ -230,31 +231,9 @@ ANY = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
     max_leaves=6,
 )
-CHECK_KEYS = [
-    "check",
-    "value",
-    "than",
-    "a",
-    "b",
-    "to",
-    "low",
-    "high",
-    "tolerance",
-    "rel",
-    "better",
-    "margin",
-    "ratio",
-    "base",
-    "base_at_least",
-    "values",
-    "minus",
-    "x",
-    "y",
-    "over",
-    "expected",
-    "spread_factor",
-]
-CLAIM_KEYS = ["id", "claim", "bottleneck", "settings", "device", "expected", "min_seeds", "over", "plots", "note"]
+CHECK_KEYS = list(EVERY_CHECK_KEY)
+# what an entry may carry besides its id and claim (its checks are drawn apart)
+CLAIM_KEYS = ["id", "claim"] + sorted(set(vocabulary.CLAIM_KEYS) - {"id", "claim", "checks"})
 
 
 def entries():
