@@ -5,6 +5,7 @@
     note.py     the parent run's description (the scorecard, or what the run did)
     links.py    where to follow a run: its MLflow and Prefect pages
     zombies.py  runs a dead process left RUNNING, marked KILLED
+    environment.py  the machine, devices, library versions and commit a run's numbers came from
 
 ``runs.py`` imports MLflow; import the module you need so the others stay light.
 """

@@ -1,0 +1,85 @@
+"""The environment a run records: what moved a figure, without naming the host."""
+
+import json
+import socket
+import subprocess
+
+import pytest
+
+from flows.track import environment
+
+CPUINFO = """processor\t: 0
+vendor_id\t: AuthenticAMD
+cpu family\t: 25
+model\t\t: 17
+model name\t: AMD EPYC 9654
+stepping\t: 1
+flags\t\t: fpu sse4_2 avx avx2 fma avx512f amx_tile lm
+
+processor\t: 1
+model name\t: Another CPU that must not be read
+"""
+
+
+def test_describe_is_json_and_names_what_numbers_depend_on():
+    env = environment.describe()
+    assert json.loads(json.dumps(env)) == env
+    for key in ("cpu_model", "cores", "torch", "cuda", "cudnn", "python", "torch_threads", "git_commit", "machine"):
+        assert key in env, key
+    assert env["torch"].startswith("2.")
+    assert set(environment.LIBRARIES) <= set(env["libraries"])
+    assert env["libraries"]["numpy"]  # installed, so a version
+    assert env["cores"] >= 1 and env["torch_threads"] >= 1
+    assert socket.gethostname() not in json.dumps(env)
+
+
+def test_cpu_info_reads_the_first_processor_and_its_vector_flags():
+    info = environment.cpu_info(CPUINFO)
+    assert info["cpu_model"] == "AMD EPYC 9654"
+    assert info["cpu_family_model_stepping"] == "25/17/1"
+    assert info["cpu_vector_flags"] == ["amx_tile", "avx", "avx2", "avx512f", "fma", "sse4_2"]
+
+
+def test_machine_id_is_a_stable_salted_hash(tmp_path):
+    f = tmp_path / "machine-id"
+    f.write_text("0123456789abcdef0123456789abcdef\n")
+    first = environment.machine_id(str(f))
+    assert first == environment.machine_id(str(f)) and len(first) == 12
+    assert "0123456789" not in first
+    f.write_text("fedcba9876543210fedcba9876543210\n")
+    assert environment.machine_id(str(f)) != first
+    assert environment.machine_id(str(tmp_path / "absent")) is None
+
+
+def test_git_commit_and_dirty_follow_the_repository(tmp_path):
+    assert environment.git_commit(tmp_path) is None and environment.git_dirty(tmp_path) is None
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (tmp_path / "a.txt").write_text("one\n")
+    subprocess.run([*git, "add", "a.txt"], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert environment.git_commit(tmp_path) == head and len(head) == 40
+    assert environment.git_dirty(tmp_path) is False
+    (tmp_path / "untracked.txt").write_text("x\n")
+    assert environment.git_dirty(tmp_path) is False  # untracked files do not make the tree dirty
+    (tmp_path / "a.txt").write_text("two\n")
+    assert environment.git_dirty(tmp_path) is True
+
+
+def test_differences_name_only_the_fields_that_move_figures():
+    a = environment.describe()
+    b = json.loads(json.dumps(a))
+    b["git_commit"], b["torch_threads"] = "0" * 40, 99  # code and threads are not the environment
+    assert environment.differences(a, b) == {}
+    b["cpu_model"] = "Intel Xeon"
+    b["libraries"]["numpy"] = "0.0.1"
+    diff = environment.differences(a, b)
+    assert diff == {"cpu_model": (a["cpu_model"], "Intel Xeon"), "libraries.numpy": (a["libraries"]["numpy"], "0.0.1")}
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "expected"), [(None, None, {}), ({}, {"x": 1}, {"environment": (None, "recorded")})]
+)
+def test_a_run_without_a_recorded_environment_counts_as_a_difference(a, b, expected):
+    assert environment.differences(a, b) == expected
