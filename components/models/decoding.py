@@ -104,44 +104,80 @@ def length_penalty(lengths: Tensor, alpha: float) -> Tensor:
     return ((5.0 + lengths.float()) / 6.0) ** alpha
 
 
-def beam_search(model, src, src_lengths, beam: int, max_len: int, bos: int, eos: int, alpha: float = 0.6) -> Tensor:
-    """Keep the ``beam`` best prefixes per sentence; return the best hypothesis by log P / lp (B, T).
+def _best_bound(scores: Tensor, length: int, max_len: int, alpha: float) -> Tensor:
+    """The best normalised score any continuation of live hypotheses of ``length`` tokens can reach.
 
-    All B * beam hypotheses advance as one batch; the output is as long as its longest best hypothesis.
+    Log-probabilities only fall as a hypothesis grows, so its log P stays at most ``scores``; it ends
+    at a length in (length, max_len], where ``scores / lp`` is largest at the largest lp there (lp grows
+    with length for alpha > 0, shrinks for alpha < 0).
+    """
+    return scores / max(_lp(length + 1, alpha), _lp(max_len, alpha))
+
+
+def _lp(length: int, alpha: float) -> float:
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+def beam_search(model, src, src_lengths, beam: int, max_len: int, bos: int, eos: int, alpha: float = 0.6) -> Tensor:
+    """Beam search as fairseq and tensor2tensor do it; return the best hypothesis by log P / lp (B, T).
+
+    Each sentence keeps ``beam`` live hypotheses (none ending in EOS) and a finished set. At every step
+    the EOS extension of each live hypothesis is scored with the length penalty at its own length and
+    enters the finished set; the live hypotheses are the ``beam`` best non-EOS extensions, so a
+    hypothesis that finishes frees its slot instead of occupying it. Only the best finished hypothesis
+    is returned, so the set keeps its best. A sentence stops when no live hypothesis can beat that best
+    (``_best_bound``); at ``max_len`` live hypotheses count as finished, unended, at lp(max_len).
+    With ``beam`` large enough to prune nothing the result is the exact argmax of log P / lp over all
+    outputs of at most ``max_len`` tokens. All B * beam hypotheses advance as one batch; the output is
+    as long as its longest best hypothesis and holds the pad id after EOS.
     """
     _check(max_len, beam)
     pad, B, K = _fill(model, eos), src.shape[0], beam
     dev = src.device
+    ninf = float("-inf")
     with _inference(model):
         memory = model.encode(src, src_lengths)
         memory = index_batch(memory, torch.arange(B, device=dev).repeat_interleave(K))  # (B*K, ...)
         state = model.init_state(memory)
-        scores = torch.full((B, K), float("-inf"), device=dev)
+        scores = torch.full((B, K), ninf, device=dev)
         scores[:, 0] = 0.0  # all beams start as one hypothesis
         prev = torch.full((B * K,), bos, dtype=torch.long, device=dev)
-        done = torch.zeros(B * K, dtype=torch.bool, device=dev)
-        lengths = torch.zeros(B * K, dtype=torch.long, device=dev)
         tokens = torch.zeros(B * K, 0, dtype=torch.long, device=dev)
+        best = torch.full((B, max_len), pad, dtype=torch.long, device=dev)  # the best finished hypothesis
+        best_score = torch.full((B,), ninf, device=dev)
+        best_len = torch.zeros(B, dtype=torch.long, device=dev)
+        done = torch.zeros(B, dtype=torch.bool, device=dev)
         base = torch.arange(B, device=dev)[:, None] * K
         for i in range(max_len):
             logp, state, _ = model.step(prev, state, memory)  # (B*K, V)
+            logp = logp.float()
             V = logp.shape[-1]
-            frozen = torch.full_like(logp, float("-inf"))
-            frozen[:, pad] = 0.0  # finished beams extend with pad at no cost
-            logp = torch.where(done[:, None], frozen, logp)
-            top, idx = (scores.view(-1, 1) + logp.float()).view(B, K * V).topk(K, -1)  # (B, K)
+            # finished: the EOS extension of every live hypothesis, at length i + 1
+            top_end, k_end = ((scores + logp[:, eos].view(B, K)) / _lp(i + 1, alpha)).max(-1)
+            better = (top_end > best_score) & ~done  # no host sync: rows that do not improve keep theirs
+            hyp = torch.cat([tokens[base[:, 0] + k_end], torch.full((B, 1), eos, dtype=torch.long, device=dev)], 1)
+            best[:, : i + 1] = torch.where(better[:, None], hyp, best[:, : i + 1])
+            best[:, i + 1 :] = torch.where(better[:, None], pad, best[:, i + 1 :])
+            best_score = torch.where(better, top_end, best_score)
+            best_len = torch.where(better, i + 1, best_len)
+            # live: the K best extensions that do not end
+            logp[:, eos] = ninf
+            top, idx = (scores.view(-1, 1) + logp).view(B, K * V).topk(K, -1)  # (B, K)
             origin = (base + idx // V).view(-1)
             tok = (idx % V).view(-1)
             tokens = torch.cat([tokens[origin], tok[:, None]], 1)
-            done, lengths = done[origin], lengths[origin] + (~done[origin]).long()
-            done = done | (tok == eos)
             state, scores, prev = index_batch(state, origin), top, tok
-            if (i + 1) % SYNC_EVERY == 0 and done.all():
+            done |= (best_score > ninf) & (best_score >= _best_bound(top[:, 0], i + 1, max_len, alpha))
+            if (i + 1) % SYNC_EVERY == 0 and bool(done.all()):
                 break
-        norm = (scores.view(-1) / length_penalty(lengths, alpha)).view(B, K)
-        best = torch.arange(B, device=dev) * K + norm.argmax(-1)
-        T = int(lengths[best].max()) if B else 0
-    return tokens[best][:, :T]
+        else:  # max_len reached: the live hypotheses end unfinished, at lp(max_len)
+            norm = scores / _lp(max_len, alpha)
+            top_live, k_live = norm.max(-1)
+            better = (top_live > best_score) & ~done
+            best = torch.where(better[:, None], tokens[base[:, 0] + k_live], best)
+            best_len = torch.where(better, max_len, best_len)
+        T = int(best_len.max()) if B else 0
+    return best[:, :T]
 
 
 class Generates:
