@@ -244,9 +244,10 @@ def remove(pipeline: str, profile: str | None = None) -> str:
 
 
 def pipeline_name(pipeline: str) -> str:
-    """A pipeline given as a YAML file stands for its ``name:``."""
+    """A pipeline given as a YAML file stands for its ``name:``; a ``.yaml`` path that is no
+    readable file is refused as ``FILE:1:1``, as ``check`` refuses it, not taken for a name."""
     path = Path(pipeline)
-    if path.suffix in (".yaml", ".yml") and path.is_file():
+    if path.suffix in (".yaml", ".yml"):
         from flows.plan.build import build
 
         return build(path).name

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from components.registry import Component, ComponentError, get
 from components.registry import suggest as _suggest
 from flows.language import refs
-from flows.language.errors import Collector, Located
+from flows.language.errors import MAX_ERRORS, Collector, Located, PipelineInvalid
 from flows.language.refs import Ref
 from flows.language.spec import PROFILE_STEP_KEYS, Pipeline, Step, check_resources, overlay, parse
 from flows.language.yamlload import YList, YMap, load, read
@@ -91,12 +91,26 @@ def suggest(word: str, choices) -> str:
     return _suggest(word, choices) if len(choices) <= 300 else ""
 
 
+class _Errors(Collector):
+    """The errors of one file and of its ``--set`` arguments: a position on line ``-I`` lies in the
+    I-th ``--set`` (every check derives a position by moving its column), so whatever check refuses
+    an override's value names the ``--set``, not the file."""
+
+    def add(self, pos: tuple[int, int] | None, message: str) -> None:
+        if pos is None or pos[0] > 0:
+            return super().add(pos, message)
+        self.errors.append(Located("--set", -pos[0], pos[1], message))
+        if len(self.errors) >= MAX_ERRORS:
+            self.errors.append(Located("--set", -pos[0], pos[1], f"stopped checking after {MAX_ERRORS} errors"))
+            raise PipelineInvalid(self.errors)
+
+
 # -- entry point -------------------------------------------------------------------------------------
 def build(path: str | Path, *, profile: str | None = None, sets: list[str] | None = None) -> Plan:
     """Load, validate and expand ``path``; raise ``PipelineInvalid`` listing every problem."""
     path = Path(path)
     file = str(path)
-    errors = Collector(file)
+    errors = _Errors(file)
     text = read(path, errors)
     if text is None:
         errors.raise_if_any()
@@ -252,7 +266,12 @@ class _Planner:
             if not sep or not key:
                 self.errors.errors.append(Located("--set", i, 1, f"expected KEY=VALUE, got {item!r}"))
                 continue
-            value = _override_value(raw, i, len(item) - len(raw), self.errors)
+            offset = len(item) - len(raw)  # the value starts at column offset + 1
+            refused = len(self.errors.errors)
+            value = _override_value(raw, i, offset, self.errors)
+            if len(self.errors.errors) > refused:
+                continue  # applied, a refused value would add a second error where it is used
+            value = _at_set(value, i, offset)
             name = key.removeprefix("params.")
             if "." not in name:
                 if name not in params:
@@ -263,6 +282,12 @@ class _Planner:
                             1,
                             f"unknown param {name!r}{suggest(name, params)}; params: {', '.join(params) or 'none'}",
                         )
+                    )
+                    continue
+                if _any(value, lambda x: isinstance(x, str) and "${" in x):
+                    self.errors.add(
+                        (-i, offset + 1),
+                        f"param {name!r}: params are plain values and cannot contain ${{...}} references",
                     )
                     continue
                 params[name] = value
@@ -279,7 +304,10 @@ class _Planner:
                     )
                 )
                 continue
-            step.with_ = overlay(step.with_, YMap({pname: value}))
+            over = YMap({pname: value}, pos=(-i, 1))
+            over.key_pos[pname] = (-i, len(item) - len(item.lstrip()) + len(key) - len(pname) + 1)
+            over.val_pos[pname] = (-i, offset + 1)
+            step.with_ = overlay(step.with_, over)
 
     def _check_params(self, params: dict) -> None:
         for k, v in params.items():
@@ -536,6 +564,27 @@ def _override_value(raw: str, i: int, offset: int, errors: Collector) -> Any:
     for e in bounds:
         errors.errors.append(Located("--set", i, offset + e.col, e.message))
     return raw if found.errors and not bounds else value
+
+
+def _at_set(value: Any, i: int, offset: int) -> Any:
+    """Move the positions inside a ``--set`` value (read on its own, from line 1 column 1) to the
+    I-th ``--set`` argument."""
+
+    def where(pos: tuple[int, int]) -> tuple[int, int]:
+        return -i, pos[1] + offset if pos[0] == 1 else pos[1]
+
+    if isinstance(value, (YMap, YList)):
+        value.pos = where(value.pos)
+        if isinstance(value, YMap):
+            value.key_pos = {k: where(p) for k, p in value.key_pos.items()}
+            value.val_pos = {k: where(p) for k, p in value.val_pos.items()}
+            children = value.values()
+        else:
+            value.item_pos = [where(p) for p in value.item_pos]
+            children = value
+        for child in children:
+            _at_set(child, i, offset)
+    return value
 
 
 def _product(axes: dict[str, list]):

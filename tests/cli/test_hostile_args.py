@@ -3,9 +3,6 @@ profiles, pipeline paths that are a folder, missing, unreadable or binary. `chec
 (its validation path only), `schedule` (where it fails before a server is asked) and `history` each
 answer with one clear error line (and the command's summary line), exit status 2, no traceback,
 and write nothing in the working folder.
-
-A case marked xfail(strict=True) does not hold today; its reason names the fix. Once fixed it
-passes, and strict makes the suite say so: remove the mark then.
 """
 
 from __future__ import annotations
@@ -94,17 +91,6 @@ def refused(args: list[str], summary: str | None = None) -> str:
 
 
 # -- --set ----------------------------------------------------------------------------------------
-CASCADE = (
-    "a --set value refused by a bound (or holding ${...}) is still applied, so the step's parameter "
-    "check adds a second error at the file's position; fix: in flows/plan/build.py _apply_overrides, "
-    "skip (do not assign) an override whose value _override_value refused, and refuse ${ in a --set "
-    "param value there as --set:I:COL: instead of via _check_params at the file's params position"
-)
-AT_FILE = (
-    "a STEP.PARAM override is reported at FILE:1:1 (the overlaid YMap has no positions); fix: in "
-    "flows/plan/build.py _apply_overrides, check the step parameter name and references of a --set "
-    "and report them as --set:I:COL, or give the overlay YMap val_pos/key_pos that say --set"
-)
 SETS = {
     "only an equals sign": ("=", "--set:1:1: expected KEY=VALUE, got '='"),
     "no equals sign": ("noequals", "--set:1:1: expected KEY=VALUE, got 'noequals'"),
@@ -114,35 +100,28 @@ SETS = {
     "an unknown step": ("nope.n=1", "--set:1:1: unknown param or step 'nope'"),
     "three parts": (
         "a.b.c=1",
-        "p.yaml:1:1: step 'a': unknown parameter 'b.c' for enginetest.numbers; parameters: n, offset",
+        "--set:1:3: step 'a': unknown parameter 'b.c' for enginetest.numbers; parameters: n, offset",
     ),
     "a reference to an unknown step": (
         "a.n=${nope.x}",
-        "p.yaml:1:1: step 'a': reference ${nope.x} names unknown step 'nope'",
+        "--set:1:5: step 'a': reference ${nope.x} names unknown step 'nope'",
     ),
     "a markup and emoji value": ("[red]x:100:=1", "--set:1:1: unknown param '[red]x:100:'; params: n"),
     "a huge value": pytest.param(
         "n=" + "x" * 200_000,
         "--set:1:10003: line is 200,000 characters long; at most "
         "10,000 are allowed (break long lists over several lines)",
-        marks=pytest.mark.xfail(strict=True, reason=CASCADE),
     ),
     "deeply nested YAML": pytest.param(
         "n=" + "[" * 100 + "]" * 100,
         "--set:1:67: values nest 65 levels deep here; at most 64 are allowed",
-        marks=pytest.mark.xfail(strict=True, reason=CASCADE),
     ),
     "a recursive alias": pytest.param(
         "n=&a [*a]",
         "--set:1:7: alias *a is used inside its own anchor; recursive structures are not allowed",
-        marks=pytest.mark.xfail(strict=True, reason=CASCADE),
     ),
-    "a params reference": pytest.param(
-        "n=${params.n}", "--set:1:3: ", marks=pytest.mark.xfail(strict=True, reason=CASCADE)
-    ),
-    "a step output reference": pytest.param(
-        "n=${a.total}", "--set:1:3: ", marks=pytest.mark.xfail(strict=True, reason=CASCADE)
-    ),
+    "a params reference": pytest.param("n=${params.n}", "--set:1:3: "),
+    "a step output reference": pytest.param("n=${a.total}", "--set:1:3: "),
 }
 
 
@@ -154,7 +133,6 @@ def test_a_hostile_set_is_one_error_and_exit_2(command, value, expected, work):
 
 
 @pytest.mark.parametrize("value", ["a.b.c=1", "a.n=${nope.x}"])
-@pytest.mark.xfail(strict=True, reason=AT_FILE)
 def test_a_set_error_points_at_the_set_not_at_the_file(value, work):
     line = refused(["check", "p.yaml", "--set", value], SUMMARY["check"])
     assert line.startswith("--set:1:"), line
@@ -274,27 +252,11 @@ def test_history_refuses_a_bad_threshold(work):
     assert line.startswith("--threshold 'junk': expected a number like 0.2")
 
 
-@pytest.mark.parametrize("path", ["missing.yaml", "dir.yaml"])
-def test_history_of_a_path_that_is_no_file_is_one_error(path, work):
-    """One line naming it, exit 2 (today as a pipeline name without runs: see the next test)."""
-    assert f"{path}" in refused(["history", path])
-
-
-@pytest.mark.parametrize(
-    "path, says",
-    [("missing.yaml", "No such file or directory"), ("dir.yaml", "this is a directory, not a pipeline file")],
-)
-@pytest.mark.xfail(
-    strict=True,
-    reason="a .yaml path that is no file (missing, a folder) is taken as a pipeline "
-    "name, so history says 'no runs of pipeline ...'; fix: in flows/ops/schedule.py "
-    "pipeline_name, build() any path ending in .yaml/.yml (not only is_file()), so "
-    "it is refused as FILE:1:1 like `check` does, with the PipelineInvalid handling "
-    "below",
-)
-def test_history_of_a_path_that_is_no_file_says_so(path, says, work):
-    line = refused(["history", path])
-    assert line == f"{path}:1:1: {says}" or says in line, line
+@pytest.mark.parametrize("case", ["a missing file", "a folder"])
+def test_history_of_a_yaml_path_that_is_no_file_is_its_error_not_a_pipeline_name(case, work):
+    """Not read as the name of a pipeline without runs: refused as `check` refuses it."""
+    path, expected = PATHS[case]
+    assert refused(["history", path], "1 error(s); no history shown.") == expected
 
 
 @pytest.mark.parametrize(
