@@ -162,8 +162,9 @@ def eval_bleu(
             # the first and last non-empty buckets under stable names, so claims hold for any bucketing
             filled = [b for b in names if summary[P.key("count", f"len_{b}")] > 0]
             for alias, b in (("shortest", filled[0]), ("longest", filled[-1])) if filled else ():
-                for k in ("bleu", "chrf"):
-                    summary[P.key(k, label, alias)] = summary[P.key(k, label, f"len_{b}")]
+                for k in ("bleu", "chrf", "bleu_ci", "chrf_ci"):  # the interval too: verdicts weigh it
+                    if P.key(k, label, f"len_{b}") in summary:
+                        summary[P.key(k, label, alias)] = summary[P.key(k, label, f"len_{b}")]
             samples.setdefault("source", src_text[:n_samples])
             samples.setdefault("reference", refs[:n_samples])
             samples[f"hyp_{label}"] = hyps[:n_samples]
