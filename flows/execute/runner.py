@@ -12,10 +12,12 @@ flow run is CANCELLED, and the next run resumes from the cache and the checkpoin
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import threading
 import time
+import traceback
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,11 +27,12 @@ from flows import home
 home.configure()
 
 from prefect import flow, task  # noqa: E402
+from prefect import tags as prefect_tags  # noqa: E402
 from prefect.cache_policies import NO_CACHE  # noqa: E402
 from prefect.states import Cancelled, Completed  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 
-from flows.execute import executors  # noqa: E402
+from flows.execute import executors, prefect_view  # noqa: E402
 from flows.execute.cache import StepCache  # noqa: E402
 from flows.execute.order import submission_order  # noqa: E402
 from flows.execute.pool import Stopped  # noqa: E402
@@ -122,6 +125,8 @@ class StepRunner:
         self.active: dict[str, str] = {}  # instance -> MLflow run id, while it runs
         self._artifacts: dict[str, tuple] = {}  # instance -> (Prefect progress artifact, last update)
         self._lock = threading.Lock()
+        self.logs = prefect_view.StepLogs()  # each step's lines on its Prefect task run
+        self._began: dict[str, float] = {}  # instance -> when its task run started
 
     def tags(self, inst: Instance) -> dict[str, str]:
         tags = {
@@ -141,6 +146,8 @@ class StepRunner:
         if self.stopping.is_set():
             raise Stopped()
         inst = self.plan.instances[iid]
+        self._began[iid] = time.monotonic()
+        self.logs.bind(iid)
         params = _materialize(inst.params, upstream)
         owner = {"run": self.parent, "pipeline": self.plan.name, "step": iid}
         timeout = float(self.plan.settings.lease_timeout or 0) or None
@@ -166,6 +173,7 @@ class StepRunner:
         self.result.status[inst.id] = "cached"
         self.result.outputs[inst.id] = record["outputs"]
         self.view.event(inst.id, "cached", f"from run {origin[:8]}")
+        self.logs.cached(inst.id, origin, time.monotonic() - self._began.get(inst.id, time.monotonic()))
         return Completed(data=record["outputs"], name="Cached", message=f"reused outputs of run {origin}")
 
     def _compute(self, inst: Instance, params: dict):
@@ -193,12 +201,14 @@ class StepRunner:
             inputs=sorted(set(_files_under(params, home))),
         )
         self.view.event(inst.id, "running")
+        self.logs.started(inst.id, f"the {self.executor.name} executor")
         try:
             result: StepResult = self.executor.run(payload, inst.gpu, lambda ev: self._on_event(ev))
         except Stopped:
             self._close_run(inst.id, run_id, "KILLED", "stopped: the run was interrupted")
             self.result.status[inst.id] = "stopped"
             self.view.event(inst.id, "failed", "stopped")
+            self.logs.stopped(inst.id)
             raise
         self.result.workers[inst.id] = {"pid": result.pid, "host": result.host, "device": result.device}
         if result.status != "done":
@@ -207,8 +217,10 @@ class StepRunner:
                 self._close_run(inst.id, run_id, "KILLED", message)
                 self.result.status[inst.id] = "stopped"
                 self.view.event(inst.id, "failed", "stopped")
+                self.logs.stopped(inst.id)
                 raise Stopped()
             self.result.errors[inst.id] = message
+            self.logs.failed(inst.id, message, result.traceback, _worker(result))
             self.view.event(inst.id, "failed", message.splitlines()[0][:200])
             self._close_run(inst.id, run_id, "FAILED", message)
             raise StepFailed(f"{inst.id}: {message}")
@@ -230,6 +242,7 @@ class StepRunner:
         self.result.outputs[inst.id] = outputs
         self.result.errors.pop(inst.id, None)  # a retry succeeded
         self.view.event(inst.id, "done")
+        self.logs.finished(inst.id, result.seconds, _worker(result))
         return outputs
 
     def _device(self, inst: Instance) -> str:
@@ -257,13 +270,14 @@ class StepRunner:
         kind, iid = event.get("kind"), event.get("instance", "")
         if kind == "progress":
             self.view.progress_of(iid, event.get("completed", 0), event.get("total"), event.get("description", ""))
+            self.logs.progress(iid, event.get("completed", 0), event.get("total"), event.get("description") or "")
             self._prefect_progress(iid, event)
         elif kind == "log":
             import logging
 
-            logging.getLogger("bottlenecks").log(
-                event.get("level", logging.WARNING), f"{iid}: {event.get('message', '')}"
-            )
+            level = event.get("level", logging.WARNING)
+            logging.getLogger("bottlenecks").log(level, f"{iid}: {event.get('message', '')}")
+            self.logs.warning(iid, level, event.get("message", ""))
 
     def _prefect_progress(self, iid: str, event: dict) -> None:
         """Mirror a step's progress onto its Prefect task run (a progress artifact), at most every
@@ -308,6 +322,11 @@ class StepRunner:
                 self.tracker.client.set_terminated(run_id, "KILLED")
             except Exception:
                 pass
+
+
+def _worker(result: StepResult) -> str:
+    """``host pid 123 (cpu)``: where a step ran, for its log lines."""
+    return f"{result.host or 'an unknown host'} pid {result.pid} ({result.device})"
 
 
 def _to_compute(plan: Plan, cache: StepCache, use_cache: bool) -> tuple[int, int]:
@@ -432,6 +451,7 @@ def run(plan: Plan, *, use_cache: bool = True, view=None, executor=None) -> RunR
             message = f"{type(e).__name__}: {e}"
             result.errors[iid] = message
             view.event(iid, "failed", message.splitlines()[0][:200])
+            runner.logs.failed(iid, message, traceback.format_exc())
             raise StepFailed(f"{iid}: {message}") from e
 
     def _retry(task_, task_run, state) -> bool:
@@ -439,18 +459,25 @@ def run(plan: Plan, *, use_cache: bool = True, view=None, executor=None) -> RunR
 
     @flow(
         name=plan.name,
+        flow_run_name=prefect_view.flow_run_name(plan),
         task_runner=ThreadPoolTaskRunner(max_workers=max(1, executor.slots)),
         persist_result=False,
         log_prints=False,
         validate_parameters=False,
     )
-    def pipeline_flow():
+    def pipeline_flow(params: dict[str, Any]):  # the resolved ``params:``, for Prefect's Parameters tab
         from prefect.runtime import flow_run
 
         signals.reinstall()
         result.flow_run_id = flow_run.get_id()
         tracker.log(parent, tags={"prefect_flow_run_id": result.flow_run_id or ""})
         links.announce(view.console, tracker.experiment_id, parent, result.flow_run_id)
+        logger = prefect_view.run_logger()
+        if logger is not None:
+            logger.info(
+                f"{plan.name}: {len(plan.instances)} step runs on the {executor.name} executor "
+                f"({executor.slots} at a time); MLflow parent run {parent}"
+            )
         futures = {}
         for iid in submission_order(plan, max(1, executor.slots)):  # longest branches first
             inst = plan.instances[iid]
@@ -476,6 +503,7 @@ def run(plan: Plan, *, use_cache: bool = True, view=None, executor=None) -> RunR
                         d for d in plan.instances[iid].deps if d in result.errors or result.status.get(d) == "skipped"
                     ]
                     view.event(iid, "skipped", f"upstream {', '.join(failed_up) or state.name} did not finish")
+        _report_to_prefect(plan, result, tracker, logger, time.monotonic() - started)
         if runner.stopping.is_set():
             name = signal.Signals(result.stopped_by).name if result.stopped_by else "a signal"
             return Cancelled(message=f"stopped by {name}; finished steps are in the cache")
@@ -486,9 +514,9 @@ def run(plan: Plan, *, use_cache: bool = True, view=None, executor=None) -> RunR
 
     interrupted = None
     signals = _Signals(runner.stop)
-    with view, signals:
+    with view, signals, prefect_tags(*prefect_view.run_tags(plan)):
         try:
-            pipeline_flow(return_state=True)
+            pipeline_flow(plan.params, return_state=True)
             if not runner.stopping.is_set():
                 _promote_reports(plan, result, tracker)
         except KeyboardInterrupt:  # a second Ctrl-C while stopping
@@ -504,6 +532,7 @@ def run(plan: Plan, *, use_cache: bool = True, view=None, executor=None) -> RunR
             raise
         finally:
             executor.close()
+            prefect_view.flush()
             result.seconds = time.monotonic() - started
             status = "KILLED" if result.stopped_by is not None else ("FINISHED" if result.ok else "FAILED")
             try:
@@ -516,6 +545,21 @@ def run(plan: Plan, *, use_cache: bool = True, view=None, executor=None) -> RunR
             except Exception as e:  # the tracking server went away mid-run: report it, don't crash
                 result.errors["(tracking)"] = f"could not close parent run {parent}: {type(e).__name__}: {e}"
     return result
+
+
+def _report_to_prefect(plan: Plan, result: RunResult, tracker: Tracker, logger, seconds: float) -> None:
+    """The run's outcome on its flow run: a summary line, the scorecard and the MLflow link."""
+    try:
+        prefect_view.publish_results(plan, result, tracker.experiment_id)
+    except Exception as e:  # artifacts are a view of the run, never its outcome
+        if logger is not None:
+            logger.warning(f"could not publish the results as Prefect artifacts: {type(e).__name__}: {e}")
+    if logger is None:
+        return
+    counts = ", ".join(f"{n} {s}" for s, n in sorted(_counts(result).items()))
+    failed = [i for i, s in result.status.items() if s == "failed"]
+    line = f"{plan.name}: {counts} in {seconds:.1f}s" + (f"; failed: {', '.join(failed)}" if failed else "")
+    logger.log(logging.ERROR if failed else logging.INFO, line)
 
 
 def _stopped(result: RunResult) -> str | None:

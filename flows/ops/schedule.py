@@ -31,6 +31,7 @@ class ScheduleError(Exception):
 @flow(name=FLOW_NAME, persist_result=False, log_prints=False)
 def run_pipeline(pipeline: str, profile: str | None = None, sets: list[str] | None = None) -> dict[str, Any]:
     """Build and run one pipeline file (relative paths from the working directory)."""
+    from flows.execute import prefect_view
     from flows.execute.runner import run
     from flows.plan.build import build
     from flows.services import connect
@@ -42,6 +43,7 @@ def run_pipeline(pipeline: str, profile: str | None = None, sets: list[str] | No
             "resolved in the project folder: deploy with --working-dir set to it on the worker"
         )
     plan = build(Path(pipeline), profile=profile, sets=sets)
+    prefect_view.name_current_flow_run(plan)  # `pipeline/profile 2026-12-01 02:00`, tagged, as a run by hand
     result = run(plan)
     if not result.ok:
         failed = ", ".join(f"{i} ({e.splitlines()[0][:200]})" for i, e in result.errors.items())
