@@ -122,13 +122,15 @@ def beam_search(model, src, src_lengths, beam: int, max_len: int, bos: int, eos:
     """Beam search as fairseq and tensor2tensor do it; return the best hypothesis by log P / lp (B, T).
 
     Each sentence keeps ``beam`` live hypotheses (none ending in EOS) and a finished set. At every step
-    the EOS extension of each live hypothesis is scored with the length penalty at its own length and
-    enters the finished set; the live hypotheses are the ``beam`` best non-EOS extensions, so a
-    hypothesis that finishes frees its slot instead of occupying it. Only the best finished hypothesis
-    is returned, so the set keeps its best. A sentence stops when no live hypothesis can beat that best
-    (``_best_bound``); at ``max_len`` live hypotheses count as finished, unended, at lp(max_len).
-    With ``beam`` large enough to prune nothing the result is the exact argmax of log P / lp over all
-    outputs of at most ``max_len`` tokens. All B * beam hypotheses advance as one batch; the output is
+    an EOS extension that ranks among the step's ``beam`` best extensions (by log P, as fairseq) is
+    scored with the length penalty at its own length and enters the finished set; the live hypotheses
+    are the ``beam`` best non-EOS extensions, so a hypothesis that finishes frees its slot instead of
+    occupying it. Only the best finished hypothesis is returned, so the set keeps its best. A sentence
+    stops when no live hypothesis can beat that best (``_best_bound``, as tensor2tensor); at ``max_len``
+    live hypotheses count as finished, unended, at lp(max_len). With a beam wide enough to prune
+    nothing the result is the exact argmax of log P / lp over all outputs of at most ``max_len``
+    tokens; with ``beam=1`` it is greedy decoding unless a later ending outscores greedy's.
+    All B * beam hypotheses advance as one batch; the output is
     as long as its longest best hypothesis and holds the pad id after EOS.
     """
     _check(max_len, beam)
@@ -153,7 +155,11 @@ def beam_search(model, src, src_lengths, beam: int, max_len: int, bos: int, eos:
             logp = logp.float()
             V = logp.shape[-1]
             # finished: the EOS extension of every live hypothesis, at length i + 1
-            top_end, k_end = ((scores + logp[:, eos].view(B, K)) / _lp(i + 1, alpha)).max(-1)
+            cand = (scores.view(-1, 1) + logp).view(B, K * V)
+            kth = cand.topk(K, -1).values[:, -1:]  # a hypothesis finishes when its EOS is among the K best (fairseq)
+            eos_cand = cand.view(B, K, V)[:, :, eos]
+            ended = torch.where(eos_cand >= kth, eos_cand, ninf) / _lp(i + 1, alpha)
+            top_end, k_end = ended.max(-1)
             better = (top_end > best_score) & ~done  # no host sync: rows that do not improve keep theirs
             hyp = torch.cat([tokens[base[:, 0] + k_end], torch.full((B, 1), eos, dtype=torch.long, device=dev)], 1)
             best[:, : i + 1] = torch.where(better[:, None], hyp, best[:, : i + 1])
@@ -161,8 +167,8 @@ def beam_search(model, src, src_lengths, beam: int, max_len: int, bos: int, eos:
             best_score = torch.where(better, top_end, best_score)
             best_len = torch.where(better, i + 1, best_len)
             # live: the K best extensions that do not end
-            logp[:, eos] = ninf
-            top, idx = (scores.view(-1, 1) + logp).view(B, K * V).topk(K, -1)  # (B, K)
+            cand.view(B, K, V)[:, :, eos] = ninf
+            top, idx = cand.topk(K, -1)  # (B, K)
             origin = (base + idx // V).view(-1)
             tok = (idx % V).view(-1)
             tokens = torch.cat([tokens[origin], tok[:, None]], 1)

@@ -9,6 +9,7 @@ from components.models.mlp import MLP, MLPConfig
 from components.models.recurrent_model import RecurrentConfig, build_recurrent
 from components.models.registry import variant
 from components.models.rnn_encoder import Seq2SeqConfig
+from components.models.rnnsearch import RNNPaperConfig, build_rnn_paper
 from components.models.seq2seq import build_seq2seq
 from components.models.transformer import Transformer, TransformerConfig
 from components.models.transformer_models import EncoderConfig, TransformerEncoderModel
@@ -282,6 +283,36 @@ def rnnsearch_1000():
         attention_dim=1000,
         maxout_dim=500,
     )
+
+
+def _bahdanau_2015(**kw) -> RNNPaperConfig:
+    """Bahdanau 2015 (A.2 and B.1): GRU 1000, embeddings 620, maxout 500, 30k words a side, the paper's init."""
+    sizes = dict(cell="gru", src_vocab_size=30000, tgt_vocab_size=30000, embed_dim=620, hidden_size=1000)
+    return RNNPaperConfig(**{**sizes, "maxout_dim": 500, "init": "paper", **kw})
+
+
+@variant("rnnsearch-50", build_rnn_paper)
+def rnnsearch_50():
+    """Paper model: RNNsearch (Bahdanau 2015), bidirectional GRU 1000, attention 1000, s_0 from h<-_1, paper init."""
+    return _bahdanau_2015(attention="bahdanau", bidirectional_encoder=True, attention_dim=1000)
+
+
+@variant("rnnencdec-50", build_rnn_paper)
+def rnnencdec_50():
+    """Paper model: RNNencdec (Cho 2014; Bahdanau 2015's baseline), RNNsearch's decoder fed c = tanh(V h_T)."""
+    return _bahdanau_2015(attention="none")
+
+
+@variant("rnnsearch-tiny", build_rnn_paper)
+def rnnsearch_tiny():
+    """rnnsearch-50 at hidden 16 (tests)."""
+    return RNNPaperConfig(attention="bahdanau", bidirectional_encoder=True, embed_dim=8, hidden_size=16, maxout_dim=8)
+
+
+@variant("rnnencdec-tiny", build_rnn_paper)
+def rnnencdec_tiny():
+    """rnnencdec-50 at hidden 16 (tests)."""
+    return RNNPaperConfig(attention="none", embed_dim=8, hidden_size=16, maxout_dim=8)
 
 
 # -- convolution over sequences (B1, B4) --------------------------------------------------------------

@@ -59,7 +59,7 @@ def brute_force(model, src, max_len: int, alpha: float) -> list[int]:
 @pytest.mark.parametrize("alpha", [0.0, 0.6, 1.0])
 def test_a_beam_wide_enough_to_prune_nothing_finds_the_brute_force_argmax(seed, alpha):
     model = TinyRNN(seed, eos_bias=0.5 * (seed % 3))
-    max_len, K = 4, 4**3  # 4 non-EOS tokens: 64 live prefixes of 3 tokens, so none that matters is pruned
+    max_len, K = 4, 5**4  # 5 tokens: every extension of every prefix ranks among the K best, none is pruned
     src = torch.tensor([[3, 4, 3]])
     expected = brute_force(model, src, max_len, alpha)
     got = beam_search(model, src, None, K, max_len, BOS, EOS, alpha)[0].tolist()
@@ -101,7 +101,7 @@ def test_the_length_penalty_is_applied_when_a_hypothesis_finishes():
     lengths = {}
     for alpha in (-1.0, 2.0):
         expected = brute_force(model, src, 4, alpha)
-        got = beam_search(model, src, None, 64, 4, BOS, EOS, alpha)[0].tolist()
+        got = beam_search(model, src, None, 5**4, 4, BOS, EOS, alpha)[0].tolist()
         assert got[: len(expected)] == expected
         lengths[alpha] = len(expected)
     assert lengths[-1.0] <= lengths[2.0]
