@@ -9,6 +9,10 @@ from torch import nn
 
 from components.train.build import TrainError
 
+# eps where a run does not set it: PyTorch's Adam default, and Zeiler 2012 / Bahdanau 2015 for Adadelta
+DEFAULT_EPS = {"adam": 1e-8, "adamw": 1e-8, "adadelta": 1e-6}
+OPTIMIZERS = ("adam", "adamw", "sgd", "adadelta")
+
 
 def make_optimizer(
     model: nn.Module,
@@ -18,19 +22,33 @@ def make_optimizer(
     betas: tuple[float, float],
     momentum: float,
     fused: bool = False,
+    eps: float | None = None,
+    rho: float = 0.95,
 ) -> torch.optim.Optimizer:
-    """Return Adam, AdamW or SGD over the model's trainable parameters (``fused``: one CUDA kernel for Adam)."""
+    """Return Adam, AdamW, SGD or Adadelta over the model's trainable parameters.
+
+    ``eps`` None takes ``DEFAULT_EPS`` (Vaswani 2017 used Adam eps 1e-9). Adadelta (Zeiler 2012) is
+    Bahdanau 2015's optimiser with rho 0.95 and eps 1e-6; its ``lr`` scales the update and is 1.0 there.
+    ``fused``: one CUDA kernel for Adam.
+    """
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
         raise TrainError("the model has no trainable parameters")
+    if name not in OPTIMIZERS:
+        raise TrainError(f"unknown optimizer {name!r}; use one of {', '.join(repr(o) for o in OPTIMIZERS)}")
+    if eps is not None and not eps > 0:
+        raise TrainError(f"eps must be > 0 (it keeps the update finite), got {eps}")
+    if not 0.0 <= rho < 1.0:
+        raise TrainError(f"rho must be in [0, 1) (Adadelta's decay of its running averages), got {rho}")
+    eps = DEFAULT_EPS.get(name) if eps is None else eps
     extra = {"fused": True} if fused else {}
     if name == "adam":
-        return torch.optim.Adam(params, lr=lr, betas=betas, weight_decay=weight_decay, **extra)
+        return torch.optim.Adam(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, **extra)
     if name == "adamw":
-        return torch.optim.AdamW(params, lr=lr, betas=betas, weight_decay=weight_decay, **extra)
-    if name == "sgd":
-        return torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
-    raise TrainError(f"unknown optimizer {name!r}; use 'adam', 'adamw' or 'sgd'")
+        return torch.optim.AdamW(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, **extra)
+    if name == "adadelta":
+        return torch.optim.Adadelta(params, lr=lr, rho=rho, eps=eps, weight_decay=weight_decay)
+    return torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
 
 
 def lr_factor(schedule: str, warmup: int):
