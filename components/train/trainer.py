@@ -70,11 +70,13 @@ def train_model(
     batch_size: int = 64,
     max_tokens: int | None = None,  # translation: batch by token count instead of batch_size
     accumulate: int = 1,  # micro-batches per optimiser step (gradient accumulation)
-    optimizer: Literal["adam", "adamw", "sgd"] = "adam",
+    optimizer: Literal["adam", "adamw", "sgd", "adadelta"] = "adam",  # adadelta: Bahdanau 2015 (lr 1.0)
     lr: float = 1e-3,
     weight_decay: float = 0.0,
     betas: list[float] = [0.9, 0.999],  # noqa: B006 - the Transformer paper used [0.9, 0.98]
     momentum: float = 0.0,
+    eps: float | None = None,  # Adam/AdamW 1e-8, Adadelta 1e-6 when None; Vaswani 2017 used Adam eps 1e-9
+    rho: float = 0.95,  # Adadelta's decay (Bahdanau 2015)
     schedule: Literal["constant", "inverse_sqrt"] = "constant",
     warmup: int = 0,
     label_smoothing: float = 0.0,
@@ -134,7 +136,7 @@ def train_model(
         torch.manual_seed(seed)
         net = build_model(model, config).to(device)
         task.check_ids(net)  # here, on the CPU, rather than a device sync in every step
-        opt = make_optimizer(net, optimizer, lr, weight_decay, tuple(betas), momentum, fused=cuda)
+        opt = make_optimizer(net, optimizer, lr, weight_decay, tuple(betas), momentum, fused=cuda, eps=eps, rho=rho)
         sched = make_scheduler(opt, schedule, warmup)
         precision = P.choose(net, device, bf16)
         n_params = sum(p.numel() for p in net.parameters())
