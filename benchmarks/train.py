@@ -1,6 +1,7 @@
 """Benchmark train.model against a bare PyTorch loop on the same model, batches and device.
 
 Usage: python benchmarks/train.py [--model lstm-small] [--steps 300] [--repeats 3] [--threads 1]
+       python benchmarks/train.py --families [--only lstm,gru] [--steps 200] [--repeats 5] [--clock cpu]
        python benchmarks/train.py --translation [--model transformer-small] [--max-tokens 2000]
        python benchmarks/train.py --projection [--model seq2seq-small] [--overrides '{"hidden_size": 256}']
 
@@ -15,6 +16,15 @@ and their ratio.
 (token-budget buckets, memory-mapped uint16 arrays, a prefetching thread) on the same model, the
 same Multi30k sample and the same sentences per step on average; it prints real (non-padding)
 tokens per second of each and their ratio.
+
+``--families`` trains every model family the shipped pipelines train (recurrent cells, a 1D
+convolution, seq2seq, Luong and Bahdanau attention, the Transformer, the Transformer tagger, ViT,
+the CNN and the captioner), each on its quick-profile data and size, under ``train.model`` and under
+a bare loop that does the same work per step (the same batches, teacher forcing and the loss on
+real target tokens for translation, Adam and clipping at norm 1), and prints one table of trainer /
+bare-loop throughput (target >= 0.95). ``--clock cpu`` times both with the process's CPU time
+(every thread of this process, so a prefetching thread counts) instead of the wall clock: on a
+shared machine other processes then add less noise; on a quiet one the two agree.
 
 Prints the trainer's training-loop throughput relative to the bare loop (target >= 0.95) and the
 cost of one checkpoint (model, optimiser, scheduler and RNG state, written atomically). Ratios
@@ -223,6 +233,139 @@ def projection_ratio(args) -> dict:
     }
 
 
+# -- every family at its quick-profile size ---------------------------------------------------------
+# (label, data step and its arguments, model, train.model arguments): the quick profile's settings
+_RECALL = ("data.delayed_recall", {"lag": 50, "vocab": 8})
+_MT = ("data.synthetic_translation", {"vocab": 20, "min_len": 4, "max_len": 24, "n_train": 20000, "n_test": 600})
+_MT_RNN = {"batch_size": 32, "lr": 3e-3, "overrides": {"hidden_size": 128, "embed_dim": 64}}
+FAMILIES = [
+    ("rnn", _RECALL, "rnn-small", {"lr": 3e-3}),
+    ("lstm", _RECALL, "lstm-small", {"lr": 3e-3, "overrides": {"forget_bias": 3.0}}),
+    ("gru", _RECALL, "gru-small", {"lr": 3e-3, "overrides": {"update_bias": 3.0}}),
+    ("conv1d", _RECALL, "conv1d-small", {"lr": 3e-3}),
+    ("seq2seq", _MT, "seq2seq-small", _MT_RNN),
+    ("luong", _MT, "luong-dot-small", _MT_RNN),
+    ("bahdanau", _MT, "bahdanau-small", _MT_RNN),
+    ("transformer", _MT, "transformer-small", {"batch_size": 32, "lr": 3e-3, "warmup": 200, "betas": [0.9, 0.98]}),
+    (
+        "tagger",
+        ("data.multi_lookup", {}),
+        "transformer-tagger-small",
+        {"lr": 3e-3, "overrides": {"num_layers": 1, "n_heads": 4, "positions": "sinusoidal"}},
+    ),
+    ("vit", ("data.digits", {}), "vit-small", {"lr": 1e-3, "overrides": {"patch": 2, "num_layers": 2}}),
+    ("cnn", ("data.digits", {}), "cnn-small", {"lr": 1e-3}),
+    ("captioner", ("data.digit_strips", {"digits": 3, "n_train": 3000}), "captioner-small", {"lr": 3e-3}),
+]
+
+
+def _family_data(root: Path, spec: tuple, made: dict) -> str:
+    """Make (once) the data folder a family trains on."""
+    name, kw = spec
+    key = json.dumps([name, kw], sort_keys=True)
+    if key not in made:
+        if name == "data.digit_strips":
+            kw = {**kw, "images": _family_data(root, ("data.digits", {}), made)}
+        made[key] = get(name)(Context(root / f"data{len(made)}"), **kw)["dataset"]
+    return made[key]
+
+
+def bare_family_loop(data: str, model_name: str, kw: dict, steps: int, clock) -> float:
+    """The plainest loop doing the trainer's per-step work for this data kind; return seconds of ``clock``."""
+    from components.train.tasks import Task
+
+    task = Task(data, "cpu")
+    torch.manual_seed(0)
+    model = build_model(model_name, {**data_overrides(task.meta, model_name), **kw.get("overrides", {})})
+    opt = torch.optim.Adam(model.parameters(), lr=kw["lr"], betas=tuple(kw.get("betas", (0.9, 0.999))))
+    batches = task.train_batches(0, kw.get("batch_size", 64), None)
+    kind = task.kind
+    bos, eos = task.meta.get("bos_id"), task.meta.get("eos_id")
+    model.train()
+
+    def loss_of(b: dict) -> torch.Tensor:
+        if kind == "translation":  # teacher forcing; only the real target tokens reach the output layer
+            keep = (b["tgt_out"].reshape(-1) != -100).nonzero().squeeze(1)
+            out = model(b["src"], b["src_lengths"], b["tgt_in"], keep=keep)
+            out = out[0] if isinstance(out, tuple) else out
+            return F.cross_entropy(out, b["tgt_out"].reshape(-1)[keep])
+        if kind == "image_seq":  # the caption between BOS and EOS, teacher-forced
+            y = b["y"]
+            tgt = torch.cat([torch.full_like(y[:, :1], bos), y, torch.full_like(y[:, :1], eos)], dim=1)
+            out = model(b["x"], None, tgt[:, :-1])
+            out = out[0] if isinstance(out, tuple) else out
+            return F.cross_entropy(out.reshape(-1, out.size(-1)), tgt[:, 1:].reshape(-1))
+        out = model(b["x"], lengths=b["lengths"]) if "lengths" in b else model(b["x"])
+        out = out[0] if isinstance(out, tuple) else out
+        if b["y"].dim() == 3:  # several lookups per position: (B, T, J * C) -> (B, T, J, C)
+            out = out.reshape(*out.shape[:2], b["y"].shape[2], -1)
+        return F.cross_entropy(out.reshape(-1, out.size(-1)), b["y"].reshape(-1), ignore_index=-100)
+
+    t0 = clock()
+    for step in range(steps):
+        loss = loss_of(batches(step))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+    return clock() - t0
+
+
+def trainer_family(data: str, model_name: str, kw: dict, steps: int, cpu: bool) -> float:
+    """Train with train.model; return its training loop's wall (or process CPU) seconds."""
+    with tempfile.TemporaryDirectory() as work:
+        out = get("train.model")(
+            Context(Path(work)), data=data, model=model_name, steps=steps, checkpoint_every=0, **kw
+        )
+    return out["summary"]["cpu_seconds" if cpu else "seconds"]
+
+
+def families_table(args) -> list[dict]:
+    """Trainer / bare-loop throughput for every family, interleaved repeats, best and median."""
+    cpu = args.clock == "cpu"
+    clock = time.process_time if cpu else time.perf_counter
+    only = set(args.only.split(",")) if args.only else None
+    rows = []
+    with tempfile.TemporaryDirectory() as root:
+        made: dict = {}
+        for label, spec, model_name, kw in FAMILIES:
+            if only and label not in only:
+                continue
+            data = _family_data(Path(root), spec, made)
+            trainer_family(data, model_name, kw, 5, cpu)  # warm-up: imports, allocator, first-call paths
+            bare, ours = [], []
+            for _ in range(args.repeats):  # interleaved, so drift in machine load hits both alike
+                bare.append(bare_family_loop(data, model_name, kw, args.steps, clock))
+                ours.append(trainer_family(data, model_name, kw, args.steps, cpu))
+            rows.append(
+                {
+                    "family": label,
+                    "model": model_name,
+                    "steps": args.steps,
+                    "bare_ms_per_step": round(1000 * min(bare) / args.steps, 2),
+                    "trainer_ms_per_step": round(1000 * min(ours) / args.steps, 2),
+                    "ratio_best": round(min(bare) / min(ours), 3),
+                    "ratio_median": round(statistics.median(bare) / statistics.median(ours), 3),
+                }
+            )
+            print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def print_table(rows: list[dict], args) -> None:
+    print(
+        f"\n{args.steps} steps, best / median of {args.repeats} interleaved repeats, {args.clock} clock, "
+        f"{args.threads} torch thread(s), torch {torch.__version__}, load {os.getloadavg()[0]:.2f}"
+    )
+    print("| family | model | bare ms/step | trainer ms/step | trainer / bare loop (best / median) |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        print(
+            f"| {r['family']} | {r['model']} | {r['bare_ms_per_step']} | {r['trainer_ms_per_step']} | "
+            f"{r['ratio_best']:.2f} / {r['ratio_median']:.2f} |"
+        )
+
+
 def _subclasses(cls) -> list[type]:
     out = []
     for sub in cls.__subclasses__():
@@ -245,10 +388,16 @@ def main() -> None:
     ap.add_argument("--vocab", type=int, default=8000, help="BPE vocabulary (--projection)")
     ap.add_argument("--max-tokens", type=int, default=2000)
     ap.add_argument("--pairs", type=int, default=8000)
+    ap.add_argument("--families", action="store_true", help="every family at its quick-profile size (see above)")
+    ap.add_argument("--only", default="", help="comma-separated family labels (--families)")
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall", help="wall clock or process CPU time")
     ap.add_argument("--data-dir", default=os.environ.get("BOTTLENECKS_DATA", ""), help="folder holding multi30k/")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     args.model = args.model or ("seq2seq-small" if args.projection else "lstm-small")
+    if args.families:
+        print_table(families_table(args), args)
+        return
     if args.translation:
         print(json.dumps(translation_ratio(args), indent=2))
         return

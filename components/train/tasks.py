@@ -224,9 +224,9 @@ def _ce(logits: torch.Tensor, y: torch.Tensor, label_smoothing: float):
     if flat.size(0) != target.size(0):
         raise TrainError(f"model output {tuple(logits.shape)} does not match targets {tuple(y.shape)}")
     loss = F.cross_entropy(flat, target, ignore_index=-100, label_smoothing=label_smoothing)
-    keep = target != -100
-    correct = ((flat.argmax(-1) == target) & keep).sum()
-    return loss, correct, keep.sum()  # tensors on the device: callers read them when they log
+    # an ignored target (-100) never equals an argmax (0..C-1), so no mask is needed for correct
+    correct = (flat.argmax(-1) == target).sum()
+    return loss, correct, (target != -100).sum()  # tensors on the device: callers read them when they log
 
 
 def max_id(seqs) -> int:

@@ -93,7 +93,7 @@ def train_model(
     compile: bool = False,
     deterministic: bool = False,
     average_last: int = 0,  # > 1: the final model averages the weights of the last N checkpoints
-    prefetch: int = 2,  # batches collated ahead on a background thread (0: on the training thread)
+    prefetch: int | None = None,  # batches collated ahead on a thread; None: 2 on a GPU or for translation, else 0
 ) -> dict:
     """Train a model variant on a data folder; resume from the work dir's last checkpoint.
 
@@ -118,7 +118,7 @@ def train_model(
     params = {k: v for k, v in locals().items() if k != "ctx"}
     if steps < 0 or batch_size < 1 or checkpoint_every < 0 or eval_every < 0 or log_every < 1:
         raise TrainError("steps, eval_every and checkpoint_every must be >= 0; batch_size and log_every >= 1")
-    if accumulate < 1 or average_last < 0 or prefetch < 0:
+    if accumulate < 1 or average_last < 0 or (prefetch is not None and prefetch < 0):
         raise TrainError(
             f"accumulate must be >= 1 and average_last, prefetch >= 0; got accumulate={accumulate}, "
             f"average_last={average_last}, prefetch={prefetch}"
@@ -167,7 +167,7 @@ def train_model(
         autocast = P.autocast(device, precision)
         batches = task.train_batches(seed, batch_size, max_tokens, shift)
         # image shifts draw from the global RNG: only pure batch functions may run ahead on a thread
-        depth = 0 if shift else prefetch
+        depth = 0 if shift else _prefetch_depth(prefetch, cuda, task.kind)
         info = {"data": str(data), "meta": task.meta, "task_kind": task.kind, "seed": seed}
         snapshots = Snapshots(ctx.path("checkpoints/average"), average_last) if average_last > 1 else None
 
@@ -194,21 +194,27 @@ def train_model(
         diverged_step, first_bad = None, torch.zeros((), dtype=torch.long, device=device)
         window = _Window(device)
         run_tokens = 0  # this process's tokens, for the summary's throughput (a resumed run counts its part)
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         step = start
         loader = Prefetcher(batches, start * accumulate, depth, pin=cuda)
         with loader, ctx.progress(total=steps, description=f"train {model}") as bar:
             bar.update(completed=start)
+            net.train()
             while step < steps:
-                net.train()
                 micro = [next(loader) for _ in range(accumulate)]
                 opt.zero_grad(set_to_none=True)
                 loss, correct, count = accumulate_gradients(step_fn, task, micro, autocast, label_smoothing)
-                bad = ~torch.isfinite(loss) if max_loss is None else ~torch.isfinite(loss) | (loss > max_loss)
-                first_bad = torch.where((first_bad == 0) & bad, step + 1, first_bad)
-                if (step + 1) % check_every == 0 and int(first_bad):
-                    diverged_step = int(first_bad)
-                    value = float(loss) if diverged_step == step + 1 else float("nan")
+                if device == "cpu":  # the loss is already computed: one read, and the check in Python
+                    value = float(loss)
+                    if not math.isfinite(value) or (max_loss is not None and value > max_loss):
+                        diverged_step = step + 1
+                else:  # no device sync: remember the first bad step on the GPU, read it every check_every
+                    bad = ~torch.isfinite(loss) if max_loss is None else ~torch.isfinite(loss) | (loss > max_loss)
+                    first_bad = torch.where((first_bad == 0) & bad, step + 1, first_bad)
+                    if (step + 1) % check_every == 0 and int(first_bad):
+                        diverged_step = int(first_bad)
+                        value = float(loss) if diverged_step == step + 1 else float("nan")
+                if diverged_step is not None:
                     ctx.log_metric("train/loss", value, diverged_step)
                     ctx.log.warning("loss is %s at step %d: stopping (diverged)", value, diverged_step)
                     break
@@ -232,12 +238,13 @@ def train_model(
                     )
                 if eval_every and step % eval_every == 0:
                     valid = evaluate(net, task, "valid", eval_batch_size)
+                    net.train()  # evaluate left it in eval mode
                     ctx.log_metrics({f"valid/{k}": v for k, v in valid.items()}, step)
                     history["valid"] = valid
                 if checkpoint_every and step % checkpoint_every == 0 and step < steps:
                     save_state(step, elapsed + time.perf_counter() - t0)
                 bar.advance()
-        run_seconds = time.perf_counter() - t0
+        run_seconds, run_cpu = time.perf_counter() - t0, time.process_time() - cpu0
         seconds = elapsed + run_seconds
         if diverged_step is None:
             save_state(step, seconds)
@@ -247,6 +254,7 @@ def train_model(
             "diverged_step": diverged_step,
             "steps": step,
             "seconds": round(seconds, 3),
+            "cpu_seconds": round(run_cpu, 3),  # this process's CPU time (all threads) in this run's loop
             "params": n_params,
             "resumed_from_step": resumed_from,
             "precision": precision,
@@ -275,6 +283,18 @@ def train_model(
         net = net.cpu() if device != "cpu" else net
         ctx.log_model(net, "model", example=io_example(net, batches(0)))  # the signature MLflow shows
         return {"checkpoint": str(out), "summary": summary}
+
+
+def _prefetch_depth(prefetch: int | None, cuda: bool, kind: str) -> int:
+    """Batches to collate ahead: as asked, else 2 where collation is worth a thread.
+
+    On a GPU the CPU is free while kernels run, and translation batches are padded from token
+    arrays (milliseconds); in-memory tensor batches on a CPU take microseconds to slice, and a
+    thread there only adds hand-offs with the training thread (``benchmarks/train.py --families``).
+    """
+    if prefetch is not None:
+        return prefetch
+    return 2 if cuda or kind == "translation" else 0
 
 
 def _item(x) -> float | None:
