@@ -8,10 +8,13 @@ from flows.plan.build import build
 
 PIPELINE = Path(__file__).resolve().parents[2] / "pipelines" / "four_bottlenecks.yaml"
 SHARED = [
+    "batch_size",
     "max_tokens",
     "accumulate",
     "optimizer",
     "lr",
+    "eps",
+    "rho",
     "betas",
     "schedule",
     "warmup",
@@ -20,6 +23,7 @@ SHARED = [
     "label_smoothing",
     "steps",
     "bf16",
+    "overrides",
 ]
 
 
@@ -32,14 +36,42 @@ def full():
     return by_step
 
 
-def test_rnnencdec_and_rnnsearch_share_optimiser_batch_and_schedule_at_the_papers_sizes(full):
+def test_rnnencdec_50_and_rnnsearch_50_train_with_the_papers_recipe_and_differ_only_in_the_model(full):
+    pair = {(i.bindings["seed"], i.bindings["arch"]): i.params for i in full["mt_bahdanau"]}
+    assert sorted(pair) == [(s, a) for s in (0, 1, 2) for a in ("rnnencdec-50", "rnnsearch-50")]
+    for seed in (0, 1, 2):
+        encdec, search = pair[seed, "rnnencdec-50"], pair[seed, "rnnsearch-50"]
+        assert {k: v for k, v in encdec.items() if k != "model"} == {k: v for k, v in search.items() if k != "model"}
+        assert (encdec["model"], search["model"], search["seed"]) == ("rnnencdec-50", "rnnsearch-50", seed)
+    recipe = pair[0, "rnnsearch-50"]
+    keys = ("batch_size", "max_tokens", "optimizer", "lr", "eps", "rho", "clip", "clip_value")
+    assert {k: recipe[k] for k in keys} == {
+        "batch_size": 80,
+        "max_tokens": None,
+        "optimizer": "adadelta",
+        "lr": 1.0,
+        "eps": 1e-6,
+        "rho": 0.95,
+        "clip": "norm",
+        "clip_value": 1.0,
+    }
+    assert recipe["steps"] == 288000
+    assert recipe["overrides"] == {"hidden_size": 1000, "embed_dim": 620, "maxout_dim": 500}
     encdec = next(i.params for i in full["mt"] if i.bindings["arch"] == "seq2seq-small")
-    search = full["mt_bahdanau"][0].params
-    assert {k: encdec.get(k) for k in SHARED} == {k: search.get(k) for k in SHARED}
-    assert encdec["overrides"] == {"hidden_size": 1000, "embed_dim": 620}
-    assert search["overrides"] == {"hidden_size": 1000, "embed_dim": 620, "attention_dim": 1000, "maxout_dim": 500}
-    assert encdec["steps"] == 100000 and encdec["max_tokens"] == 2500
-    assert len(full["mt_bahdanau"]) == len([i for i in full["mt"] if i.bindings["arch"] == "seq2seq-small"])
+    same = [k for k in SHARED if k != "overrides"]
+    assert {k: encdec.get(k) for k in same} == {k: recipe.get(k) for k in same}  # the other RNNs: the same recipe
+
+
+def test_every_rnnsearch_seed_is_scored_by_length_beside_its_rnnencdec(full):
+    runs = {i.bindings["seed"]: i for i in full["bleu_bahdanau"]}
+    assert sorted(runs) == [0, 1, 2]
+    for seed, inst in runs.items():
+        ref = inst.params["checkpoints"]
+        assert ref.step == "mt_bahdanau" and ref.sources == {
+            "rnnencdec-50": f"mt_bahdanau[seed={seed},arch=rnnencdec-50]",
+            "rnnsearch-50": f"mt_bahdanau[seed={seed},arch=rnnsearch-50]",
+        }
+        assert (inst.params["length_penalty"], inst.params["buckets"][-1]) == (0.0, 60)
 
 
 def test_the_data_is_wmt14_with_a_shared_37k_bpe_and_the_50_word_filter(full):
@@ -49,12 +81,11 @@ def test_the_data_is_wmt14_with_a_shared_37k_bpe_and_the_50_word_filter(full):
 
 def test_claim_8_has_a_deep_reversed_lstm_and_bleu_uses_beam_4_with_penalty_0_6(full):
     assert {i.bindings["arch"] for i in full["mt"]} >= {"seq2seq-small", "seq2seq-reverse-small", "sutskever-4x1000"}
-    for step in ("bleu", "bleu_bahdanau"):
-        p = full[step][0].params
-        assert (p["beam"], p["length_penalty"], p["tokenize"]) == (4, 0.6, "13a")
+    p = full["bleu"][0].params
+    assert (p["beam"], p["length_penalty"], p["tokenize"], p["max_len_a"], p["max_len_b"]) == (4, 0.6, "13a", 1.0, 50)
 
 
-TOY = {"steps": 4, "checkpoint_every": 2, "eval_every": 2, "max_tokens": 120}
+TOY = {"steps": 4, "checkpoint_every": 2, "eval_every": 2, "batch_size": 16}
 
 
 def _toy_data(tmp_path):
@@ -69,23 +100,13 @@ def test_the_rnn_recipes_run_end_to_end_at_toy_size_on_cpu(full, tmp_path):
     from components import Context, get
 
     data = _toy_data(tmp_path)
-    for step in ("mt", "mt_bahdanau"):
-        inst = next(i for i in full[step] if i.bindings.get("arch", "seq2seq-small") == "seq2seq-small")
-        params = {
-            **inst.params,
-            **TOY,
-            "data": data,
-            "overrides": {
-                **inst.params["overrides"],
-                "hidden_size": 16,
-                "embed_dim": 8,
-                "attention_dim": 16,
-                "maxout_dim": 8,
-            },
-        }
-        if step == "mt":
-            params["overrides"] = {"hidden_size": 16, "embed_dim": 8}
-        s = get("train.model")(Context(tmp_path / step), **params)["summary"]
+    runs = [next(i for i in full["mt"] if i.bindings["arch"] == "seq2seq-small")]
+    runs += [i for i in full["mt_bahdanau"] if i.bindings["seed"] == 0]
+    for inst in runs:
+        tiny = {"hidden_size": 16, "embed_dim": 8, "maxout_dim": 8} if inst.step.id == "mt_bahdanau" else TINY
+        params = {**inst.params, **TOY, "data": data, "overrides": tiny}
+        assert params["optimizer"] == "adadelta" and params["max_tokens"] is None  # the recipe, at toy size
+        s = get("train.model")(Context(tmp_path / inst.id), **params)["summary"]
         assert s["steps"] == 4 and not s["diverged"] and s["precision"] == "fp32"
 
 
@@ -103,6 +124,8 @@ def test_the_transformer_base_recipe_runs_end_to_end_at_toy_size_on_cpu(tmp_path
             "accumulate",
             "optimizer",
             "betas",
+            "eps",
+            "clip",
             "lr",
             "schedule",
             "warmup",
@@ -119,6 +142,8 @@ def test_the_transformer_base_recipe_runs_end_to_end_at_toy_size_on_cpu(tmp_path
         "accumulate": 8,
         "optimizer": "adam",
         "betas": [0.9, 0.98],
+        "eps": 1e-9,
+        "clip": "none",
         "lr": 0.0007,
         "schedule": "inverse_sqrt",
         "warmup": 4000,
@@ -199,11 +224,9 @@ def test_the_whole_full_profile_runs_end_to_end_at_toy_size_on_cpu(tmp_path, hom
         "mt_data.num_proc=1",
         "mt_data.vocab_size=600",
         f"mt.overrides={TINY}",
-        "mt.max_tokens=300",
         "mt.checkpoint_every=2",
         "mt.eval_every=2",
         "mt_bahdanau.overrides={hidden_size: 16, embed_dim: 8, attention_dim: 16, maxout_dim: 8}",
-        "mt_bahdanau.max_tokens=300",
         "mt_bahdanau.checkpoint_every=2",
         "mt_bahdanau.eval_every=2",
         "mt_transformer.model=transformer-tiny",
@@ -232,5 +255,7 @@ def test_the_whole_full_profile_runs_end_to_end_at_toy_size_on_cpu(tmp_path, hom
     bleu = result.outputs["bleu[seed=0]"]["summary"]
     for model in ("seq2seq-small", "seq2seq-reverse-small", "luong-dot-small", "sutskever-4x1000", "transformer"):
         assert f"bleu/{model}/longest" in bleu and f"bleu_tok/{model}" in bleu  # beam 4, the paper's BLEU too
+    pair = result.outputs["bleu_bahdanau[seed=0]"]["summary"]
+    assert "bleu/rnnencdec-50/longest" in pair and "bleu/rnnsearch-50/longest" in pair  # the paper's pair, by length
     card = result.outputs["scorecard"]["summary"]
     assert card["claims"] == 20 and card["not_measured"] >= 1  # one seed: the 3-seed claims say so
