@@ -9,6 +9,7 @@ its owner (host, pid, run), so a waiter can say whom it waits for and give up af
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -21,6 +22,25 @@ from typing import Callable, Iterator
 
 class LeaseTimeout(Exception):
     """Another run held a step's lease for longer than the timeout; the message names it."""
+
+
+# a full disk, a file-size limit (``ulimit -f``, RLIMIT_FSIZE) or a used-up quota
+NO_ROOM = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
+
+
+class NoRoom(OSError):
+    """A file could not be written for want of room; the message names the folder."""
+
+
+def no_room(error: OSError, folder: str | Path) -> str | None:
+    """What to tell the user when ``error`` means there is no room in ``folder``; None otherwise."""
+    if error.errno not in NO_ROOM:
+        return None
+    where = Path(error.filename).parent if error.filename else folder
+    return (
+        f"no room to write in {where}: {error.strerror} (the disk holding it is full, or a file-size "
+        "limit is set: see `ulimit -f`); free space or raise the limit, then rerun"
+    )
 
 
 class StepCache:
@@ -52,11 +72,21 @@ class StepCache:
         return record
 
     def put(self, key: str, record: dict) -> None:
-        """Write atomically, so a reader never sees half a record."""
+        """Write atomically, so a reader never sees half a record; a record that cannot be written
+        whole leaves nothing behind (``NoRoom`` names the folder when the disk is full)."""
         path = self._entry(key)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({**record, "written_at": time.time()}, indent=1, default=str))
-        os.replace(tmp, path)
+        try:
+            tmp.write_text(json.dumps({**record, "written_at": time.time()}, indent=1, default=str))
+            os.replace(tmp, path)
+        except OSError as e:
+            tmp.unlink(missing_ok=True)
+            message = no_room(e, path.parent)
+            if message is None:
+                raise
+            full = NoRoom(message)
+            full.errno = e.errno
+            raise full from None
 
     def forget(self, key: str) -> None:
         self._entry(key).unlink(missing_ok=True)

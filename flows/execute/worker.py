@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from flows.execute.cache import no_room
+
 Emit = Callable[[dict], None]
 
 
@@ -144,6 +146,8 @@ def run_step(payload: StepPayload, emit: Emit, stop: threading.Event | None = No
     except BaseException as e:  # noqa: BLE001 - a component's SystemExit is its failure too
         trace = traceback.format_exc()
         message = f"{type(e).__name__}: {e}"
+        if isinstance(e, OSError) and no_room(e, payload.work_dir):
+            message = no_room(e, payload.work_dir)
         if isinstance(e, Interrupted):
             message = "stopped: the run was interrupted"
         _record_failure(tracker, payload.run_id, ctx, message, trace)
