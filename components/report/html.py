@@ -16,7 +16,7 @@ table{border-collapse:collapse;margin:1em 0;width:100%}
 th,td{border:1px solid #ccc;padding:.35em .5em;vertical-align:top;text-align:left;font-size:.9em}
 th{background:#f3f3f3} code{font-size:.85em}
 .v{font-weight:600;white-space:nowrap;border-radius:.3em;padding:.1em .4em}
-.holds{background:#d8f3dc}.fails{background:#ffd6d6}
+.holds{background:#d8f3dc}.fails{background:#ffd6d6}.inconclusive{background:#e7dcff}
 .device-dependent{background:#fff3bf}.not-measured{background:#e9ecef}
 figure{display:inline-block;margin:1em;max-width:45%} figure img{max-width:100%}
 small{color:#666}

@@ -33,6 +33,7 @@ class Sample:
     run_ids: list[str] = field(default_factory=list)
     missing: str | None = None
     constant: bool = False
+    uncertainty: dict[str, float] = field(default_factory=dict)  # per seed, the value's own 95% half-width
 
     @property
     def ok(self) -> bool:

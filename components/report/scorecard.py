@@ -11,8 +11,9 @@ from pydantic import AfterValidator
 
 from components.context import Context
 from components.registry import component
-from components.report.checks import HOLDS, VERDICTS
+from components.report.checks import DEVICE, FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, VERDICTS
 from components.report.claims import judge
+from components.report.environment import describe
 from components.report.html import to_html
 from components.report.markdown import to_markdown
 from components.report.refs import Resolver
@@ -22,6 +23,8 @@ from components.report.text import COUNT_KEYS
 from components.report.vocabulary import validate_expectations
 
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+# claim/<id> metrics: a verdict as a number history can compare (higher is better among the judged)
+VERDICT_CODES = {HOLDS: 1.0, INCONCLUSIVE: 0.5, FAILS: 0.0, DEVICE: -1.0, NOT_MEASURED: -2.0}
 
 
 def _checked(validate):
@@ -53,6 +56,7 @@ def scorecard(
     device: str = "",
     min_seeds: int = 1,
     spread_factor: float = SPREAD_FACTOR,
+    seeds_command: str = "",
 ) -> dict:
     """Judge each expected claim on the measurements and write scorecard.json, .md and .html.
 
@@ -73,6 +77,8 @@ def scorecard(
             ``device: gpu`` are ``device-dependent`` elsewhere.
         min_seeds: a check with fewer seeds than this is ``not measured`` (a claim may override).
         spread_factor: the fair-verdict rule's multiple of the largest seed range (3 in calibration).
+        seeds_command: the command an inconclusive verdict suggests for more seeds, ``{seeds}``
+            standing for the list (``bottlenecks run pipelines/p.yaml --set seeds={seeds}``).
     """
     claims_spec = validate_expectations(expect)
     arch_spec = validate_architectures(architectures or {})
@@ -80,7 +86,10 @@ def scorecard(
         raise ValueError(f"report.scorecard: min_seeds must be >= 1, got {min_seeds}")
     device = device or ctx.device
     resolver = Resolver(measurements, run_ids)
-    claims = [judge(c, resolver, device=device, min_seeds=min_seeds, spread_factor=spread_factor) for c in claims_spec]
+    claims = [
+        judge(c, resolver, device=device, min_seeds=min_seeds, spread_factor=spread_factor, seeds_command=seeds_command)
+        for c in claims_spec
+    ]
     rows = {
         arch: fill(cells, resolver, min_seeds=min_seeds, spread_factor=spread_factor)
         for arch, cells in expand(arch_spec, measurements).items()
@@ -100,6 +109,7 @@ def scorecard(
         "plots": sorted(pngs),
         "plots_left_out": skipped,
         "examples": _examples(examples),
+        "environment": describe("."),  # where this judgement ran (the measurements' machine, run locally)
     }
     json_path, md_path, html_path = ctx.path("scorecard.json"), ctx.path("scorecard.md"), ctx.path("scorecard.html")
     json_path.write_text(json.dumps(card, indent=2, allow_nan=False) + "\n")
@@ -135,7 +145,7 @@ def metrics(summary: dict[str, int], claims: list[dict[str, Any]], rows: dict[st
     out: dict[str, float] = {f"claims/{k}": float(v) for k, v in summary.items() if k != "claims"}
     out["claims/total"] = float(summary["claims"])
     for c in claims:
-        out[f"claim/{metric_name(c['id'])}"] = 1.0 if c["verdict"] == HOLDS else 0.0
+        out[f"claim/{metric_name(c['id'])}"] = VERDICT_CODES[c["verdict"]]
     for arch, row in rows.items():
         for b, cell in row.items():
             if isinstance(cell["mean"], float):
@@ -175,4 +185,4 @@ def _plots(plots: dict[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
     return keep, skipped
 
 
-__all__ = ["metrics", "scorecard", "summarise"]
+__all__ = ["VERDICT_CODES", "metrics", "scorecard", "summarise"]

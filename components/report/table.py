@@ -12,7 +12,13 @@ from rich.table import Table
 from components.report.rows import BOTTLENECKS
 from components.report.text import MARKS, cell_text, headline, measured_lines
 
-STYLES = {"holds": "green", "fails": "red", "device-dependent": "yellow", "not measured": "dim"}
+STYLES = {
+    "holds": "green",
+    "fails": "red",
+    "inconclusive": "magenta",
+    "device-dependent": "yellow",
+    "not measured": "dim",
+}
 
 
 def _load(scorecard: dict[str, Any] | str | Path) -> dict[str, Any]:

@@ -7,10 +7,11 @@ from typing import Any
 from components.report.refs import to_number
 from components.report.rules import fmt
 
-MARKS = {"holds": "✓", "fails": "✗", "not measured": "?", "device-dependent": "~"}
+MARKS = {"holds": "✓", "fails": "✗", "inconclusive": "≈", "not measured": "?", "device-dependent": "~"}
 COUNT_KEYS = {
     "holds": "holds",
     "fails": "fails",
+    "inconclusive": "inconclusive",
     "device-dependent": "device_dependent",
     "not measured": "not_measured",
 }
@@ -53,8 +54,10 @@ def cell_text(cell: dict[str, Any] | None) -> str:
 
 
 def headline(summary: dict[str, Any]) -> str:
-    """``13 of 18 claims hold · 2 fail · 1 device-dependent · 2 not measured``."""
+    """``13 of 18 claims hold · 2 fail · 1 inconclusive · 1 device-dependent · 1 not measured`` (a
+    scorecard written before ``inconclusive`` existed has no such count, and its line none)."""
+    unsure = f"{summary['inconclusive']} inconclusive · " if "inconclusive" in summary else ""
     return (
-        f"{summary['holds']} of {summary['claims']} claims hold · {summary['fails']} fail · "
+        f"{summary['holds']} of {summary['claims']} claims hold · {summary['fails']} fail · {unsure}"
         f"{summary['device_dependent']} device-dependent · {summary['not_measured']} not measured"
     )

@@ -26,12 +26,13 @@ class Kind:
 
 
 _THRESHOLD = dict(required=("value", "than"), refs=("value", "than"))
-_SLACK = dict(_THRESHOLD, optional={"tolerance": 0.0})  # "matches or beats": within tolerance counts
+# "matches or beats": within tolerance (absolute) + rel x |than| (relative) counts
+_SLACK = dict(_THRESHOLD, optional={"tolerance": 0.0, "rel": 0.0})
 KINDS: dict[str, Kind] = {
     "below": Kind(**_THRESHOLD, help="value < than in every seed"),
     "above": Kind(**_THRESHOLD, help="value > than in every seed"),
-    "at_most": Kind(**_SLACK, help="value <= than + tolerance in every seed"),
-    "at_least": Kind(**_SLACK, help="value >= than - tolerance in every seed"),
+    "at_most": Kind(**_SLACK, help="value <= than + tolerance + rel * |than| in every seed"),
+    "at_least": Kind(**_SLACK, help="value >= than - tolerance - rel * |than| in every seed"),
     "between": Kind(
         ("value",), {"low": None, "high": None}, refs=("value",), help="low <= value <= high in every seed"
     ),

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -22,7 +21,7 @@ from mlflow.tracking import MlflowClient
 
 from components.context import Context
 from flows import home
-from flows.track import zombies
+from flows.track import environment, zombies
 
 PARAM_MAX = 500
 NOTE_MAX = 7_500  # MLflow's run tags hold 8,000 characters; the note is one
@@ -35,11 +34,16 @@ _DATASETS = threading.Lock()  # one process's steps create a dataset one at a ti
 
 def git_commit() -> str | None:
     """The commit of the working directory's repository, if any."""
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
+    return environment.git_commit(".")
+
+
+def record_environment(client: MlflowClient, run_id: str) -> dict[str, Any]:
+    """Tag a parent run with the environment its numbers come from (``env.*``) and log it whole as
+    ``environment.json``: machine, devices, library versions, commit (without importing torch)."""
+    env = environment.describe(".", import_torch=False)
+    client.log_batch(run_id, tags=[RunTag(k, v[:5000]) for k, v in environment.as_tags(env).items()])
+    client.log_dict(run_id, env, "environment.json")
+    return env
 
 
 def flatten(params: dict[str, Any], prefix: str = "") -> dict[str, str]:
@@ -90,7 +94,18 @@ class Tracker:
         run = self.client.create_run(
             self.experiment_id, run_name=name, tags={k: str(v) for k, v in tags.items() if v is not None}
         )
+        if not parent:  # a pipeline run: record where its numbers come from, beside the start
+            self._environment = threading.Thread(
+                target=self._record_environment, args=(run.info.run_id,), name="record-environment", daemon=True
+            )
+            self._environment.start()
         return run.info.run_id
+
+    def _record_environment(self, run_id: str) -> None:
+        try:
+            record_environment(self.client, run_id)
+        except Exception as e:  # noqa: BLE001  (a missing record is worth a warning, not a failed run)
+            logging.getLogger("bottlenecks.tracking").warning("could not record the environment on %s: %s", run_id, e)
 
     def log(
         self,
@@ -111,6 +126,9 @@ class Tracker:
             self.client.log_batch(run_id, params=params_l[j : j + 100])
 
     def finish(self, run_id: str, ok: bool, status: str | None = None) -> None:
+        recording = getattr(self, "_environment", None)
+        if recording is not None:  # the environment is on the run before the run reads finished
+            recording.join(timeout=30)
         self.client.set_terminated(run_id, status or ("FINISHED" if ok else "FAILED"))
 
     def kill(self, run_id: str, reason: str) -> None:

@@ -3,10 +3,14 @@
 import json
 import socket
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from flows.track import environment
+
+REPO = Path(__file__).resolve().parents[2]
 
 CPUINFO = """processor\t: 0
 vendor_id\t: AuthenticAMD
@@ -83,3 +87,26 @@ def test_differences_name_only_the_fields_that_move_figures():
 )
 def test_a_run_without_a_recorded_environment_counts_as_a_difference(a, b, expected):
     assert environment.differences(a, b) == expected
+
+
+def test_the_light_description_reads_torch_without_importing_it():
+    code = (
+        "import json, sys; from flows.track import environment as e; d = e.describe(import_torch=False); "
+        "print(json.dumps([d['torch'], 'torch' in sys.modules]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
+    version, imported = json.loads(out.stdout.strip().splitlines()[-1])
+    import torch
+
+    assert version == torch.__version__ and imported is False
+
+
+def test_tags_round_trip_and_compare_as_text():
+    env = environment.describe(import_torch=False)
+    tags = environment.as_tags(env)
+    assert tags["env.libraries.numpy"] == env["libraries"]["numpy"] and tags["env.cores"] == str(env["cores"])
+    back = environment.from_tags({**tags, "pipeline": "p"})
+    assert environment.differences(env, back) == {}  # 2 and "2" are the same record
+    full = environment.describe()  # cpu_capability known here, None in the light record: unknown, not different
+    assert environment.differences(back, full) == {}
+    assert environment.from_tags({"pipeline": "p"}) == {}

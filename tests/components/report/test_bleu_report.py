@@ -143,7 +143,7 @@ def test_scorecard_shows_the_long_sentence_side_by_side(tmp_path):
     [
         ([98.5, 99.0, 97.9], 2, "holds"),  # within 2 BLEU of attention in every seed: matches
         ([99.5, 99.6, 99.9], 0, "holds"),  # beats it in every seed
-        ([98.5, 99.0, 96.0], 2, "fails"),  # seed 2 is 3 BLEU behind
+        ([98.5, 99.0, 96.0], 2, "inconclusive"),  # seed 2 is 3 BLEU behind: 2 of 3 seeds match
         ([98.5, 99.0, 97.9], 0, "fails"),  # without the tolerance, behind is behind
     ],
 )

@@ -42,4 +42,4 @@ def test_a_flat_cell_shows_the_ratio_per_seed_not_the_raw_value(tmp_path):
     )
     got = json.loads(open(out["scorecard"]).read())["architectures"]["s2s"]["B3"]
     assert sorted(got["measured"].values()) == [0.5, 0.8, 0.9]
-    assert abs(got["mean"] - 2.2 / 3) < 1e-9 and got["verdict"] == "fails"
+    assert abs(got["mean"] - 2.2 / 3) < 1e-9 and got["verdict"] == "inconclusive"  # flat in 1 seed of 3

@@ -98,7 +98,8 @@ def test_each_verdict_with_its_reason(made):
     _, _, card = made
     claims = by_id(card)
     assert claims["4"]["verdict"] == "holds"
-    assert claims["5"]["verdict"] == "fails" and "seed 1: nan" in claims["5"]["reason"]
+    # one diverged seed of three: the seeds disagree, so neither holds nor fails
+    assert claims["5"]["verdict"] == "inconclusive" and "seed 1: nan" in claims["5"]["reason"]
     assert claims["12"]["verdict"] == "device-dependent"
     assert "about gpu; measured on cpu" in claims["12"]["reason"] and "'fails'" in claims["12"]["reason"]
     assert claims["13"]["verdict"] == "not measured" and "no source 'perm'" in claims["13"]["reason"]
@@ -125,7 +126,8 @@ def test_summary_counts_and_stable_metrics(made):
         == {
             "claims": 5,
             "holds": 2,
-            "fails": 1,
+            "fails": 0,
+            "inconclusive": 1,
             "device_dependent": 1,
             "not_measured": 1,
             "device_independent": 4,
@@ -134,7 +136,9 @@ def test_summary_counts_and_stable_metrics(made):
     )
     last = {k: v[-1][1] for k, v in ctx.metrics.items()}
     assert last["claims/holds"] == 2 and last["claims/not_measured"] == 1 and last["claims/total"] == 5
-    assert last["claim/4"] == 1 and last["claim/5"] == 0 and last["claim/3a"] == 1 and last["claim/12"] == 0
+    # a verdict as a number: holds 1, inconclusive 0.5, fails 0, device-dependent -1, not measured -2
+    assert last["claim/4"] == 1 and last["claim/5"] == 0.5 and last["claim/3a"] == 1 and last["claim/12"] == -1
+    assert last["claim/13"] == -2
     assert last["arch/lstm/B2"] == pytest.approx((0.99 + 0.99 + 1.0) / 3)
     assert all(re.fullmatch(r"[A-Za-z0-9_./-]+", k) for k in ctx.metrics)
 
