@@ -64,8 +64,12 @@ def schedule(
     if pipeline is None:
         fail("give a PIPELINE file (or --list)", 2)
     if remove:
+        from flows.language.errors import PipelineInvalid
+
         try:
             name = sched.remove(pipeline, profile)
+        except PipelineInvalid as e:  # a .yaml path that is no pipeline file
+            fail(f"{print_invalid(e)} error(s); nothing was removed.", 2)
         except sched.ScheduleError as e:
             fail(str(e))
         out.print(f"removed schedule {escape(name)}")

@@ -259,6 +259,12 @@ def test_history_of_a_yaml_path_that_is_no_file_is_its_error_not_a_pipeline_name
     assert refused(["history", path], "1 error(s); no history shown.") == expected
 
 
+@pytest.mark.parametrize("case", ["a missing file", "a folder"])
+def test_removing_the_schedule_of_a_yaml_path_that_is_no_file_is_its_error(case, work):
+    path, expected = PATHS[case]
+    assert refused(["schedule", path, "--remove"], "1 error(s); nothing was removed.") == expected
+
+
 @pytest.mark.parametrize(
     "path, expected",
     [
