@@ -1,20 +1,28 @@
-"""Benchmark the paper-scale models on one accelerator: training tokens/s and MFU, beam decoding, RNN vs attention.
+"""Benchmark the full profile's training steps on one accelerator: seconds a step, tokens/s, MFU, op counts.
 
-Run: python benchmarks/gpu.py [--tiny] [--steps 20] [--peak-tflops 989] [--out figures.json]
+Run: python benchmarks/gpu.py [--tiny] [--steps 10] [--peak-tflops 989] [--out figures.json]
 
 Needs only torch and this repository's model and trainer code (no prefect, mlflow, datasets or
-pydantic: the GPU host has none), which it imports without the component registry. It prints the
-device, dtype and versions, then:
-  - Transformer-base (6+6, d_model 512, 37k shared vocabulary) training steps under the trainer's
-    precision choice (bf16 autocast on CUDA), fused Adam, label smoothing 0.1: tokens/s and MFU;
-  - RNNsearch-1000 (Bahdanau 2015) training steps in the trainer's precision (fp32 + TF32 on CUDA);
-  - beam-4 decoding (length penalty 0.6) of newstest2014-sized input (3,003 sentences, lengths
-    drawn around its ~31 BPE tokens), with and without the key/value cache; an untrained model
-    rarely stops early, so this is an upper bound;
+pydantic: the GPU host may have none), which it imports without the component registry. It prints
+the device, dtype and versions, then:
+  - Transformer-base: the profile's real step, 8 accumulated micro-batches of 3,125 source and 3,125
+    target tokens (97 pairs of 32 + 32), each loss weighted by its tokens, then Adam (0.9/0.98, eps
+    1e-9, fused on CUDA), no clipping, label smoothing 0.1, bf16 autocast on CUDA; and the same 25k
+    tokens in as few micro-batches as the device's memory allows (``accumulate_auto``: the smallest
+    of 1, 2, 4, 8 whose peak memory, extrapolated from one measured micro-batch, stays under 80% of
+    the device's), stated with the memory figures it was chosen from;
+  - RNNsearch-50 and RNNencdec-50 (37k vocabularies): the profile's step, 80 sentence pairs of 40 + 40
+    tokens, Adadelta (rho 0.95, eps 1e-6), clip norm 1, fp32 + TF32 on CUDA;
+  - per step: ATen ops dispatched and (on CUDA) kernels launched, counted by torch.profiler on one
+    step: the host cost of eager mode is about one dispatch per op;
+  - beam-4 decoding (length penalty 0.6, at most source + 50) of 3,003 newstest2014-sized sentences
+    with and without the Transformer's key/value cache (untrained: an upper bound);
   - forward + backward time per sequence of one GRU layer vs one self-attention layer at T=512-4096.
 MFU = model FLOPs / (seconds x peak): 6 FLOPs per matmul weight per token (forward + backward)
 plus 12 T d per token for each attention (QK^T and AV). Peaks are dense figures per device name,
-or --peak-tflops. ``--tiny`` shrinks everything to check the script on a CPU in seconds.
+or --peak-tflops. ``--tiny`` shrinks every model and batch to check the script on a CPU in seconds;
+``--count-ops`` counts the full-size models' ops per step on any device at a small batch (the count
+does not depend on the batch) and skips the timings.
 """
 
 from __future__ import annotations
@@ -81,44 +89,131 @@ def transformer_flops(model, B: int, S: int, T: int) -> float:
     return B * (6 * (enc * S + dec * T) + attn)
 
 
-def rnnsearch_flops(model, B: int, S: int, T: int) -> float:
+def rnn_flops(model, B: int, S: int, T: int) -> float:
+    """RNNsearch (attention over S positions each target step) or RNNencdec (a fixed context)."""
     enc = matmul_weights(model.encoder)
     dec = matmul_weights(model) - enc
-    attn = 6 * 2 * model.config.attention_dim * S * T  # v^T tanh(W1 s + W2 h) over every source position
+    attn = 6 * 2 * model.config.attention_dim * S * T if hasattr(model, "attn") else 0
     return B * (6 * (enc * S + dec * T) + attn)
 
 
-def train_steps(model, device: str, B: int, S: int, T: int, steps: int, warmup: int) -> dict:
-    """Time trainer-like steps: precision choice, fused Adam on CUDA, label smoothing, clip, step."""
-    precision = choose(model, device, bf16=device.startswith("cuda"))  # CPU bf16 autocast is slower than fp32
-    opt = make_optimizer(model, "adam", 1e-4, 0.0, (0.9, 0.98), 0.0, fused=device.startswith("cuda"))
+def batches(model, device: str, shapes: list[tuple[int, int, int]], seed: int = 0):
+    """Random (src, lengths, tgt) micro-batches of the given (B, S, T) shapes."""
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for B, S, T in shapes:
+        src = torch.randint(4, model.config.src_vocab_size, (B, S), generator=g).to(device)
+        tgt = torch.randint(4, model.config.tgt_vocab_size, (B, T + 1), generator=g).to(device)
+        out.append((src, torch.full((B,), S, dtype=torch.long), tgt))
+    return out
+
+
+def make_step(model, device: str, recipe: dict, micro: list):
+    """One optimiser step as train.model takes it: every micro-batch's loss weighted by its target tokens."""
+    precision = choose(model, device, bf16=recipe.get("bf16", False) and device.startswith("cuda"))
+    opt = make_optimizer(
+        model,
+        recipe["optimizer"],
+        recipe["lr"],
+        0.0,
+        tuple(recipe.get("betas", (0.9, 0.999))),
+        0.0,
+        fused=device.startswith("cuda") and recipe["optimizer"].startswith("adam"),
+        eps=recipe.get("eps"),
+        rho=recipe.get("rho", 0.95),
+    )
     V = model.config.tgt_vocab_size
-    src = torch.randint(4, model.config.src_vocab_size, (B, S), device=device)
-    tgt = torch.randint(4, V, (B, T + 1), device=device)
-    lengths = torch.full((B,), S, dtype=torch.long)
+    total = sum(t.shape[0] * (t.shape[1] - 1) for _, _, t in micro)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        for src, lengths, tgt in micro:
+            with autocast(device, precision):
+                logits, _ = model(src, lengths, tgt[:, :-1])
+                loss = F.cross_entropy(
+                    logits.reshape(-1, V).float(), tgt[:, 1:].reshape(-1), label_smoothing=recipe.get("ls", 0.0)
+                )
+            (loss * (tgt.shape[0] * (tgt.shape[1] - 1) / total)).backward()
+        if recipe.get("clip"):
+            torch.nn.utils.clip_grad_norm_(model.parameters(), recipe["clip"])
+        opt.step()
+        return loss
+
+    return step, precision
+
+
+def time_step(model, device: str, recipe: dict, shapes: list, steps: int, warmup: int) -> dict:
+    """Median seconds of the whole accumulated step, and its tokens (both sides) per second."""
     model.train()
+    step, precision = make_step(model, device, recipe, batches(model, device, shapes))
     times = []
     for i in range(warmup + steps):
         sync(device)
         t0 = time.perf_counter()
-        with autocast(device, precision):
-            logits, _ = model(src, lengths, tgt[:, :-1])
-            loss = F.cross_entropy(logits.reshape(-1, V).float(), tgt[:, 1:].reshape(-1), label_smoothing=0.1)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+        loss = step()
         sync(device)
         if i >= warmup:
             times.append(time.perf_counter() - t0)
     sec = statistics.median(times)
+    src_tokens, tgt_tokens = sum(B * S for B, S, _ in shapes), sum(B * T for B, _, T in shapes)
     return {
         "precision": precision,
-        "batch": [B, S, T],
+        "micro_batches": [list(x) for x in shapes],
+        "tokens_per_step": {"source": src_tokens, "target": tgt_tokens},
         "step_s": round(sec, 5),
-        "tokens_per_s": round(B * (S + T) / sec),
+        "tokens_per_s": round((src_tokens + tgt_tokens) / sec),
         "loss": round(float(loss.detach()), 3),
     }
+
+
+def count_ops(model, device: str, recipe: dict, shapes: list) -> dict:
+    """ATen ops (leaf calls: each launches about one kernel) and CUDA kernels in one whole step."""
+    from torch.profiler import ProfilerActivity, profile
+
+    model.train()
+    step, _ = make_step(model, device, recipe, batches(model, device, shapes))
+    step()  # optimiser state exists before counting, as in every step after the first
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.startswith("cuda") else [])
+    with profile(activities=acts) as prof:
+        step()
+        sync(device)
+    events = prof.events()
+    leaf = sum(1 for e in events if e.name.startswith("aten::") and not e.cpu_children)
+    kernels = sum(1 for e in events if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA)
+    return {"aten_leaf_ops": leaf, "cuda_kernels": kernels if device.startswith("cuda") else None}
+
+
+def choose_accumulation(model, device: str, recipe: dict, total_tokens: int, length: int, fraction: float = 0.8):
+    """The fewest micro-batches (1, 2, 4, 8) for ``total_tokens`` a side whose extrapolated peak fits the device."""
+    if not device.startswith("cuda"):
+        return {"accumulate": None, "why": "not a CUDA device: the profile's accumulation stands"}
+    capacity = torch.cuda.get_device_properties(device).total_memory
+    B = max(1, total_tokens // 8 // length)
+    model.train()
+    step, _ = make_step(model, device, recipe, batches(model, device, [(B, length, length)]))
+    step()
+    sync(device)
+    static = torch.cuda.memory_allocated(device)  # weights, gradients, optimiser state
+    torch.cuda.reset_peak_memory_stats(device)
+    step()
+    sync(device)
+    per_token = max(torch.cuda.max_memory_allocated(device) - static, 0) / (B * length)
+    for k in (1, 2, 4, 8):
+        peak = static + per_token * total_tokens / k
+        if peak <= fraction * capacity:
+            break
+    return {
+        "accumulate": k,
+        "device_memory_gib": round(capacity / 2**30, 1),
+        "static_gib": round(static / 2**30, 2),
+        "activation_mib_per_1k_tokens": round(per_token * 1000 / 2**20, 1),
+        "predicted_peak_gib": round(peak / 2**30, 1),
+        "why": f"the fewest micro-batches whose extrapolated peak stays under {fraction:.0%} of device memory",
+    }
+
+
+TRANSFORMER = {"optimizer": "adam", "lr": 7e-4, "betas": (0.9, 0.98), "eps": 1e-9, "ls": 0.1, "bf16": True}
+RNN = {"optimizer": "adadelta", "lr": 1.0, "eps": 1e-6, "rho": 0.95, "clip": 1.0}
 
 
 def decode(model, device: str, n: int, batch: int, mean_len: int, cache: bool) -> float:
@@ -131,7 +226,7 @@ def decode(model, device: str, n: int, batch: int, mean_len: int, cache: bool) -
     for i in range(0, n, batch):
         L = lens[i : i + batch]
         src = torch.randint(4, model.config.src_vocab_size, (len(L), int(L.max())), device=device)
-        beam_search(model, src, L, 4, int(L.max()) + 50, 2, 3, 0.6)
+        beam_search(model, src, L, 4, int(L.max()) + 50, 2, 3, 0.6)  # the profile's limit: source + 50
     sync(device)
     return time.perf_counter() - t0
 
@@ -155,11 +250,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--tiny", action="store_true", help="tiny sizes: check the script on a CPU")
-    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--peak-tflops", type=float, default=None, help="override the device's dense peak")
+    ap.add_argument("--count-ops", action="store_true", help="only count each full-size step's ops (small batch)")
+    ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: 1 with --tiny)")
     ap.add_argument("--out", help="also write the figures to this JSON file")
     args = ap.parse_args()
     dev = args.device
+    if args.threads or args.tiny:
+        torch.set_num_threads(args.threads or 1)
     name = torch.cuda.get_device_name(dev) if dev.startswith("cuda") else platform.processor() or platform.machine()
     fig: dict = {
         "device": name,
@@ -167,6 +266,7 @@ def main() -> None:
         "cuda": torch.version.cuda,
         "cudnn": torch.backends.cudnn.version() if dev.startswith("cuda") else None,
         "python": platform.python_version(),
+        "threads": torch.get_num_threads(),
         "tiny": args.tiny,
     }
 
@@ -175,24 +275,52 @@ def main() -> None:
             return args.peak_tflops * 1e12
         return next((v * 1e12 for (frag, p), v in PEAKS.items() if frag in name and p == precision), None)
 
+    vocab = (
+        {"src_vocab_size": 64, "tgt_vocab_size": 64}
+        if args.tiny
+        else {"src_vocab_size": 37000, "tgt_vocab_size": 37000}
+    )
     if args.tiny:
-        tr, rs = (
-            build("transformer-tiny", src_vocab_size=64, tgt_vocab_size=64, share_embeddings=True),
-            build("bahdanau-tiny", src_vocab_size=64, tgt_vocab_size=64),
-        )
-        shape_tr, shape_rs, lengths, d, n_sent = (8, 12, 12), (4, 10, 10), [64, 128], 32, 16
-    else:  # 25k tokens a step as in the paper: 390 pairs of 32 + 32 tokens
-        tr, rs = build("transformer-base"), build("rnnsearch-1000")
-        shape_tr, shape_rs, lengths, d, n_sent = (390, 32, 32), (80, 30, 30), [512, 1024, 2048, 4096], 512, 3003
-    warmup = 1 if args.tiny else 3
+        tr = build("transformer-tiny", share_embeddings=True, **vocab)
+        rnns = {"rnnsearch_50": build("rnnsearch-tiny", **vocab), "rnnencdec_50": build("rnnencdec-tiny", **vocab)}
+        L, acc, rnn_shape, lengths, d, n_sent = 12, 2, (8, 10, 10), [64, 128], 32, 16
+    else:  # the profile: 3,125 tokens a side x 8 for the Transformer, 80 sentences for the RNNs
+        tr = build("transformer-base")
+        rnns = {"rnnsearch_50": build("rnnsearch-50", **vocab), "rnnencdec_50": build("rnnencdec-50", **vocab)}
+        L, acc, rnn_shape, lengths, d, n_sent = 32, 8, (80, 40, 40), [512, 1024, 2048, 4096], 512, 3003
+    tr_shape = (3125 // L if not args.tiny else 4, L, L)
+    warmup = 1 if args.tiny else 2
     with tf32(dev.startswith("cuda")):
-        tr, rs = tr.to(dev), rs.to(dev)
-        for key, model, flops in (("transformer_base", tr, transformer_flops), ("rnnsearch_1000", rs, rnnsearch_flops)):
-            r = train_steps(model, dev, *shape_tr if model is tr else shape_rs, args.steps, warmup)
+        tr = tr.to(dev)
+        rnns = {k: m.to(dev) for k, m in rnns.items()}
+        if args.count_ops:
+            small = (2, 8, 8)
+            fig["ops_per_step"] = {"transformer_base_micro_batch": count_ops(tr, dev, TRANSFORMER, [small])}
+            fig["ops_per_step"]["transformer_base_step_accumulate_8"] = count_ops(tr, dev, TRANSFORMER, [small] * 8)
+            for key, model in rnns.items():
+                fig["ops_per_step"][f"{key}_T40"] = count_ops(model, dev, RNN, [(2, 40, 40)])
+            print(json.dumps(fig, indent=2))
+            if args.out:
+                Path(args.out).write_text(json.dumps(fig, indent=2) + "\n")
+            return
+        runs = [("transformer_base_accumulate_profile", tr, TRANSFORMER, [tr_shape] * acc, transformer_flops)]
+        auto = choose_accumulation(tr, dev, TRANSFORMER, tr_shape[0] * L * acc, L)
+        fig["accumulate_auto"] = auto
+        if auto["accumulate"] and auto["accumulate"] != acc:
+            k = auto["accumulate"]
+            shape = (tr_shape[0] * acc // k, L, L)
+            runs.append(("transformer_base_accumulate_auto", tr, TRANSFORMER, [shape] * k, transformer_flops))
+        runs += [(key, model, RNN, [rnn_shape], rnn_flops) for key, model in rnns.items()]
+        for key, model, recipe, shapes, flops in runs:
+            r = time_step(model, dev, recipe, shapes, args.steps, warmup)
             p = peak(r["precision"])
-            r["model_tflops_per_s"] = round(flops(model, *r["batch"]) / r["step_s"] / 1e12, 3)
+            total = sum(flops(model, *shape) for shape in shapes)
+            r["model_tflop_per_step"] = round(total / 1e12, 3)
+            r["model_tflops_per_s"] = round(total / r["step_s"] / 1e12, 3)
             r["mfu"] = round(r["model_tflops_per_s"] * 1e12 / p, 4) if p else None
+            r.update(count_ops(model, dev, recipe, shapes))
             fig[key] = r
+            print(key, json.dumps(r), flush=True)
         tr.eval()
         mean_len, n_plain = (6 if args.tiny else 31), min(n_sent, 256)
         fig["decode_beam4"] = {
