@@ -111,12 +111,24 @@ def run_logger():
         return None
 
 
-def flush() -> None:
-    """Wait until the logs of this run are on the server (before the command exits)."""
+def skipped(task_run_id, iid: str, why: str) -> None:
+    """Say on a step's task run why it did not run."""
+    try:
+        base = run_logger()
+        if base is not None:
+            extra = {**base.extra, "task_run_id": str(task_run_id), "task_run_name": iid}
+            logger = type(base)(base.logger, extra=extra)
+            logger.warning(f"{iid} skipped: {why}")
+    except Exception:  # a log line is a courtesy
+        pass
+
+
+def flush(timeout: float = 10.0) -> None:
+    """Wait (up to ``timeout`` seconds) until the logs of this run are on the server."""
     try:
         from prefect.logging.handlers import APILogWorker
 
-        APILogWorker.drain_all(timeout=10)
+        APILogWorker.drain_all(timeout=timeout)
     except Exception:  # no API to flush to: the logs stay where Prefect keeps them
         pass
 

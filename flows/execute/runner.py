@@ -442,9 +442,9 @@ def run(plan: Plan, *, use_cache: bool = True, view=None, executor=None) -> RunR
     started = time.monotonic()
 
     @task(cache_policy=NO_CACHE, persist_result=False)
-    def step_task(iid: str, upstream: dict[str, Any]):
+    def step_task(iid: str):
         try:
-            return runner.execute(iid, upstream)
+            return runner.execute(iid, {d: result.outputs[d] for d in plan.instances[iid].deps})
         except (StepFailed, Stopped):
             raise
         except Exception as e:  # the engine's own part failed (a lease timeout, a lost server)
@@ -469,6 +469,7 @@ def run(plan: Plan, *, use_cache: bool = True, view=None, executor=None) -> RunR
         from prefect.runtime import flow_run
 
         signals.reinstall()
+        began = time.monotonic()
         result.flow_run_id = flow_run.get_id()
         tracker.log(parent, tags={"prefect_flow_run_id": result.flow_run_id or ""})
         links.announce(view.console, tracker.experiment_id, parent, result.flow_run_id)
@@ -479,16 +480,17 @@ def run(plan: Plan, *, use_cache: bool = True, view=None, executor=None) -> RunR
                 f"({executor.slots} at a time); MLflow parent run {parent}"
             )
         futures = {}
+        # upstream futures go in wait_for (the graph's edges), not in the parameters: Prefect resolves
+        # parameters before it names the task run, so a step skipped after a failure would be `after-497`
         for iid in submission_order(plan, max(1, executor.slots)):  # longest branches first
             inst = plan.instances[iid]
-            upstream = {d: futures[d] for d in inst.deps}
             futures[iid] = step_task.with_options(
                 name=inst.step.id,
                 task_run_name=iid,
                 retries=inst.step.retries,
                 retry_delay_seconds=inst.step.retry_delay,
                 retry_condition_fn=_retry,
-            ).submit(iid, upstream)
+            ).submit(iid, wait_for=[futures[d] for d in inst.deps])
         for iid, fut in futures.items():
             fut.wait()
             if iid not in result.status:
@@ -502,8 +504,10 @@ def run(plan: Plan, *, use_cache: bool = True, view=None, executor=None) -> RunR
                     failed_up = [
                         d for d in plan.instances[iid].deps if d in result.errors or result.status.get(d) == "skipped"
                     ]
-                    view.event(iid, "skipped", f"upstream {', '.join(failed_up) or state.name} did not finish")
-        _report_to_prefect(plan, result, tracker, logger, time.monotonic() - started)
+                    why = f"upstream {', '.join(failed_up) or state.name} did not finish"
+                    view.event(iid, "skipped", why)
+                    prefect_view.skipped(fut.task_run_id, iid, why)
+        _report_to_prefect(plan, result, tracker, logger, time.monotonic() - began)
         if runner.stopping.is_set():
             name = signal.Signals(result.stopped_by).name if result.stopped_by else "a signal"
             return Cancelled(message=f"stopped by {name}; finished steps are in the cache")
@@ -532,7 +536,7 @@ def run(plan: Plan, *, use_cache: bool = True, view=None, executor=None) -> RunR
             raise
         finally:
             executor.close()
-            prefect_view.flush()
+            prefect_view.flush(2.0 if result.stopped_by is not None else 10.0)  # a stop exits promptly
             result.seconds = time.monotonic() - started
             status = "KILLED" if result.stopped_by is not None else ("FINISHED" if result.ok else "FAILED")
             try:

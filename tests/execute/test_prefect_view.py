@@ -20,6 +20,7 @@ from prefect.client.schemas.filters import (
     LogFilterFlowRunId,
 )
 
+from components.report.text import headline
 from flows.execute import prefect_view
 from flows.execute.runner import run
 from flows.plan.build import build
@@ -58,6 +59,10 @@ steps:
     uses: {C}:fail
     with: {{message: "the probe found no signal at lag 50"}}
     needs: [nums]
+  after:
+    uses: {C}:total
+    with: {{values: "${{nums.values}}"}}
+    needs: [broken]
 """
 
 
@@ -116,7 +121,8 @@ def test_a_finished_run_reads_well_in_prefect(tmp_path, home, executor):
     keyed = {a.key: a for a in artifacts}
     card = keyed["prefect-view-tiny-card"]
     assert card.type == "markdown"
-    assert card.description == "card: 1 of 1 claims hold · 0 fail · 0 device-dependent · 0 not measured"
+    assert card.description == f"card: {headline(result.outputs['card']['summary'])}"
+    assert card.description.startswith("card: 1 of 1 claims hold · 0 fail · ")
     assert "# Tiny card" in card.data and "| 1 |" in card.data and "offsets add up" in card.data
     link = keyed["prefect-view-tiny-mlflow"]  # a link artifact, stored as Markdown
     assert link.data.startswith(f"[MLflow parent run {result.parent_run_id}](http") and "/runs/" in link.data
@@ -155,6 +161,8 @@ def test_a_failed_step_is_explained_in_prefect(tmp_path, home, executor):
     assert len(summary) == 1 and summary[0].description == "broken: RuntimeError: the probe found no signal at lag 50"
     assert "Traceback" in summary[0].data
     assert not by_task["nums"] and "nums finished in " in " ".join(_lines(logs, tasks["nums"].id))
+    # a step that never started is named too (Prefect names a task run when it starts), and says why
+    assert "after skipped: upstream broken did not finish" in _lines(logs, tasks["after"].id)
 
 
 class _Recorder:
