@@ -117,7 +117,7 @@ def _seeds_needed(mean: float | None, sd: float | None, own: float, n: int) -> i
 
 def interval_text(d: Decision) -> str:
     """``mean +0.107 +- 0.056 (2 SE over 3 seeds, sd 0.047; measurement +-0.015)``."""
-    if d.mean is None or d.half is None:
+    if d.mean is None or d.half is None or d.half == 0:  # no spread and no own uncertainty: nothing to add
         return ""
     if d.n == 1:
         return f"margin {sign(d.mean)} +- {fmt(d.own_half)} (its own 95% interval)" if d.own_half else ""
