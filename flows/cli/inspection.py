@@ -111,6 +111,9 @@ def plan_cmd(
         status = "[blue]cached" if cached[iid] else "[yellow]will run"
         table.add_row(escape(iid), inst.component.name, escape(", ".join(inst.deps)) or "-", status, inst.key[:12])
     out.print(table)
+    about = (plan.pipeline.profiles or {}).get(plan.profile) if plan.profile else None
+    if about and about.get("description"):  # e.g. the full profile's link to its deviations from the papers
+        out.print(f"profile {plan.profile}: {about['description']}", markup=False, highlight=False)
 
 
 def _select(plan, only: str | None) -> set[str]:
