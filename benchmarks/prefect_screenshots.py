@@ -124,7 +124,7 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=1440)
     parser.add_argument("--height", type=int, default=1100)
     parser.add_argument("--logs-height", type=int, default=2600, help="height of the full-logs shot")
-    parser.add_argument("--wait-ms", type=int, default=15000, help="page time before each screenshot")
+    parser.add_argument("--wait-ms", type=int, default=30000, help="page time before each screenshot")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     state = args.state.resolve()
