@@ -257,7 +257,9 @@ def history(
     """Show PIPELINE's results over its last runs; exit 1 when the newest run regressed.
 
     A regression is a metric further than the threshold from the median of the runs before the
-    newest, a claim whose verdict flipped, or a failed newest run.
+    newest, a claim that went from holds to fails in the same environment, or a failed newest run.
+    Other verdict changes (holds <-> inconclusive, ...) and any change that came with another
+    environment (machine, GPU, torch, library versions) are reported with their evidence, exit 0.
     """
     home.configure()
     from flows.language.errors import PipelineInvalid
@@ -281,8 +283,10 @@ def history(
             png = hist.trend_plot(frame, flags, Path(tmp) / "trend.png")
             hist.log_trend(frame.index[-1], png, frame)
         err.print(f"trend plot logged to run {frame.index[-1]} as history/trend.png")
-    if flags:
-        for flag in flags:
-            err.print(f"[red]REGRESSION[/] {escape(flag.message)}", highlight=False, soft_wrap=True)
+    labels = {"change": "[yellow]CHANGE[/]", "environment": "[magenta]CHANGED WITH THE ENVIRONMENT[/]"}
+    for flag in flags:
+        label = labels.get(flag.kind, "[red]REGRESSION[/]")
+        err.print(f"{label} {escape(flag.message)}", highlight=False, soft_wrap=True)
+    if any(f.is_regression for f in flags):
         raise typer.Exit(1)
     err.print(f"[green]no regression[/] in the newest of {len(frame)} run(s)")

@@ -2,6 +2,14 @@
 verdicts as a table, regressions against the recent median (and a failed, killed or dead newest
 run), and a trend plot.
 
+A claim's verdict (metric ``claim/<id>``: holds 1, inconclusive 0.5, fails 0, device-dependent
+-1, not measured -2) compared with the run before: ``holds -> fails`` is a regression; any other
+change (``holds <-> inconclusive``, ``inconclusive <-> fails``, ``fails -> holds``) is a change,
+shown with the scorecard's reasons on both sides; a change that came with another environment
+(the parent runs' ``env.*`` tags differ in a field that moves figures: machine, CPU, GPU, torch,
+CUDA, library versions) is marked as such instead, with the fields that differ, since the
+machine alone can move a figure.
+
 A parent run is a run of the pipeline's experiment tagged ``pipeline`` without an
 ``mlflow.parentRunId`` tag. Its own metrics are the key metrics; when it has none (the runner
 logs results on the step runs), each step run's latest metrics count, named
@@ -20,8 +28,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from flows.track.environment import differences, from_tags
+
 INFO_COLUMNS = ("start_time", "status")
-CLAIM = re.compile(r"(^|/)claim/")  # scorecard verdicts: 1.0 holds, 0.0 does not
+CLAIM = re.compile(r"(^|/)claim/")  # scorecard verdicts, coded as below
+VERDICTS = {1.0: "holds", 0.5: "inconclusive", 0.0: "fails", -1.0: "device-dependent", -2.0: "not measured"}
+REGRESSIONS = ("threshold", "regression", "failed", "killed")  # kinds that make `history` exit 1
 
 
 class HistoryError(Exception):
@@ -68,10 +80,14 @@ class Flag:
     """One regression found in the newest run."""
 
     metric: str
-    kind: str  # "threshold", "flip", "failed" or "killed"
+    kind: str  # "threshold", "regression", "change", "environment", "failed" or "killed"
     newest: float | None
     baseline: float | None
     message: str
+
+    @property
+    def is_regression(self) -> bool:
+        return self.kind in REGRESSIONS
 
 
 def _experiment_id(client, pipeline: str) -> str:
@@ -167,6 +183,8 @@ def table(pipeline: str, last: int = 10, metrics: list[str] | None = None) -> pd
     frame = pd.concat([info, values], axis=1)
     frame.attrs["logged"] = {rid: set(row) for rid, row in zip(ids, rows)}
     frame.attrs["why"] = {r.info.run_id: _why_unfinished(r) for r in runs}
+    frame.attrs["environment"] = {r.info.run_id: from_tags(r.data.tags) for r in runs}
+    frame.attrs["commit"] = {r.info.run_id: r.data.tags.get("git_commit") for r in runs}
     return frame
 
 
@@ -213,16 +231,7 @@ def regressions(frame: pd.DataFrame, thresholds: Thresholds) -> list[Flag]:
         if CLAIM.search(metric):
             previous = float(history.iloc[-1])
             if now != previous:
-                verdict = {1.0: "holds", 0.0: "does not hold"}
-                flags.append(
-                    Flag(
-                        metric,
-                        "flip",
-                        now,
-                        previous,
-                        f"{metric} flipped: {verdict.get(previous, previous)} -> {verdict.get(now, now)}",
-                    )
-                )
+                flags.append(_verdict_change(frame, metric, now, previous, history.index[-1]))
             continue
         median = float(history.median())
         limit = thresholds.of(metric)
@@ -239,6 +248,69 @@ def regressions(frame: pd.DataFrame, thresholds: Thresholds) -> list[Flag]:
                 )
             )
     return flags
+
+
+def verdict_name(code: float) -> str:
+    """The verdict a ``claim/<id>`` metric codes (runs before ``inconclusive`` existed logged 0 for
+    every verdict but holds)."""
+    return VERDICTS.get(code, f"{code:g}")
+
+
+def _verdict_change(frame: pd.DataFrame, metric: str, now: float, previous: float, previous_run: str) -> Flag:
+    """Classify a claim whose verdict differs from the run before: a regression (holds -> fails),
+    a change (any other move), or a change that came with another environment."""
+    newest_run = frame.index[-1]
+    before, after = verdict_name(previous), verdict_name(now)
+    envs = frame.attrs.get("environment", {})
+    moved = differences(envs.get(previous_run), envs.get(newest_run))
+    commits = frame.attrs.get("commit", {})
+    code = (commits.get(previous_run), commits.get(newest_run))
+    code_note = f"; code {code[0][:8]} -> {code[1][:8]}" if all(code) and code[0] != code[1] else ""
+    evidence = _evidence(metric, previous_run, newest_run)
+    head = f"{metric}: {before} -> {after}"
+    if moved:
+        shown = ", ".join(f"{k} {a} -> {b}" for k, (a, b) in sorted(moved.items())[:6])
+        text = (
+            f"{head} with another environment ({shown}){code_note}: a machine or library can move "
+            f"the figure; rerun one commit on both to tell it from a regression{evidence}"
+        )
+        return Flag(metric, "environment", now, previous, text)
+    if before == "holds" and after == "fails":
+        return Flag(metric, "regression", now, previous, f"{head} (same environment){code_note}{evidence}")
+    return Flag(metric, "change", now, previous, f"{head}{code_note}{evidence}")
+
+
+def _evidence(metric: str, previous_run: str, newest_run: str) -> str:
+    """`` (before: <reason>; now: <reason>)`` from the runs' scorecard.json, when both have one."""
+    claim_id = metric.rsplit("claim/", 1)[-1]
+    reasons = [_reason(run, claim_id) for run in (previous_run, newest_run)]
+    if not any(reasons):
+        return ""
+    return f" (before: {reasons[0] or 'no scorecard'}; now: {reasons[1] or 'no scorecard'})"
+
+
+def _reason(run_id: str, claim_id: str, most: int = 400) -> str | None:
+    card = _scorecard(run_id)
+    for claim in (card or {}).get("claims", []):
+        if str(claim.get("id")) == claim_id:
+            reason = str(claim.get("reason") or "")
+            return reason if len(reason) <= most else reason[: most - 3] + "..."
+    return None
+
+
+def _scorecard(run_id: str) -> dict | None:
+    """The scorecard.json a parent run carries (the report step's copy), or None."""
+    import json
+    import tempfile
+
+    import mlflow
+
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = mlflow.MlflowClient().download_artifacts(run_id, "scorecard.json", tmp)
+            return json.loads(Path(path).read_text())
+    except Exception:  # noqa: BLE001  (no artifact, or an unreadable one: no evidence to show)
+        return None
 
 
 def _relative(value: float, median: float) -> float:

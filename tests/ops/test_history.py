@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from flows import home
 from flows.cli import app
 from flows.ops import history
+from flows.track import environment
 
 
 def seed(pipeline, nights, on_children=False, failed_last=False):
@@ -95,8 +96,8 @@ def test_claim_flip_is_flagged_even_when_small():
     p = name()
     seed(p, STEADY + [{"bleu": 20.0, "claim/b2": 0.0, "claims/holds": 3.0}])
     flags = history.regressions(history.table(p, last=5), history.Thresholds(0.5))
-    assert [(f.metric, f.kind) for f in flags] == [("claim/b2", "flip")]
-    assert "holds -> does not hold" in flags[0].message
+    assert [(f.metric, f.kind) for f in flags] == [("claim/b2", "regression")]
+    assert "claim/b2: holds -> fails" in flags[0].message
 
 
 def test_diverged_newest_value_and_failed_run_are_regressions():
@@ -122,7 +123,7 @@ def test_cli_exits_1_on_regression_and_logs_trend_plot():
     ids = seed(p, STEADY + [{"bleu": 14.0, "claim/b2": 0.0, "claims/holds": 2.0}])
     result = CliRunner().invoke(app, ["history", p, "--last", "5", "--threshold", "0.2"])
     assert result.exit_code == 1, result.output
-    assert "REGRESSION claim/b2 flipped" in result.output
+    assert "REGRESSION claim/b2: holds -> fails" in result.output
     assert "REGRESSION bleu = 14" in result.output
     assert "claims/holds" in result.output  # 2 vs 3 is 33% off
     artifacts = {a.path for a in mlflow.MlflowClient().list_artifacts(ids[-1], "history")}
@@ -139,3 +140,73 @@ def test_cli_exits_0_without_regression_and_2_for_bad_input():
     assert "no regression" in ok.output and "claims/holds" not in ok.output
     bad = CliRunner().invoke(app, ["history", p, "--threshold", "x=y"])
     assert bad.exit_code == 2 and "--threshold 'x=y'" in bad.output
+
+
+# -- verdicts over time: a regression, a change with its evidence, a change with another machine ---------
+
+
+def recorded(pipeline, nights):
+    """Parent runs as the engine records them: env.* tags, git_commit, claim/<id> verdict codes and a
+    scorecard.json whose reason is the evidence. ``nights``: (verdict code, reason, environment) each."""
+    client = mlflow.MlflowClient()
+    exp = client.get_experiment_by_name(pipeline)
+    exp_id = exp.experiment_id if exp else client.create_experiment(pipeline, artifact_location=home.artifact_root())
+    ids = []
+    for i, (code, reason, env) in enumerate(nights):
+        tags = {"pipeline": pipeline, "git_commit": "a" * 40, **environment.as_tags(env)}
+        run = client.create_run(exp_id, run_name=pipeline, tags=tags, start_time=1_700_000_000_000 + i * 86_400_000)
+        rid = run.info.run_id
+        client.log_batch(rid, metrics=[Metric("claim/19", code, 0, 0)])
+        verdict = history.verdict_name(code)
+        client.log_dict(rid, {"claims": [{"id": "19", "verdict": verdict, "reason": reason}]}, "scorecard.json")
+        client.set_terminated(rid)
+        ids.append(rid)
+    return ids
+
+
+HERE = environment.describe(import_torch=False)
+ELSEWHERE = {**HERE, "machine_id": "0123456789ab", "cpu_model": "Another CPU"}
+
+
+def test_holds_to_fails_on_one_machine_is_a_regression_and_exits_1():
+    p = name()
+    recorded(
+        p, [(1.0, "at least in every seed (seed 2: 95.3 vs 91.2)", HERE), (0.0, "not at least in every seed", HERE)]
+    )
+    (flag,) = history.regressions(history.table(p), history.Thresholds())
+    assert flag.kind == "regression" and flag.is_regression
+    assert "claim/19: holds -> fails (same environment)" in flag.message
+    assert "before: at least in every seed (seed 2: 95.3 vs 91.2); now: not at least" in flag.message
+    result = CliRunner().invoke(app, ["history", p, "--no-plot"])
+    assert result.exit_code == 1 and "REGRESSION claim/19: holds -> fails" in result.output
+
+
+def test_holds_to_inconclusive_is_a_change_shown_with_its_evidence():
+    p = name()
+    unsure = "not at least in seed 2: 90.4 vs 92.59; mean margin +6.007 +- 7.815. Inconclusive: about 6 seeds"
+    recorded(p, [(1.0, "at least in every seed", HERE), (0.5, unsure, HERE)])
+    (flag,) = history.regressions(history.table(p), history.Thresholds())
+    assert flag.kind == "change" and not flag.is_regression
+    assert flag.message.startswith("claim/19: holds -> inconclusive") and "mean margin +6.007 +- 7.815" in flag.message
+    result = CliRunner().invoke(app, ["history", p, "--no-plot"])
+    assert result.exit_code == 0 and "CHANGE claim/19: holds -> inconclusive" in result.output
+    assert "no regression" in result.output
+
+
+def test_a_flip_that_came_with_another_environment_is_marked_as_such():
+    p = name()
+    recorded(p, [(1.0, "holds here", HERE), (0.0, "fails there", ELSEWHERE)])
+    (flag,) = history.regressions(history.table(p), history.Thresholds())
+    assert flag.kind == "environment" and not flag.is_regression
+    assert "holds -> fails with another environment" in flag.message
+    assert f"cpu_model {HERE['cpu_model']} -> Another CPU" in flag.message and "machine_id" in flag.message
+    result = CliRunner().invoke(app, ["history", p, "--no-plot"])
+    assert result.exit_code == 0, result.output
+    assert "CHANGED WITH THE ENVIRONMENT claim/19: holds -> fails" in result.output
+
+
+def test_runs_before_the_environment_was_recorded_count_as_another_environment():
+    p = name()
+    recorded(p, [(1.0, "old", {}), (0.0, "new", HERE)])
+    (flag,) = history.regressions(history.table(p), history.Thresholds())
+    assert flag.kind == "environment" and "environment None -> recorded" in flag.message
