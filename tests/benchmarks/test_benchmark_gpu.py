@@ -28,5 +28,12 @@ def test_gpu_benchmark_runs_tiny_and_imports_nothing_the_gpu_host_lacks(tmp_path
     )
     fig = json.loads(out.read_text())
     assert fig["forbidden_imports"] == []
-    assert fig["transformer_base"]["tokens_per_s"] > 0 and fig["rnnsearch_1000"]["precision"] == "fp32"
+    step = fig["transformer_base_accumulate_profile"]  # the whole accumulated step, both sides' tokens
+    assert step["micro_batches"] == [[4, 12, 12], [4, 12, 12]]
+    assert step["tokens_per_step"] == {"source": 96, "target": 96}
+    assert step["tokens_per_s"] > 0 and step["aten_leaf_ops"] > 0 and step["model_tflop_per_step"] >= 0
+    assert fig["accumulate_auto"]["accumulate"] is None and "not a CUDA device" in fig["accumulate_auto"]["why"]
+    for key in ("rnnsearch_50", "rnnencdec_50"):
+        assert fig[key]["precision"] == "fp32" and fig[key]["micro_batches"] == [[8, 10, 10]]
+    assert fig["rnnsearch_50"]["aten_leaf_ops"] > fig["rnnencdec_50"]["aten_leaf_ops"]  # attention adds ops a step
     assert fig["decode_beam4"]["cached_s"] > 0 and set(fig["per_sequence_ms"]) == {"64", "128"}

@@ -227,6 +227,7 @@ def test_the_whole_full_profile_runs_end_to_end_at_toy_size_on_cpu(tmp_path, hom
         "mt.checkpoint_every=2",
         "mt.eval_every=2",
         "mt_bahdanau.overrides={hidden_size: 16, embed_dim: 8, attention_dim: 16, maxout_dim: 8}",
+        "mt_bahdanau.steps=4",
         "mt_bahdanau.checkpoint_every=2",
         "mt_bahdanau.eval_every=2",
         "mt_transformer.model=transformer-tiny",
