@@ -31,3 +31,8 @@ check: setup
 
 clean:
 	rm -rf .bottlenecks
+
+# A wheelhouse for a host without internet (docs/offline.md): PY_VERSION, PLATFORM, TORCH, TORCH_INDEX, EXTRAS
+.PHONY: wheelhouse
+wheelhouse:
+	scripts/wheelhouse.sh build/wheelhouse
