@@ -459,7 +459,7 @@ def run(plan: Plan, *, use_cache: bool = True, view=None, executor=None) -> RunR
 
     @flow(
         name=plan.name,
-        flow_run_name=prefect_view.flow_run_name(plan),
+        flow_run_name=lambda name=prefect_view.flow_run_name(plan): name,  # a string would be str.format-ted
         task_runner=ThreadPoolTaskRunner(max_workers=max(1, executor.slots)),
         persist_result=False,
         log_prints=False,
@@ -486,7 +486,7 @@ def run(plan: Plan, *, use_cache: bool = True, view=None, executor=None) -> RunR
             inst = plan.instances[iid]
             futures[iid] = step_task.with_options(
                 name=inst.step.id,
-                task_run_name=iid,
+                task_run_name=lambda name=iid: name,  # as is: a string is str.format-ted (`cfg={'a': 1}`)
                 retries=inst.step.retries,
                 retry_delay_seconds=inst.step.retry_delay,
                 retry_condition_fn=_retry,

@@ -200,3 +200,24 @@ def test_names_and_tags(tmp_path):
     assert prefect_view.flow_run_name(plan, datetime(2026, 12, 1, 2, 0)) == "prefect-view/tiny 2026-12-01 02:00"
     plan = build(_write(tmp_path, FAILING, "threads", "f.yaml"))
     assert prefect_view.flow_run_name(plan, datetime(2026, 12, 1, 2, 0)) == "prefect-view-fail 2026-12-01 02:00"
+
+
+@pytest.mark.slow
+def test_braces_in_a_step_run_name_are_kept_as_written(tmp_path, home):
+    path = tmp_path / "b.yaml"
+    path.write_text(
+        textwrap.dedent(f"""\
+        name: prefect-braces
+        settings: {{executor: threads}}
+        steps:
+          who:
+            uses: {C}:whoami
+            with: {{tag: "${{matrix.tag}}"}}
+            matrix: {{tag: ["{{x}}"]}}
+        """)
+    )
+    result = run(build(path))
+    assert result.ok, result.errors
+    _, tasks, logs, _, _ = _seen(result.flow_run_id)
+    assert set(tasks) == {"who[tag={x}]"}  # Prefect formats a string name with the parameters: a KeyError
+    assert "who[tag={x}] started on the threads executor" in _lines(logs, tasks["who[tag={x}]"].id)
