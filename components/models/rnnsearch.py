@@ -128,15 +128,23 @@ class RNNSearch(Generates, nn.Module):
         s, c = state
         ctx, a = self.attn(s[:, None], memory["keys"], memory["values"], memory["mask"])
         ctx, a = ctx[:, 0], a[:, 0]
+        logits, new = self._decode(y_emb, s, c, ctx)
+        return logits, new, a
+
+    def _decode(self, y_emb: Tensor, s: Tensor, c: Tensor, ctx: Tensor):
+        """The maxout deep output and the recurrent update for one step, given its context vector."""
         t = self.deep(self.drop(torch.cat([s, y_emb, ctx], -1))).view(-1, self.maxout, 2).max(-1).values
         x = torch.cat([y_emb, ctx], -1)
         new = self.cell(x, (s, c)) if self.config.cell == "lstm" else (self.cell(x, s), c)
-        return self.out(self.drop(t)), new, a
+        return self.out(self.drop(t)), new
+
+    def _check_tgt(self, tgt_in: Tensor) -> None:
+        if tgt_in.numel() and tgt_in.device.type == "cpu" and int(tgt_in.max()) >= self.config.tgt_vocab_size:
+            raise ModelError(f"tgt id {int(tgt_in.max())} out of range for tgt_vocab_size {self.config.tgt_vocab_size}")
 
     def forward(self, src: Tensor, src_lengths: Tensor | None, tgt_in: Tensor, keep: Tensor | None = None):
         """Teacher-forced pass: logits (B, T_tgt, V), or (N, V) at ``keep``, and attention (B, T_tgt, T_src)."""
-        if tgt_in.numel() and tgt_in.device.type == "cpu" and int(tgt_in.max()) >= self.config.tgt_vocab_size:
-            raise ModelError(f"tgt id {int(tgt_in.max())} out of range for tgt_vocab_size {self.config.tgt_vocab_size}")
+        self._check_tgt(tgt_in)
         memory = self.encode(src, src_lengths)
         (s, c), emb = self.init_state(memory), self.embed(tgt_in)  # (B, T, E)
         E = emb.shape[-1]
@@ -204,16 +212,12 @@ class RNNEncDec(RNNSearch):
 
     def _step(self, y_emb: Tensor, state, memory):
         s, c = state
-        ctx = memory["context"]
-        t = self.deep(self.drop(torch.cat([s, y_emb, ctx], -1))).view(-1, self.maxout, 2).max(-1).values
-        x = torch.cat([y_emb, ctx], -1)
-        new = self.cell(x, (s, c)) if self.config.cell == "lstm" else (self.cell(x, s), c)
-        return self.out(self.drop(t)), new, None
+        logits, new = self._decode(y_emb, s, c, memory["context"])
+        return logits, new, None
 
     def forward(self, src: Tensor, src_lengths: Tensor | None, tgt_in: Tensor, keep: Tensor | None = None):
         """Teacher-forced pass: logits (B, T_tgt, V), or (N, V) at ``keep``, and None (no alignment)."""
-        if tgt_in.numel() and tgt_in.device.type == "cpu" and int(tgt_in.max()) >= self.config.tgt_vocab_size:
-            raise ModelError(f"tgt id {int(tgt_in.max())} out of range for tgt_vocab_size {self.config.tgt_vocab_size}")
+        self._check_tgt(tgt_in)
         memory = self.encode(src, src_lengths)
         (s, c), emb, ctx = self.init_state(memory), self.embed(tgt_in), memory["context"]
         E = emb.shape[-1]
