@@ -29,6 +29,7 @@ home.configure()
 from prefect import flow, task  # noqa: E402
 from prefect import tags as prefect_tags  # noqa: E402
 from prefect.cache_policies import NO_CACHE  # noqa: E402
+from prefect.context import TagsContext  # noqa: E402
 from prefect.states import Cancelled, Completed  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 
@@ -480,17 +481,21 @@ def run(plan: Plan, *, use_cache: bool = True, view=None, executor=None) -> RunR
                 f"({executor.slots} at a time); MLflow parent run {parent}"
             )
         futures = {}
-        # upstream futures go in wait_for (the graph's edges), not in the parameters: Prefect resolves
-        # parameters before it names the task run, so a step skipped after a failure would be `after-497`
-        for iid in submission_order(plan, max(1, executor.slots)):  # longest branches first
-            inst = plan.instances[iid]
-            futures[iid] = step_task.with_options(
-                name=inst.step.id,
-                task_run_name=lambda name=iid: name,  # as is: a string is str.format-ted (`cfg={'a': 1}`)
-                retries=inst.step.retries,
-                retry_delay_seconds=inst.step.retry_delay,
-                retry_condition_fn=_retry,
-            ).submit(iid, wait_for=[futures[d] for d in inst.deps])
+        # the run's tags are the flow run's, not each task run's: a tagged task run asks the API for tag
+        # concurrency slots as it starts (an answer cached for 5 s), so a Prefect server lost mid-run
+        # would crash every later step instead of only the run's last report to it
+        with TagsContext(current_tags=set()):
+            # upstream futures go in wait_for (the graph's edges), not in the parameters: Prefect resolves
+            # parameters before it names the task run, so a step skipped after a failure would be `after-497`
+            for iid in submission_order(plan, max(1, executor.slots)):  # longest branches first
+                inst = plan.instances[iid]
+                futures[iid] = step_task.with_options(
+                    name=inst.step.id,
+                    task_run_name=lambda name=iid: name,  # as is: a string is str.format-ted (`cfg={'a': 1}`)
+                    retries=inst.step.retries,
+                    retry_delay_seconds=inst.step.retry_delay,
+                    retry_condition_fn=_retry,
+                ).submit(iid, wait_for=[futures[d] for d in inst.deps])
         for iid, fut in futures.items():
             fut.wait()
             if iid not in result.status:

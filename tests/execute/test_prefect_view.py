@@ -110,6 +110,8 @@ def test_a_finished_run_reads_well_in_prefect(tmp_path, home, executor):
     assert flow_run.parameters == {"params": {"n": 2}}
     assert set(tasks) == {"nums[offset=0]", "nums[offset=10]", "sum[offset=0]", "sum[offset=10]", "card"}
     for name, task_run in tasks.items():
+        # untagged: a tagged task run would ask the API for tag concurrency slots as it starts
+        assert task_run.tags == [], (name, task_run.tags)
         lines = _lines(logs, task_run.id)
         assert f"{name} started on the {executor} executor" in lines, lines
         assert any(
