@@ -188,11 +188,16 @@ def _group(pid: int) -> int | None:
         return None
 
 
-def target(participant: str, project: Project, proc: subprocess.Popen, salt: int) -> int | None:
-    """The pid to kill now, or None when that participant is not there (yet)."""
+def target(
+    participant: str, project: Project, proc: subprocess.Popen, salt: int, prefer: int | None = None
+) -> int | None:
+    """The pid to kill now, or None when that participant is not there (yet); a worker: ``prefer``
+    (a pid) while it computes a step, else one computing a step."""
     procs = processes(project)
     if participant == "worker":
         flying = [p for _, p in in_flight(project, salt) if p in procs]
+        if prefer in flying:
+            return prefer
         return random.choice(flying) if flying else None
     if participant == "command":
         return proc.pid if proc.poll() is None else None
@@ -350,14 +355,24 @@ def chaos_round(project: Project, participant: str, salt: int, reference: dict, 
     before = set(processes(project)) - warm_services(project)
     proc = project.run(salt)
     started = time.monotonic()
+    # a worker is killed at a seeded step start (the k-th of the round), the others at a seeded moment
+    # of the run: a step is in flight for a few tenths of a second only, so a moment drawn over the
+    # whole run (imports, servers, tracking) often finds none, more often the faster the machine
+    nth = rng.randint(1, len(reference["outputs"])) if participant == "worker" else None
     delay = rng.uniform(0.0, reference["seconds"] * 0.9)
     pid = None
     while proc.poll() is None and time.monotonic() - started < 300:
-        if time.monotonic() - started >= delay:
+        if nth is not None:
+            starts = [p for e, _, p, _ in ledger(project, salt) if e == "start"]
+            if len(starts) >= nth:
+                pid = target(participant, project, proc, salt, prefer=starts[nth - 1])
+                if pid is not None:
+                    break
+        elif time.monotonic() - started >= delay:
             pid = target(participant, project, proc, salt)
             if pid is not None:
                 break
-        time.sleep(0.05)
+        time.sleep(0.02)
     if pid is None:
         proc.communicate(timeout=300)
         return {"participant": participant, "killed": False, "problems": []}
