@@ -14,6 +14,10 @@ from flows.plan.build import build
 
 C = "tests.support.engine_components"
 STEP = f"name: t\nsteps:\n  a: {{uses: '{C}:numbers'}}\n"
+# CPU seconds (not wall time, which a loaded machine stretches) within which a hostile file must be
+# refused: a guard against expanding it, which takes minutes and gigabytes; each refusal takes
+# well under a tenth of this on this machine kind
+CPU_BOUND = 5.0
 LIMIT_HINT = (
     "a plan may have at most 10,000; raise the limit with settings.max_step_runs in the pipeline "
     "or BOTTLENECKS_MAX_STEP_RUNS in the environment"
@@ -197,14 +201,14 @@ def test_hostile_file_is_refused_fast_as_one_located_line(case, cli, tmp_path, h
     text, expected = CASES[case]
     path = tmp_path / "p.yaml"
     path.write_text(text)
-    started = time.perf_counter()
+    started = time.process_time()
     result = cli.invoke(app, ["check", str(path)])
-    seconds = time.perf_counter() - started
+    seconds = time.process_time() - started
     assert result.exit_code == 2, result.output
     lines = [line for line in result.output.splitlines() if line.startswith(str(path))]
     assert lines == [f"{path}:{expected}"]
     assert "Traceback" not in result.output and result.exception is None or isinstance(result.exception, SystemExit)
-    assert seconds < 2.0, f"{case}: refused after {seconds:.2f}s"
+    assert seconds < CPU_BOUND, f"{case}: refused after {seconds:.2f}s of CPU"
 
 
 @pytest.mark.parametrize(
@@ -241,11 +245,11 @@ def test_a_directory_or_a_missing_file(cli, tmp_path, home):
 def test_an_endless_device_is_read_only_up_to_the_size_limit(cli, home):
     if not os.path.exists("/dev/zero"):
         pytest.skip("no /dev/zero")
-    started = time.perf_counter()
+    started = time.process_time()
     result = cli.invoke(app, ["check", "/dev/zero"])
     assert result.exit_code == 2
     assert "/dev/zero:1:1: the file is larger than 1,048,576 bytes" in result.output
-    assert time.perf_counter() - started < 2.0
+    assert time.process_time() - started < CPU_BOUND
 
 
 def test_thousands_of_errors_stop_after_a_hundred(cli, tmp_path, home):
@@ -253,12 +257,12 @@ def test_thousands_of_errors_stop_after_a_hundred(cli, tmp_path, home):
     path.write_text(
         "name: t\nsteps:\n" + "".join(f"  s{i}: {{uses: '{C}:numbers', with: {{nn: 1}}}}\n" for i in range(2000))
     )
-    started = time.perf_counter()
+    started = time.process_time()
     result = cli.invoke(app, ["check", str(path)])
     assert result.exit_code == 2
     lines = [line for line in result.output.splitlines() if line.startswith(str(path))]
     assert len(lines) == 101 and lines[-1].endswith("stopped checking after 100 errors")
-    assert time.perf_counter() - started < 2.0
+    assert time.process_time() - started < CPU_BOUND
 
 
 def test_run_refuses_a_huge_matrix_and_runs_nothing(cli, tmp_path, home):
@@ -333,14 +337,14 @@ def test_override_values_are_read_within_the_same_bounds(cli, tmp_path, home):
     laughs_flow = (
         "[" + ", ".join(f"&a{i} [" + ", ".join([f"*a{i - 1}" if i else "lol"] * 9) + "]" for i in range(9)) + "]"
     )
-    started = time.perf_counter()
+    started = time.process_time()
     result = cli.invoke(app, ["check", str(path), "--set", "p=" + laughs_flow])
     assert result.exit_code == 2
     assert (
         "--set:1:218: the file expands to more than 20,000 YAML values (alias *a3 adds a copy of 7,381 "
         "values); anchors and aliases count once per use. Keep big lists in a data file the step reads" in result.output
     )
-    assert time.perf_counter() - started < 2.0
+    assert time.process_time() - started < CPU_BOUND
     plan = build(path, sets=["p=[1, {a: 2}]"])
     assert plan.params["p"] == [1, {"a": 2}]
     assert build(path, sets=["p=@not yaml"]).params["p"] == "@not yaml"
