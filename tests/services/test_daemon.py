@@ -4,43 +4,30 @@ status), signals reach the child, an edited source file makes the zygote step as
 `bottlenecks stop` ends it."""
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.support.warm import wait_serving, warm_env
+
 C = "tests.support.engine_components"
 
 
 @pytest.fixture
 def project(tmp_path):
     """A project folder whose `run` commands use a zygote in a private runtime folder."""
-    runtime = Path(tempfile.mkdtemp(prefix="bn-", dir="/tmp"))  # a socket path must stay short
     plugin = tmp_path / "plugin"
     plugin.mkdir()
     (plugin / "bn_preloaded.py").write_text("VALUE = 1\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "MLFLOW_", "BOTTLENECKS_"))}
-    env.update(
-        {
-            "BOTTLENECKS_DAEMON": "on",
-            "BOTTLENECKS_DAEMON_IDLE": "120",
-            "XDG_RUNTIME_DIR": str(runtime),
-            "BOTTLENECKS_PREFECT_SERVER": "off",
-            "BOTTLENECKS_DAEMON_PRELOAD": "bn_preloaded",
-            "PYTHONPATH": os.pathsep.join([str(REPO), str(plugin), env.get("PYTHONPATH", "")]),
-            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        }
-    )
-    yield tmp_path, env, plugin
-    subprocess.run([sys.executable, "-m", "flows.cli", "stop"], cwd=tmp_path, env=env, capture_output=True, timeout=60)
-    shutil.rmtree(runtime, ignore_errors=True)
+    with warm_env(
+        tmp_path, plugin, BOTTLENECKS_DAEMON_PRELOAD="bn_preloaded", PREFECT_SERVER_ANALYTICS_ENABLED="false"
+    ) as env:
+        yield tmp_path, env, plugin
 
 
 def _pipeline(folder: Path, name: str, body: str) -> Path:
@@ -78,18 +65,8 @@ def _key(env, folder) -> str:
 
 
 def _wait_serving(env, folder, timeout=120.0) -> Path:
-    """Until the zygote answers: its log says it serves once its imports are done."""
-    sock = _socket(env, folder)
-    log = sock.with_suffix(".log")
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if log.exists() and "serving" in log.read_text().splitlines()[-1]:
-            return sock
-        time.sleep(0.2)
-    raise AssertionError(
-        f"no zygote served {sock}: {log.read_text() if log.exists() else 'no log'}; "
-        f"{sorted(p.name for p in sock.parent.iterdir())}"
-    )
+    """Until the zygote of ``env`` in ``folder`` answers."""
+    return wait_serving(_socket(env, folder), timeout)
 
 
 def _parent_tags(folder: Path, name: str) -> list[dict]:

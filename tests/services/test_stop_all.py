@@ -3,34 +3,20 @@
 one environment into two zygotes."""
 
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.support.warm import wait_serving, warm_env
 
 
 @pytest.fixture
 def base_env(tmp_path):
-    runtime = Path(tempfile.mkdtemp(prefix="bn-", dir="/tmp"))  # a socket path must stay short
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "MLFLOW_", "BOTTLENECKS_"))}
-    env.update(
-        {
-            "BOTTLENECKS_DAEMON": "on",
-            "BOTTLENECKS_DAEMON_IDLE": "120",
-            "XDG_RUNTIME_DIR": str(runtime),
-            "BOTTLENECKS_PREFECT_SERVER": "off",
-            "PYTHONPATH": os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]),
-        }
-    )
-    yield env
-    subprocess.run([sys.executable, "-m", "flows.cli", "stop"], cwd=tmp_path, env=env, capture_output=True, timeout=60)
-    shutil.rmtree(runtime, ignore_errors=True)
+    with warm_env(tmp_path) as env:
+        yield env
 
 
 def _start_zygote(env: dict, folder: Path) -> Path:
@@ -41,13 +27,7 @@ def _start_zygote(env: dict, folder: Path) -> Path:
             [sys.executable, "-c", code], env=env, cwd=folder, capture_output=True, text=True, check=True
         ).stdout.strip()
     )
-    log = sock.with_suffix(".log")
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if log.exists() and log.read_text().strip() and "serving" in log.read_text().splitlines()[-1]:
-            return sock
-        time.sleep(0.2)
-    raise AssertionError(f"no zygote served {sock}: {log.read_text() if log.exists() else 'no log'}")
+    return wait_serving(sock)
 
 
 def _pid(sock: Path) -> int:
