@@ -18,7 +18,6 @@ import importlib
 import importlib.machinery
 import importlib.util
 import inspect
-import sys
 import threading
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -26,6 +25,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from components.imports import ModuleImportFailed, import_module
 
 ENTRY_POINT_GROUP = "bottlenecks.components"
 
@@ -284,9 +285,14 @@ def load_plugins() -> None:
     """Import the modules that users' packages declare in the ``bottlenecks.components`` group."""
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
         try:
+            import_module(ep.module)
             ep.load()
-        except Exception as e:  # a broken plugin must not hide the built-in components
-            raise ComponentError(f"plugin entry point {ep.name!r} ({ep.value}) failed to load: {e}") from e
+        except ModuleImportFailed as e:
+            raise ComponentError(f"plugin entry point {ep.name!r} ({ep.value}) failed to load: {e}") from None
+        except Exception as e:  # the entry point names something the module does not have
+            raise ComponentError(
+                f"plugin entry point {ep.name!r} ({ep.value}) failed to load: {type(e).__name__}: {e}"
+            ) from None
 
 
 def registry() -> dict[str, Component]:
@@ -355,9 +361,9 @@ def _imported_component(name: str, module: str) -> Component:
     """Import ``module`` and return the component it registers as ``name``."""
     with _lock:
         try:
-            importlib.import_module(module)
-        except ImportError as e:
-            raise ComponentError(f"cannot import module {module!r} of component {name!r}: {e}") from e
+            import_module(module)
+        except ModuleImportFailed as e:
+            raise ComponentError(f"component {name!r}: {e}") from None
         if name not in _REGISTRY:
             raise ComponentError(
                 f"module {module!r} does not register component {name!r} (components/library.py names it)"
@@ -367,13 +373,10 @@ def _imported_component(name: str, module: str) -> Component:
 
 def _from_import_path(spec: str) -> Component:
     module_name, _, attr = spec.partition(":")
-    cwd = str(Path.cwd())
-    if cwd not in sys.path:  # users' own modules next to their pipelines
-        sys.path.insert(0, cwd)
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as e:
-        raise ComponentError(f"cannot import module {module_name!r} for {spec!r}: {e}") from None
+        module = import_module(module_name)
+    except ModuleImportFailed as e:
+        raise ComponentError(f"cannot load {spec!r}: {e}") from None
     fn = getattr(module, attr, None)
     if fn is None:
         names = [n for n in dir(module) if not n.startswith("_")]

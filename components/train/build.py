@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import inspect
 from typing import Any
 
 from torch import nn
+
+from components.imports import ModuleImportFailed, import_module
 
 
 class TrainError(ValueError):
@@ -18,9 +19,9 @@ def _factory(spec: str):
     """Import ``package.module:function``."""
     module_name, _, attr = spec.partition(":")
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as e:
-        raise TrainError(f"model {spec!r}: cannot import module {module_name!r}: {e}") from None
+        module = import_module(module_name)
+    except ModuleImportFailed as e:
+        raise TrainError(f"model {spec!r}: {e}") from None
     fn = getattr(module, attr, None)
     if not callable(fn):
         raise TrainError(f"model {spec!r}: module {module_name!r} has no callable {attr!r}")
