@@ -1,7 +1,8 @@
 """Content-addressed step cache: a work dir and an outputs record per cache key.
 
 The work dir of a key is stable, so a step that was interrupted (a killed training run) finds
-its checkpoints again on the rerun. A lease per key keeps two concurrent pipeline runs from
+its checkpoints again on the rerun; a step recomputed on purpose (``--no-cache``, ``cache: false``)
+gets an empty one instead, and the earlier outputs stay whole until the new ones are recorded. A lease per key keeps two concurrent pipeline runs from
 computing or writing the same step at once; the second waits and then takes the cached result.
 The lease is an exclusive ``flock`` (the kernel drops it when its holder dies) whose file names
 its owner (host, pid, run), so a waiter can say whom it waits for and give up after a timeout.
@@ -13,6 +14,7 @@ import errno
 import fcntl
 import json
 import os
+import shutil
 import socket
 import time
 from contextlib import contextmanager
@@ -43,6 +45,9 @@ def no_room(error: OSError, folder: str | Path) -> str | None:
     )
 
 
+STALE_TMP_SECONDS = 600
+
+
 class StepCache:
     """Outputs of finished steps under ``root/cache`` and their files under ``root/work``."""
 
@@ -50,11 +55,42 @@ class StepCache:
         self.root = Path(root)
         for sub in ("cache", "work", "locks"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
+        self._sweep_temporaries()
+
+    def _sweep_temporaries(self) -> None:
+        """Remove half-written records (``KEY.PID.tmp``) left by a process killed while it saved
+        one: a save takes milliseconds, so one older than ``STALE_TMP_SECONDS`` has no writer."""
+        now = time.time()
+        for tmp in (self.root / "cache").glob("*.tmp"):
+            try:
+                if now - tmp.stat().st_mtime > STALE_TMP_SECONDS:
+                    tmp.unlink()
+            except OSError:  # another run swept it first
+                pass
 
     def work_dir(self, step_id: str, key: str) -> Path:
+        """The key's stable work dir: a step computed after an interruption finds its checkpoints."""
         path = self.root / "work" / f"{step_id}-{key[:16]}"
         path.mkdir(parents=True, exist_ok=True)
         return path
+
+    def fresh_work_dir(self, step_id: str, key: str, tag: str) -> Path:
+        """An empty work dir for a step recomputed on purpose (``--no-cache``, ``cache: false``):
+        nothing of an earlier computation (a finished run's checkpoints) is resumed, and the earlier
+        outputs stay whole until the new ones are recorded (``retire_work_dirs``)."""
+        path = self.root / "work" / f"{step_id}-{key[:16]}-{tag}"
+        if path.exists():
+            shutil.rmtree(path)
+        path.mkdir(parents=True)
+        return path
+
+    def retire_work_dirs(self, step_id: str, key: str, keep: Path) -> None:
+        """Remove the key's other work dirs once ``keep`` holds its recorded outputs."""
+        stem = f"{step_id}-{key[:16]}"
+        work = self.root / "work"
+        for path in [work / stem, *work.glob(f"{stem}-*")]:
+            if path != keep and path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
 
     def _entry(self, key: str) -> Path:
         return self.root / "cache" / f"{key}.json"

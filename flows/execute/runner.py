@@ -184,7 +184,13 @@ class StepRunner:
         )
         with self._lock:
             self.active[inst.id] = run_id
-        work = self.cache.work_dir(inst.step.id, inst.key)
+        # a step recomputed on purpose starts from an empty folder; otherwise the key's stable one,
+        # where a step interrupted earlier finds its checkpoints
+        forced = not (self.use_cache and inst.step.cache)
+        if forced:
+            work = self.cache.fresh_work_dir(inst.step.id, inst.key, run_id[:8])
+        else:
+            work = self.cache.work_dir(inst.step.id, inst.key)
         seed = int(inst.bindings.get("seed", self.plan.settings.seed))
         payload = StepPayload(
             instance=inst.id,
@@ -239,6 +245,8 @@ class StepRunner:
                 "device": result.device,
             },
         )
+        if forced:  # the earlier outputs' files, now that the new ones are recorded
+            self.cache.retire_work_dirs(inst.step.id, inst.key, keep=work)
         self.result.status[inst.id] = "done"
         self.result.outputs[inst.id] = outputs
         self.result.errors.pop(inst.id, None)  # a retry succeeded

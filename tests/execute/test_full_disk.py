@@ -97,3 +97,22 @@ def test_a_run_that_cannot_write_its_files_fails_naming_the_folder_without_a_tra
     records = [json.loads(p.read_text()) for p in (home / "cache").iterdir()]
     assert [r["step"] for r in records] == ["small"]  # the step that wrote is cached, the other is not
     assert not list((home / "cache").glob("*.tmp"))
+
+
+def test_a_record_left_half_written_by_a_killed_process_is_swept_by_the_next_run(tmp_path):
+    """A process killed between writing a record's temporary file and renaming it leaves
+    ``KEY.PID.tmp``; the next cache opened on that folder removes it once it is old enough to have
+    no writer, and leaves one being written now alone."""
+    from flows.execute.cache import STALE_TMP_SECONDS, StepCache
+
+    cache = StepCache(tmp_path)
+    stale = tmp_path / "cache" / "abc.4242.tmp"
+    stale.write_text('{"outputs": {"half')
+    os.utime(stale, (stale.stat().st_atime, stale.stat().st_mtime - STALE_TMP_SECONDS - 1))
+    live = tmp_path / "cache" / "def.4243.tmp"
+    live.write_text("{")
+    cache.put("ghi", {"outputs": {"x": 1}})
+    StepCache(tmp_path)
+    assert not stale.exists() and live.exists()
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["def.4243.tmp", "ghi.json"]
+    assert cache.get("ghi")["outputs"] == {"x": 1}

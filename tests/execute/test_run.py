@@ -130,3 +130,34 @@ def test_retries_are_honoured(tmp_path, home):
     )
     result = run(build(path))
     assert result.ok and result.outputs["flaky"]["attempts"] == 2
+
+
+def test_no_cache_recomputes_from_an_empty_folder_and_keeps_the_old_outputs_until_then(tmp_path, home):
+    """`--no-cache` trains from step 0, not from the finished run's last checkpoint; a recompute that
+    fails leaves the finished outputs in the cache, one that succeeds replaces them."""
+    path = write(
+        tmp_path,
+        f"""\
+        name: e2e-fresh
+        steps:
+          train: {{uses: {C}:slow_train, with: {{steps: 3, seconds_per_step: 0.0, started_file: "{tmp_path / "s"}"}}}}
+        """,
+    )
+    first = run(build(path))
+    assert first.outputs["train"]["resumed_from"] == 0
+    old = first.outputs["train"]["run_id"]
+    fresh = run(build(path), use_cache=False)
+    assert fresh.status == {"train": "done"}
+    assert fresh.outputs["train"]["resumed_from"] == 0  # not 3: the finished checkpoint is not resumed
+    again = run(build(path))
+    assert again.status == {"train": "cached"} and again.outputs["train"]["run_id"] == fresh.outputs["train"]["run_id"]
+    work = home / "work"
+    assert len([p for p in work.iterdir() if p.name.startswith("train-")]) == 1  # the replaced folder is gone
+    assert old != fresh.outputs["train"]["run_id"]
+
+    (tmp_path / "s").unlink()
+    (tmp_path / "s").mkdir()  # the step now fails as it starts
+    failed = run(build(path), use_cache=False)
+    assert failed.status == {"train": "failed"}
+    kept = run(build(path))
+    assert kept.status == {"train": "cached"} and kept.outputs == again.outputs  # nothing computed was lost
