@@ -111,8 +111,50 @@ class Component:
             raise ComponentError(f"{self.name} returned {type(result).__name__}, expected a dict of outputs")
         missing = [o for o in self.outputs if o not in result]
         if missing:
-            raise ComponentError(f"{self.name} did not return declared outputs {missing}")
+            raise ComponentError(
+                f"{self.name} did not return declared outputs {missing} (it returned {sorted(map(str, result))}); "
+                "return every name in outputs=[...] or declare fewer"
+            )
+        bad = _not_json(result)
+        if bad is not None:
+            where, value = bad
+            raise ComponentError(
+                f"{self.name} returned output {where} as a {type(value).__module__}.{type(value).__qualname__}, "
+                "which is not JSON: outputs are JSON values (numbers, strings, lists, dicts); " + _json_hint(value)
+            )
         return result
+
+
+def _not_json(value: Any, where: str = "") -> tuple[str, Any] | None:
+    """The first place in ``value`` (``'arr'``, ``'table'['x'][2]``) holding something JSON cannot
+    carry, with that thing; None when all of it can."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return None
+    if isinstance(value, dict):
+        for k, v in value.items():
+            here = f"{where}[{k!r}]" if where else repr(k)
+            if not isinstance(k, (str, int, float, bool)) and k is not None:
+                return here, k
+            if (found := _not_json(v, here)) is not None:
+                return found
+        return None
+    if isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            if (found := _not_json(v, f"{where}[{i}]")) is not None:
+                return found
+        return None
+    return where or "(the dict)", value
+
+
+def _json_hint(value: Any) -> str:
+    kind = type(value).__module__.partition(".")[0]
+    if hasattr(value, "tolist") and kind in ("numpy", "torch"):
+        return "return value.tolist() (or .item() for one number), or save it in ctx.work_dir and return the path"
+    if isinstance(value, Path):
+        return "return str(path)"
+    if isinstance(value, (set, frozenset)):
+        return "return sorted(values)"
+    return "save it in ctx.work_dir and return the file's path"
 
 
 def _module_file(name: str) -> Path | None:

@@ -125,3 +125,59 @@ def test_a_broken_model_factory_names_its_line(folder):
         build_model("bnplug_model:net")
     assert str(err.value).startswith("model 'bnplug_model:net': importing module 'bnplug_model' raised TypeError: ")
     assert str(err.value).endswith(f"(at {folder / 'bnplug_model.py'}:6)")
+
+
+@pytest.fixture
+def returning():
+    """A component returning the given outputs, unregistered after the test."""
+    names = []
+
+    def make(name: str, outputs: list[str], value: dict):
+        @reg.component(name, outputs=outputs)
+        def f(ctx) -> dict:
+            return value
+
+        names.append(name)
+        return reg.get(name)
+
+    yield make
+    for name in names:
+        reg._REGISTRY.pop(name, None)
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        (
+            {"arr": __import__("numpy").arange(3)},
+            "me.np returned output 'arr' as a numpy.ndarray, which is not JSON: outputs are JSON values "
+            "(numbers, strings, lists, dicts); return value.tolist() (or .item() for one number), or save it "
+            "in ctx.work_dir and return the path",
+        ),
+        (
+            {"arr": {"rows": [1, 2, __import__("numpy").int64(3)]}},
+            "me.np returned output 'arr'['rows'][2] as a numpy.int64, which is not JSON",
+        ),
+        ({"arr": Path("x.txt")}, "me.np returned output 'arr' as a pathlib.PosixPath, which is not JSON"),
+        ({"arr": {1, 2}}, "return sorted(values)"),
+    ],
+)
+def test_an_output_that_is_not_json_names_where_and_what_to_return(value, expected, tmp_path, returning):
+    from components import Context
+
+    comp = returning("me.np", ["arr"], value)
+    with pytest.raises(reg.ComponentError) as err:
+        comp(Context(tmp_path / "w"))
+    assert expected in str(err.value)
+
+
+def test_a_missing_output_says_what_came_back(tmp_path, returning):
+    from components import Context
+
+    comp = returning("me.short", ["x", "z"], {"x": 1, "y": [0.5, None, {"k": "v"}]})
+    with pytest.raises(reg.ComponentError) as err:
+        comp(Context(tmp_path / "w"))
+    assert str(err.value) == (
+        "me.short did not return declared outputs ['z'] (it returned ['x', 'y']); return every name in "
+        "outputs=[...] or declare fewer"
+    )
