@@ -2,10 +2,11 @@
 
 The work dir of a key is stable, so a step that was interrupted (a killed training run) finds
 its checkpoints again on the rerun; a step recomputed on purpose (``--no-cache``, ``cache: false``)
-gets an empty one instead, and the earlier outputs stay whole until the new ones are recorded. A lease per key keeps two concurrent pipeline runs from
-computing or writing the same step at once; the second waits and then takes the cached result.
-The lease is an exclusive ``flock`` (the kernel drops it when its holder dies) whose file names
-its owner (host, pid, run), so a waiter can say whom it waits for and give up after a timeout.
+gets an empty one instead, and the earlier outputs stay whole until the new ones are recorded.
+A lease per key keeps two concurrent pipeline runs from computing or writing the same step at
+once; the second waits and then takes the cached result. The lease is an exclusive ``flock`` (the
+kernel drops it when its holder dies) whose file names its owner (host, pid, run), so a waiter can
+say whom it waits for and give up after a timeout.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 
 LOCAL_MLFLOW_UI = "http://127.0.0.1:5000"  # where `bottlenecks ui` serves the local store
-# the query that opens MLflow 3's model-training view (as `experiment_links` in flows.track.runs): the UI
-# takes the page kind from ``workflowType``, not from the experiment's tag
+# the query that opens MLflow 3's model-training view (run pages here, experiment pages in
+# flows.track.runs): the UI takes the page kind from ``workflowType``, not from the experiment's tag
 MODEL_TRAINING_VIEW = "?workflowType=machine_learning"
 
 

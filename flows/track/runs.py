@@ -22,6 +22,7 @@ from mlflow.tracking import MlflowClient
 from components.context import Context
 from flows import home
 from flows.track import environment, zombies
+from flows.track.links import MODEL_TRAINING_VIEW
 
 PARAM_MAX = 500
 NOTE_MAX = 7_500  # MLflow's run tags hold 8,000 characters; the note is one
@@ -183,13 +184,10 @@ class Tracker:
 
 
 def experiment_links(base: str) -> list[str]:
-    """One URL per experiment that opens its runs table (MLflow 3.17 takes the page kind from
-    the ``workflowType`` query, not from the experiment's tag)."""
+    """One URL per experiment that opens its runs table in the model-training view."""
     exps = MlflowClient().search_experiments(max_results=200, order_by=["last_update_time DESC"])
     return [
-        f"{e.name}: {base}/#/experiments/{e.experiment_id}?workflowType=machine_learning"
-        for e in exps
-        if e.name != "Default"
+        f"{e.name}: {base}/#/experiments/{e.experiment_id}{MODEL_TRAINING_VIEW}" for e in exps if e.name != "Default"
     ]
 
 

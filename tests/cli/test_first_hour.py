@@ -44,11 +44,17 @@ def test_the_follow_link_opens_the_model_training_view(monkeypatch):
 
 
 def test_the_follow_link_asks_for_the_same_view_as_the_experiment_links():
-    import inspect
+    import uuid
+
+    from mlflow.tracking import MlflowClient
 
     from flows.track import links, runs
 
-    assert links.MODEL_TRAINING_VIEW.lstrip("?") in inspect.getsource(runs.experiment_links)
+    name = f"first-hour-{uuid.uuid4().hex[:8]}"
+    eid = MlflowClient().create_experiment(name)
+    view = "?workflowType=machine_learning"  # MLflow 3's model-training page
+    assert f"{name}: http://h:1/#/experiments/{eid}{view}" in runs.experiment_links("http://h:1")
+    assert links.mlflow_run(eid, "abc").endswith(f"/#/experiments/{eid}/runs/abc{view}")
 
 
 # -- a piped run's scorecard ------------------------------------------------------------------------------
