@@ -35,6 +35,11 @@ class ComponentError(Exception):
     """A component could not be found, loaded or called with these parameters."""
 
 
+class ParameterValueError(ValueError):
+    """Raised by a parameter type's own validator (a model name) with a message that says what is
+    wrong and how to fix it; the pipeline's error shows that message as it is."""
+
+
 @dataclass
 class Component:
     """A registered step: the function, its parameter model and what it returns.

@@ -7,6 +7,7 @@ from typing import Any
 import torch
 
 from components import Context, component
+from components.model_names import ModelName
 from components.probes import common as P
 from components.train.build import accepted_fields, build_model
 
@@ -15,7 +16,7 @@ from components.train.build import accepted_fields, build_model
 def param_count(
     ctx: Context,
     *,
-    model: str,
+    model: ModelName,
     overrides: dict[str, Any] | None = None,
     lengths: list[int] = [8, 16, 32, 64, 128],  # noqa: B006
     length_field: str | None = None,  # config field set to T before building (e.g. max_len, seq_len)

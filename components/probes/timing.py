@@ -13,6 +13,7 @@ from typing import Any, Literal
 import torch
 
 from components import Context, component
+from components.model_names import ModelName
 from components.probes import common as P
 from components.probes.timing_worker import EXACT_MALLOC_ENV
 from components.train.build import accepted_fields, build_model
@@ -65,7 +66,7 @@ def _run_worker(spec: dict, extra_env: dict[str, str] | None = None) -> dict:
 def timing(
     ctx: Context,
     *,
-    models: dict[str, str],
+    models: dict[str, ModelName],
     overrides: dict[str, dict[str, Any]] | None = None,
     lengths: list[int] = [32, 64, 128, 256, 512],  # noqa: B006
     batch: int = 8,

@@ -13,6 +13,7 @@ from typing import Any, Literal
 import torch
 
 from components import Context, component
+from components.model_names import ModelName
 from components.train import checkpoint as C
 from components.train import precision as P
 from components.train.average import Snapshots, average_checkpoints
@@ -64,7 +65,7 @@ def train_model(
     ctx: Context,
     *,
     data: str,
-    model: str,
+    model: ModelName,
     overrides: dict[str, Any] | None = None,
     steps: int = 1000,
     batch_size: int = 64,

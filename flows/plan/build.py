@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from components.registry import Component, ComponentError, get
+from components.registry import Component, ComponentError, ParameterValueError, get
 from components.registry import suggest as _suggest
 from flows.language import refs
 from flows.language.errors import MAX_ERRORS, Collector, Located, PipelineInvalid
@@ -523,6 +523,13 @@ class _Planner:
                         where,
                         f"step {step.id!r}: missing required parameter {field_name!r} "
                         f"({type_name(ann)}) for {comp.name}",
+                    )
+                elif kind == "value_error" and isinstance(err.get("ctx", {}).get("error"), ParameterValueError):
+                    # a parameter type's own check (a model name) says what is wrong in its own words
+                    loc = ".".join(str(p) for p in err["loc"])
+                    self.errors.add(
+                        step.with_.vpos(field_name),
+                        f"step {step.id!r}: parameter {loc!r} of {comp.name}: {err['ctx']['error']}",
                     )
                 else:
                     loc = ".".join(str(p) for p in err["loc"])

@@ -1,0 +1,83 @@
+"""The model a step builds, as a parameter type: a shipped variant (``lstm-small``) or a user's
+factory (``package.module:function``), checked where the pipeline is checked.
+
+`bottlenecks check` must not import torch to say that ``lstmm-small`` is a typo, so the shipped
+variant names are read from the ``@variant("NAME", ...)`` decorators in ``components/models``'
+source (cached by file size and time); a name not found there is looked up in the variants
+registered at run time before it is refused. A factory's module is imported, as a component's is.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import functools
+import sys
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import AfterValidator
+
+from components.imports import ModuleImportFailed, import_module
+from components.registry import ParameterValueError
+
+MODELS = Path(__file__).resolve().parent / "models"
+
+
+@functools.lru_cache(maxsize=8)
+def _declared_in(path: Path, mtime_ns: int, size: int) -> frozenset[str]:
+    tree = ast.parse(path.read_bytes(), str(path))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            for deco in node.decorator_list:
+                func = deco.func if isinstance(deco, ast.Call) else None
+                name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+                if name == "variant" and deco.args and isinstance(deco.args[0], ast.Constant):
+                    found.add(deco.args[0].value)
+    return frozenset(found)
+
+
+def shipped() -> frozenset[str]:
+    """The variant names ``components/models`` declares, read from its source."""
+    names: set[str] = set()
+    for path in sorted(MODELS.glob("*.py")):
+        st = path.stat()
+        names |= _declared_in(path, st.st_mtime_ns, st.st_size)
+    return frozenset(names)
+
+
+def _registered() -> set[str]:
+    """Variants registered by running code (a user's module that called ``variant``), if any ran."""
+    registry = sys.modules.get("components.models.registry")
+    return set(getattr(registry, "_VARIANTS", {}))
+
+
+def check(value: str) -> str:
+    """``value`` when it names a model this installation can build; else ParameterValueError saying why."""
+    if ":" in value:
+        module_name, _, attr = value.partition(":")
+        if not module_name or not attr:
+            raise ParameterValueError(f"model {value!r}: a factory is written package.module:function")
+        try:
+            module = import_module(module_name)
+        except ModuleImportFailed as e:
+            raise ParameterValueError(f"model {value!r}: {e}") from None
+        if not callable(getattr(module, attr, None)):
+            public = [n for n in dir(module) if not n.startswith("_") and callable(getattr(module, n))]
+            match = difflib.get_close_matches(attr, public, n=1, cutoff=0.6)
+            hint = f" (did you mean {match[0]!r}?)" if match else ""
+            raise ParameterValueError(f"model {value!r}: module {module_name!r} has no function {attr!r}{hint}")
+        return value
+    known = shipped() | _registered()
+    if value in known:
+        return value
+    match = difflib.get_close_matches(value, sorted(known), n=1, cutoff=0.6)
+    hint = f" (did you mean {match[0]!r}?)" if match else ""
+    raise ParameterValueError(
+        f"unknown model {value!r}{hint}; the shipped variants are listed in docs/models.md, "
+        "or give a factory as package.module:function"
+    )
+
+
+ModelName = Annotated[str, AfterValidator(check)]
