@@ -181,6 +181,14 @@ class Task:
             return loss, ((pred - y).abs() < tolerance).sum(), y.numel()
         return _ce(out, y, label_smoothing)
 
+    def passes(self, micro_batches: list[dict], passes: int) -> list[dict]:
+        """The step's micro-batches as ``passes`` forward/backward passes: translation batches are
+        merged into that many padded batches (consecutive ones together); other kinds pass as given."""
+        if self.kind != "translation" or passes >= len(micro_batches):
+            return micro_batches
+        groups = np.array_split(np.arange(len(micro_batches)), passes)
+        return [merge_translation([micro_batches[i] for i in g], self.pad_id) for g in groups]
+
     def targets(self, batch: dict) -> int:
         """Count the scored targets of a (CPU) batch: real target tokens for translation, else examples.
 
@@ -261,6 +269,25 @@ def collate_rows(src, tgt, idx, pad_id: int) -> dict:
     if hasattr(src, "pad"):
         return _shifted(*src.pad(idx, pad_id), *tgt.pad(idx, pad_id))
     return collate_translation([src[i] for i in idx], [tgt[i] for i in idx], pad_id)
+
+
+def merge_translation(batches: list[dict], pad_id: int) -> dict:
+    """One padded batch holding the rows of ``batches`` (collated translation batches): what one
+    forward pass over them computes equals their accumulated passes up to float rounding (padding is
+    masked, and -100 targets are not scored)."""
+    if len(batches) == 1:
+        return batches[0]
+
+    def cat(key: str, fill: int) -> torch.Tensor:
+        width = max(b[key].size(1) for b in batches)
+        return torch.cat([F.pad(b[key], (0, width - b[key].size(1)), value=fill) for b in batches])
+
+    return {
+        "src": cat("src", pad_id),
+        "src_lengths": torch.cat([b["src_lengths"] for b in batches]),
+        "tgt_in": cat("tgt_in", pad_id),
+        "tgt_out": cat("tgt_out", -100),
+    }
 
 
 def _shifted(src_t, src_len, tgt_t, tgt_len) -> dict:

@@ -71,6 +71,7 @@ def train_model(
     batch_size: int = 64,
     max_tokens: int | None = None,  # translation: batch by token count instead of batch_size
     accumulate: int = 1,  # micro-batches per optimiser step (gradient accumulation)
+    passes: int | None = None,  # forward/backward passes per step over them; None: fit to the device
     optimizer: Literal["adam", "adamw", "sgd", "adadelta"] = "adam",  # adadelta: Bahdanau 2015 (lr 1.0)
     lr: float = 1e-3,
     weight_decay: float = 0.0,
@@ -108,6 +109,12 @@ def train_model(
         seed: initialisation, dropout and data order.
         accumulate: each step sums the gradients of this many consecutive batches, weighted by their
             target tokens, so ``max_tokens=3125, accumulate=8`` is a 25k-token step.
+        passes: translation: the step's ``accumulate`` micro-batches are merged into this many padded
+            batches, one forward/backward pass each (the same gradients up to float rounding; the same
+            data and order whatever the device). None: on a GPU, one pass, doubled each time the
+            device runs out of memory (the step is retried, nothing is lost); on a CPU, one pass per
+            micro-batch. A given number also doubles on running out of memory. The summary's
+            ``passes_per_step`` says what was used.
         average_last: keep the weights of the last N checkpoints (every ``checkpoint_every`` steps,
             the final one included) and evaluate and save their average.
 
@@ -123,6 +130,10 @@ def train_model(
         raise TrainError(
             f"accumulate must be >= 1 and average_last, prefetch >= 0; got accumulate={accumulate}, "
             f"average_last={average_last}, prefetch={prefetch}"
+        )
+    if passes is not None and not 1 <= passes <= accumulate:
+        raise TrainError(
+            f"passes must be between 1 and accumulate={accumulate} (or null to fit the device); got {passes}"
         )
     if average_last > 1 and not checkpoint_every:
         raise TrainError(f"average_last={average_last} averages checkpoints: set checkpoint_every > 0")
@@ -198,13 +209,39 @@ def train_model(
         t0, cpu0 = time.perf_counter(), time.process_time()
         step = start
         loader = Prefetcher(batches, start * accumulate, depth, pin=cuda)
+        n_passes = _first_passes(passes, accumulate, cuda, task.kind)
+        if accumulate > 1 and task.kind == "translation":
+            ctx.log.info(
+                "%d micro-batches per step in %d pass(es)%s",
+                accumulate,
+                n_passes,
+                " (as many as fit in the device's memory)" if passes is None and cuda else "",
+            )
         with loader, ctx.progress(total=steps, description=f"train {model}") as bar:
             bar.update(completed=start)
             net.train()
             while step < steps:
                 micro = [next(loader) for _ in range(accumulate)]
-                opt.zero_grad(set_to_none=True)
-                loss, correct, count = accumulate_gradients(step_fn, task, micro, autocast, label_smoothing)
+                while True:  # a step that runs out of device memory is retried in more, smaller passes
+                    opt.zero_grad(set_to_none=True)
+                    try:
+                        grouped = task.passes(micro, n_passes)
+                        loss, correct, count = accumulate_gradients(step_fn, task, grouped, autocast, label_smoothing)
+                        break
+                    except torch.OutOfMemoryError:
+                        if n_passes >= accumulate or task.kind != "translation":
+                            raise
+                    grouped = None  # the failed pass's tensors go before the cache is emptied
+                    opt.zero_grad(set_to_none=True)
+                    if cuda:
+                        torch.cuda.empty_cache()
+                    n_passes = min(accumulate, n_passes * 2)
+                    ctx.log.warning(
+                        "step %d ran out of device memory: %d passes of the %d micro-batches per step from now on",
+                        step + 1,
+                        n_passes,
+                        accumulate,
+                    )
                 if device == "cpu":  # the loss is already computed: one read, and the check in Python
                     value = float(loss)
                     if not math.isfinite(value) or (max_loss is not None and value > max_loss):
@@ -256,6 +293,7 @@ def train_model(
             "steps": step,
             "seconds": round(seconds, 3),
             "cpu_seconds": round(run_cpu, 3),  # this process's CPU time (all threads) in this run's loop
+            "passes_per_step": n_passes,  # forward/backward passes over a step's micro-batches, at the end
             "params": n_params,
             "resumed_from_step": resumed_from,
             "precision": precision,
@@ -284,6 +322,14 @@ def train_model(
         net = net.cpu() if device != "cpu" else net
         ctx.log_model(net, "model", example=io_example(net, batches(0)))  # the signature MLflow shows
         return {"checkpoint": str(out), "summary": summary}
+
+
+def _first_passes(passes: int | None, accumulate: int, cuda: bool, kind: str) -> int:
+    """Passes per step to start with: as given; else on a GPU one (translation batches merge, and
+    a step that runs out of memory doubles it), elsewhere one per micro-batch."""
+    if passes is not None:
+        return passes
+    return 1 if cuda and kind == "translation" else accumulate
 
 
 def _prefetch_depth(prefetch: int | None, cuda: bool) -> int:

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from components import Context, get
+from components.registry import ComponentError
 from components.train import load_model
 from components.train.build import TrainError
 
@@ -168,7 +169,7 @@ def test_bad_inputs_say_what_to_fix(tmp_path):
     with pytest.raises(ValueError, match="no meta.json"):
         get("train.model")(Context(tmp_path / "r"), data=str(tmp_path), model=MODEL)
     data = write_sequence_data(tmp_path / "data", n=32)
-    with pytest.raises(TrainError, match="model 'no_such_module:f': no module named 'no_such_module'"):
+    with pytest.raises(ComponentError, match="model 'no_such_module:f': no module named 'no_such_module'"):
         get("train.model")(Context(tmp_path / "r"), data=str(data), model="no_such_module:f")
     with pytest.raises(TrainError, match="not a bottlenecks checkpoint"):
         torch.save({"x": 1}, tmp_path / "x.pt")

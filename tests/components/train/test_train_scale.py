@@ -52,6 +52,64 @@ def test_accumulated_step_equals_the_big_batch_step(tmp_path, mt, smoothing):
     assert not all(torch.allclose(big[k], one[k], atol=1e-3) for k in big)  # the test can tell them apart
 
 
+def _acc_kw(mt):
+    return dict(
+        data=mt,
+        model="transformer-tiny",
+        overrides={"dropout": 0.0},
+        steps=3,
+        optimizer="sgd",
+        lr=1.0,
+        clip="none",
+        seed=3,
+        batch_size=4,
+        accumulate=4,
+        log_every=1,
+    )
+
+
+def test_micro_batches_merged_into_fewer_passes_give_the_same_step(tmp_path, mt):
+    """On a GPU the trainer puts a step's micro-batches in as few passes as fit: the same data, the
+    same update (up to float rounding), whatever the device's memory."""
+    kw = _acc_kw(mt)
+    ref = get("train.model")(Context(tmp_path / "four"), **kw)
+    assert ref["summary"]["passes_per_step"] == 4  # on a CPU, one pass per micro-batch by default
+    for n in (1, 2, 3):
+        out = get("train.model")(Context(tmp_path / f"p{n}"), passes=n, **kw)
+        assert out["summary"]["passes_per_step"] == n
+        a, b = _weights(ref), _weights(out)
+        assert all(torch.allclose(a[k], b[k], atol=1e-5) for k in a), n
+
+
+def test_a_step_that_runs_out_of_device_memory_is_retried_in_more_passes(tmp_path, mt, monkeypatch):
+    kw = _acc_kw(mt)
+    ref = _weights(get("train.model")(Context(tmp_path / "ref"), **kw))
+    real, sizes = Task.step_loss, []
+
+    def small_device(self, model, batch, label_smoothing=0.0):  # a device that holds 8 rows at most
+        sizes.append(batch["src"].size(0))
+        if batch["src"].size(0) > 8:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real(self, model, batch, label_smoothing)
+
+    monkeypatch.setattr(Task, "step_loss", small_device)
+    ctx = Context(tmp_path / "fit")
+    out = get("train.model")(ctx, passes=1, **kw)
+    assert out["summary"]["passes_per_step"] == 2 and out["summary"]["steps"] == 3
+    assert sizes[:3] == [16, 8, 8] and set(sizes[1:]) == {8}  # one failed pass, then two per step
+    got = _weights(out)
+    assert all(torch.allclose(ref[k], got[k], atol=1e-5) for k in ref)  # the retried step lost nothing
+
+    monkeypatch.setattr(Task, "step_loss", lambda *a, **k: (_ for _ in ()).throw(torch.OutOfMemoryError("OOM")))
+    with pytest.raises(torch.OutOfMemoryError):  # one micro-batch a pass and still too big: the error stands
+        get("train.model")(Context(tmp_path / "never"), passes=4, **kw)
+
+
+def test_passes_must_lie_between_one_and_accumulate(tmp_path, mt):
+    with pytest.raises(TrainError, match="passes must be between 1 and accumulate=4"):
+        get("train.model")(Context(tmp_path / "x"), **{**_acc_kw(mt), "passes": 5})
+
+
 def test_token_budget_batches_hold_the_budget_and_cover_every_pair_once_per_epoch(mt):
     task = Task(mt, "cpu")
     src, tgt = task.split("train")
