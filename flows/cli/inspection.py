@@ -156,10 +156,13 @@ def _plain(value):
 @app.command()
 def components(name: Annotated[Optional[str], typer.Argument(help="show one component in full")] = None) -> None:
     """List registered components with their parameters, types, defaults and outputs."""
-    from components.registry import get, registry
+    from components.registry import ComponentError, get, registry
     from flows.plan.build import type_name
 
-    comps = [get(name)] if name else [c for _, c in sorted(registry().items())]
+    try:
+        comps = [get(name)] if name else [c for _, c in sorted(registry().items())]
+    except ComponentError as e:  # an unknown name, a module that does not import, a broken plugin
+        fail(str(e), code=2)
     for comp in comps:
         out.print(f"[bold cyan]{comp.name}[/]  {escape(comp.summary)}")
         if name:

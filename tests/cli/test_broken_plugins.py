@@ -181,3 +181,13 @@ def test_a_missing_output_says_what_came_back(tmp_path, returning):
         "me.short did not return declared outputs ['z'] (it returned ['x', 'y']); return every name in "
         "outputs=[...] or declare fewer"
     )
+
+
+def test_components_of_an_unknown_or_broken_name_is_an_error_not_a_traceback(folder, home):
+    (folder / "bnplug_listed.py").write_text("import not_installed_anywhere_xyz\n")
+    result = CliRunner().invoke(app, ["components", "trian.model"])
+    assert result.exit_code == 2 and "unknown component 'trian.model' (did you mean 'train.model'?)" in result.output
+    result = CliRunner().invoke(app, ["components", "bnplug_listed:f"])
+    assert result.exit_code == 2
+    assert "cannot load 'bnplug_listed:f': module 'bnplug_listed' imports 'not_installed_anywhere_xyz'" in result.output
+    assert "Traceback" not in result.output
