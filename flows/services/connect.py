@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 import urllib.error
 import urllib.request
 
@@ -11,15 +12,31 @@ class ServerUnreachable(Exception):
     """A configured server did not answer its health check."""
 
 
-def _health(url: str, timeout: float) -> str | None:
-    """Return None when ``url`` answers 2xx, otherwise why not."""
+PATIENCE_SECONDS = 30.0  # how long a server that is up but slow (a loaded host) may take to answer
+
+
+def _probe(url: str, timeout: float) -> tuple[str | None, bool]:
+    """(None, _) when ``url`` answers 2xx, else (why not, whether asking again may help)."""
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response:
-            return None if 200 <= response.status < 300 else f"HTTP {response.status}"
+            ok = 200 <= response.status < 300
+            return (None, False) if ok else (f"HTTP {response.status}", response.status >= 500)
     except urllib.error.HTTPError as e:
-        return f"HTTP {e.code}"
+        return f"HTTP {e.code}", e.code >= 500  # 5xx: starting, or busy
     except (urllib.error.URLError, OSError) as e:
-        return str(getattr(e, "reason", e))
+        reason = getattr(e, "reason", e)
+        return str(reason), isinstance(reason, TimeoutError) or "timed out" in str(reason)
+
+
+def _health(url: str, timeout: float, patience: float = PATIENCE_SECONDS) -> str | None:
+    """Return None when ``url`` answers 2xx, otherwise why not. A refused connection is an answer at
+    once; a timeout or a 5xx is asked again until ``patience`` seconds have gone."""
+    deadline = time.monotonic() + patience
+    while True:
+        why, again = _probe(url, timeout)
+        if why is None or not again or time.monotonic() + timeout > deadline:
+            return why
+        time.sleep(1.0)
 
 
 _SERVERS = (

@@ -111,3 +111,41 @@ def test_scheduled_flow_reports_a_missing_file_and_failed_steps(tmp_path, home, 
         RuntimeError, match=r"'nightly-bad' finished with failed steps: bad \(RuntimeError: disk on fire\)"
     ):
         run_pipeline.fn("bad.yaml")
+
+
+def test_a_slow_or_starting_server_is_asked_again_and_a_refused_one_fails_at_once():
+    """A server on a loaded host that answers its health check late (or with 503 while it starts)
+    is not reported unreachable; a refused connection is reported without waiting."""
+    import http.server
+    import threading
+    import time
+
+    from flows.services import connect
+
+    calls = []
+
+    class Health(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            calls.append(time.monotonic())
+            if len(calls) == 1:
+                time.sleep(1.5)  # the first answer is later than the client waits
+            status = 503 if len(calls) == 2 else 200  # then "starting", then up
+            self.send_response(status)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Health)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/health"
+        assert connect._health(url, timeout=0.5, patience=20) is None
+        assert len(calls) == 3
+        assert connect._health(url, timeout=0.5, patience=20) is None  # up: one call
+        assert len(calls) == 4
+    finally:
+        server.shutdown()
+    started = time.monotonic()
+    why = connect._health(closed_url() + "/health", timeout=0.5, patience=20)
+    assert why and "refused" in why.lower() and time.monotonic() - started < 10  # not the 20 s of patience

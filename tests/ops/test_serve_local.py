@@ -84,7 +84,12 @@ def test_serve_starts_a_local_server_and_runs_the_schedule(tmp_path):
             if state in ("COMPLETED", "FAILED", "CRASHED", "CANCELLED"):
                 break
             time.sleep(1)
-        assert state == "COMPLETED", "".join(lines)
+        if state != "COMPLETED":  # what the flow run itself said, for the failure message
+            detail = api("GET", f"{url}/flow_runs/{run['id']}")
+            logs = api("POST", f"{url}/logs/filter", {"logs": {"flow_run_id": {"any_": [run["id"]]}}, "limit": 200})
+            said = "\n".join(f"{x['level']} {x['message']}" for x in logs)
+            message = (detail.get("state") or {}).get("message")
+        assert state == "COMPLETED", f"{''.join(lines)}\nstate message: {message}\nflow-run logs:\n{said}"
     finally:
         os.killpg(proc.pid, signal.SIGINT)
         try:
