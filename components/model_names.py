@@ -10,16 +10,15 @@ registered at run time before it is refused. A factory's module is imported, as 
 from __future__ import annotations
 
 import ast
-import difflib
 import functools
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Callable
 
 from pydantic import AfterValidator
 
 from components.imports import ModuleImportFailed, import_module
-from components.registry import ParameterValueError
+from components.registry import ParameterValueError, suggest
 
 MODELS = Path(__file__).resolve().parent / "models"
 
@@ -53,29 +52,34 @@ def _registered() -> set[str]:
     return set(getattr(registry, "_VARIANTS", {}))
 
 
+def factory(spec: str) -> Callable:
+    """The function ``package.module:function`` names (imported); else ParameterValueError saying why."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ParameterValueError(f"model {spec!r}: a factory is written package.module:function")
+    try:
+        module = import_module(module_name)
+    except ModuleImportFailed as e:
+        raise ParameterValueError(f"model {spec!r}: {e}") from None
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        public = [n for n in dir(module) if not n.startswith("_") and callable(getattr(module, n))]
+        raise ParameterValueError(
+            f"model {spec!r}: module {module_name!r} has no function {attr!r}{suggest(attr, public)}"
+        )
+    return fn
+
+
 def check(value: str) -> str:
     """``value`` when it names a model this installation can build; else ParameterValueError saying why."""
     if ":" in value:
-        module_name, _, attr = value.partition(":")
-        if not module_name or not attr:
-            raise ParameterValueError(f"model {value!r}: a factory is written package.module:function")
-        try:
-            module = import_module(module_name)
-        except ModuleImportFailed as e:
-            raise ParameterValueError(f"model {value!r}: {e}") from None
-        if not callable(getattr(module, attr, None)):
-            public = [n for n in dir(module) if not n.startswith("_") and callable(getattr(module, n))]
-            match = difflib.get_close_matches(attr, public, n=1, cutoff=0.6)
-            hint = f" (did you mean {match[0]!r}?)" if match else ""
-            raise ParameterValueError(f"model {value!r}: module {module_name!r} has no function {attr!r}{hint}")
+        factory(value)
         return value
     known = shipped() | _registered()
     if value in known:
         return value
-    match = difflib.get_close_matches(value, sorted(known), n=1, cutoff=0.6)
-    hint = f" (did you mean {match[0]!r}?)" if match else ""
     raise ParameterValueError(
-        f"unknown model {value!r}{hint}; the shipped variants are listed in docs/models.md, "
+        f"unknown model {value!r}{suggest(value, sorted(known))}; the shipped variants are listed in docs/models.md, "
         "or give a factory as package.module:function"
     )
 

@@ -8,7 +8,8 @@ from typing import Any
 
 from torch import nn
 
-from components.imports import ModuleImportFailed, import_module
+from components import model_names
+from components.registry import ParameterValueError
 
 
 class TrainError(ValueError):
@@ -17,15 +18,10 @@ class TrainError(ValueError):
 
 def _factory(spec: str):
     """Import ``package.module:function``."""
-    module_name, _, attr = spec.partition(":")
     try:
-        module = import_module(module_name)
-    except ModuleImportFailed as e:
-        raise TrainError(f"model {spec!r}: {e}") from None
-    fn = getattr(module, attr, None)
-    if not callable(fn):
-        raise TrainError(f"model {spec!r}: module {module_name!r} has no callable {attr!r}")
-    return fn
+        return model_names.factory(spec)
+    except ParameterValueError as e:
+        raise TrainError(str(e)) from None
 
 
 def field_types(name: str) -> dict[str, str] | None:
