@@ -4,16 +4,24 @@ of a traceback through the engine."""
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.util
 import sys
 import traceback
 from pathlib import Path
 from types import ModuleType
+from typing import Callable
 
 
 class ModuleImportFailed(Exception):
     """Importing a user's module failed; the message says why and where."""
+
+
+def suggest(word: str, choices) -> str:
+    """Return ' (did you mean X?)' for the closest choice, or ''."""
+    match = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {match[0]!r}?)" if match else ""
 
 
 def _source_root(name: str) -> Path | None:
@@ -63,3 +71,19 @@ def import_module(name: str) -> ModuleType:
         ) from None
     except Exception as e:  # anything the module's own code raised while it ran
         raise ModuleImportFailed(f"importing module {name!r} raised {type(e).__name__}: {e}{_where(e, name)}") from None
+
+
+def import_function(spec: str) -> Callable:
+    """The callable ``package.module:function`` names, imported; else ``ModuleImportFailed`` saying
+    why (the spec's shape, the import's failure, or the names the module does have)."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ModuleImportFailed(f"{spec!r} is not written package.module:function")
+    module = import_module(module_name)
+    fn = getattr(module, attr, None)
+    if fn is None:
+        names = [n for n in dir(module) if not n.startswith("_")]
+        raise ModuleImportFailed(f"module {module_name!r} has no function {attr!r}{suggest(attr, names)}")
+    if not callable(fn):
+        raise ModuleImportFailed(f"{spec!r} is not callable")
+    return fn

@@ -17,8 +17,8 @@ from typing import Annotated, Callable
 
 from pydantic import AfterValidator
 
-from components.imports import ModuleImportFailed, import_module
-from components.registry import ParameterValueError, suggest
+from components.imports import ModuleImportFailed, import_function, suggest
+from components.registry import ParameterValueError
 
 MODELS = Path(__file__).resolve().parent / "models"
 
@@ -54,20 +54,10 @@ def _registered() -> set[str]:
 
 def factory(spec: str) -> Callable:
     """The function ``package.module:function`` names (imported); else ParameterValueError saying why."""
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise ParameterValueError(f"model {spec!r}: a factory is written package.module:function")
     try:
-        module = import_module(module_name)
+        return import_function(spec)
     except ModuleImportFailed as e:
         raise ParameterValueError(f"model {spec!r}: {e}") from None
-    fn = getattr(module, attr, None)
-    if not callable(fn):
-        public = [n for n in dir(module) if not n.startswith("_") and callable(getattr(module, n))]
-        raise ParameterValueError(
-            f"model {spec!r}: module {module_name!r} has no function {attr!r}{suggest(attr, public)}"
-        )
-    return fn
 
 
 def check(value: str) -> str:

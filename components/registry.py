@@ -11,7 +11,6 @@ which module); its module is imported only when the function is first needed.
 from __future__ import annotations
 
 import ast
-import difflib
 import functools
 import hashlib
 import importlib
@@ -26,7 +25,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from components.imports import ModuleImportFailed, import_module
+from components.imports import ModuleImportFailed, import_function, import_module, suggest
 
 ENTRY_POINT_GROUP = "bottlenecks.components"
 
@@ -348,12 +347,6 @@ def registry() -> dict[str, Component]:
     return dict(_REGISTRY)
 
 
-def suggest(word: str, choices) -> str:
-    """Return ' (did you mean X?)' for the closest choice, or ''."""
-    match = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean {match[0]!r}?)" if match else ""
-
-
 def get(name: str) -> Component:
     """Look up a component by registry name or ``package.module:function``.
 
@@ -419,19 +412,12 @@ def _imported_component(name: str, module: str) -> Component:
 
 
 def _from_import_path(spec: str) -> Component:
-    module_name, _, attr = spec.partition(":")
     try:
-        module = import_module(module_name)
+        fn = import_function(spec)
     except ModuleImportFailed as e:
         raise ComponentError(f"cannot load {spec!r}: {e}") from None
-    fn = getattr(module, attr, None)
-    if fn is None:
-        names = [n for n in dir(module) if not n.startswith("_")]
-        raise ComponentError(f"module {module_name!r} has no function {attr!r}{suggest(attr, names)}")
     comp = getattr(fn, "component", None)
     if comp is None:
-        if not callable(fn):
-            raise ComponentError(f"{spec!r} is not callable")
         comp = Component(name=spec, _fn=fn, outputs=(), version="1", params_model=_params_model(spec, fn))
         fn.component = comp
     _REGISTRY.setdefault(spec, comp)

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.registry import suggest
+from components.imports import suggest
 
 _BRACKET = re.compile(r"^(?P<source>[^.\[\]]+)\[(?P<sel>[^\]]*)\]\.(?P<key>.+)$")
 

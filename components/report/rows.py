@@ -10,7 +10,7 @@ import math
 import re
 from typing import Any
 
-from components.registry import suggest
+from components.imports import suggest
 from components.report.checks import NOT_MEASURED, evaluate
 from components.report.refs import Resolver, is_matrixed, json_number, parse_label
 from components.report.vocabulary import ScorecardError, validate_check

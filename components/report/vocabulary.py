@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.registry import suggest
+from components.imports import suggest
 
 
 class ScorecardError(ValueError):

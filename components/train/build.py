@@ -8,8 +8,7 @@ from typing import Any
 
 from torch import nn
 
-from components import model_names
-from components.registry import ParameterValueError
+from components.imports import ModuleImportFailed, import_function
 
 
 class TrainError(ValueError):
@@ -19,9 +18,9 @@ class TrainError(ValueError):
 def _factory(spec: str):
     """Import ``package.module:function``."""
     try:
-        return model_names.factory(spec)
-    except ParameterValueError as e:
-        raise TrainError(str(e)) from None
+        return import_function(spec)
+    except ModuleImportFailed as e:
+        raise TrainError(f"model {spec!r}: {e}") from None
 
 
 def field_types(name: str) -> dict[str, str] | None:

@@ -94,7 +94,7 @@ def _experiment_id(client, pipeline: str) -> str:
     exp = client.get_experiment_by_name(pipeline)
     if exp is None:
         names = sorted(e.name for e in client.search_experiments(max_results=200))
-        from components.registry import suggest
+        from components.imports import suggest
 
         raise HistoryError(
             f"no runs of pipeline {pipeline!r} in the MLflow store "

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from components.registry import Component, ComponentError, ParameterValueError, get
-from components.registry import suggest as _suggest
+from components.imports import suggest as _suggest
 from flows.language import refs
 from flows.language.errors import MAX_ERRORS, Collector, Located, PipelineInvalid
 from flows.language.refs import Ref
