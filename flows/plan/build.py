@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from components.registry import Component, ComponentError, ParameterValueError, get
 from components.imports import suggest as _suggest
+from components.registry import Component, ComponentError, ParameterValueError, get
 from flows.language import refs
 from flows.language.errors import MAX_ERRORS, Collector, Located, PipelineInvalid
 from flows.language.refs import Ref
