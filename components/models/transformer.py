@@ -28,7 +28,9 @@ class TransformerConfig:
     d_ff: int = 128
     n_encoder_layers: int = 2
     n_decoder_layers: int = 2
-    dropout: float = 0.1
+    dropout: float = 0.1  # on each sub-layer's output and on the embedding sums (paper sec. 5.4)
+    attention_dropout: float | None = None  # on the attention weights; None: dropout (the paper: none, 0)
+    ffn_dropout: float | None = None  # on the feed-forward hidden layer; None: dropout (the paper: none, 0)
     positions: str = "sinusoidal"  # sinusoidal | learned | none
     norm_first: bool = False  # False: post-LN as in the paper; True: pre-LN
     scale: bool = True  # False drops 1/sqrt(d_k) (ablation)
@@ -54,6 +56,10 @@ class TransformerConfig:
             )
         if self.window < 0:
             raise ModelError(f"window must be >= 0 (0 = unrestricted), got {self.window}")
+        for name in ("dropout", "attention_dropout", "ffn_dropout"):
+            p = getattr(self, name)
+            if p is not None and not 0.0 <= p < 1.0:
+                raise ModelError(f"{name} must be in [0, 1) (None: the same as dropout), got {p}")
 
     def stack_args(self) -> tuple:
         return (
@@ -65,6 +71,8 @@ class TransformerConfig:
             self.scale,
             self.naive,
             self.activation,
+            self.attention_dropout,
+            self.ffn_dropout,
         )
 
 

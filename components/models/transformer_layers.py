@@ -14,6 +14,14 @@ from components.models.attention import MultiHeadAttention
 ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU}
 
 
+def _inner(dropout: float, attention_dropout: float | None, ffn_dropout: float | None) -> tuple[float, float]:
+    """The dropout on the attention weights and on the feed-forward hidden layer: ``dropout`` (on each
+    sub-layer's output) unless set on their own; Vaswani 2017 puts dropout on sub-layer outputs and
+    the embedding sums only, i.e. 0 for both."""
+    attn = dropout if attention_dropout is None else attention_dropout
+    return attn, dropout if ffn_dropout is None else ffn_dropout
+
+
 class FeedForward(nn.Module):
     """FFN(x) = W2 act(W1 x + b1) + b2, applied at every position."""
 
@@ -40,10 +48,13 @@ class EncoderLayer(nn.Module):
         scale: bool = True,
         naive: bool = False,
         activation: str = "relu",
+        attention_dropout: float | None = None,
+        ffn_dropout: float | None = None,
     ):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, scale, naive)
-        self.ff = FeedForward(d_model, d_ff, dropout, activation)
+        attn_p, ff_p = _inner(dropout, attention_dropout, ffn_dropout)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, attn_p, scale, naive)
+        self.ff = FeedForward(d_model, d_ff, ff_p, activation)
         self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
         self.drop, self.norm_first = nn.Dropout(dropout), norm_first
 
@@ -76,11 +87,14 @@ class DecoderLayer(nn.Module):
         scale: bool = True,
         naive: bool = False,
         activation: str = "relu",
+        attention_dropout: float | None = None,
+        ffn_dropout: float | None = None,
     ):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, scale, naive)
-        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout, scale, naive)
-        self.ff = FeedForward(d_model, d_ff, dropout, activation)
+        attn_p, ff_p = _inner(dropout, attention_dropout, ffn_dropout)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, attn_p, scale, naive)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, attn_p, scale, naive)
+        self.ff = FeedForward(d_model, d_ff, ff_p, activation)
         self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(d_model) for _ in range(3))
         self.drop, self.norm_first = nn.Dropout(dropout), norm_first
 
@@ -133,10 +147,14 @@ class Encoder(nn.Module):
         scale: bool = True,
         naive: bool = False,
         activation: str = "relu",
+        attention_dropout: float | None = None,
+        ffn_dropout: float | None = None,
     ):
         super().__init__()
+        inner = dict(attention_dropout=attention_dropout, ffn_dropout=ffn_dropout)
         self.layers = nn.ModuleList(
-            EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first, scale, naive, activation) for _ in range(n_layers)
+            EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first, scale, naive, activation, **inner)
+            for _ in range(n_layers)
         )
         self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
 
@@ -160,10 +178,14 @@ class Decoder(nn.Module):
         scale: bool = True,
         naive: bool = False,
         activation: str = "relu",
+        attention_dropout: float | None = None,
+        ffn_dropout: float | None = None,
     ):
         super().__init__()
+        inner = dict(attention_dropout=attention_dropout, ffn_dropout=ffn_dropout)
         self.layers = nn.ModuleList(
-            DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first, scale, naive, activation) for _ in range(n_layers)
+            DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first, scale, naive, activation, **inner)
+            for _ in range(n_layers)
         )
         self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
 

@@ -123,7 +123,9 @@ def transformer_base():
         d_ff=2048,
         n_encoder_layers=6,
         n_decoder_layers=6,
-        dropout=0.1,
+        dropout=0.1,  # residual dropout on each sub-layer's output and the embedding sums, as the paper
+        attention_dropout=0.0,  # the paper puts none on the attention weights
+        ffn_dropout=0.0,  # nor on the feed-forward hidden layer
         share_embeddings=True,
     )
 
@@ -139,7 +141,9 @@ def transformer_big():
         d_ff=4096,
         n_encoder_layers=6,
         n_decoder_layers=6,
-        dropout=0.3,
+        dropout=0.3,  # residual and embedding dropout only, as transformer-base
+        attention_dropout=0.0,
+        ffn_dropout=0.0,
         share_embeddings=True,
     )
 
