@@ -18,9 +18,9 @@ class ModuleImportFailed(Exception):
     """Importing a user's module failed; the message says why and where."""
 
 
-def suggest(word: str, choices) -> str:
-    """Return ' (did you mean X?)' for the closest choice, or ''."""
-    match = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+def suggest(word, choices, cutoff: float = 0.6) -> str:
+    """Return ' (did you mean X?)' for the closest choice (compared as text), or ''."""
+    match = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=cutoff)
     return f" (did you mean {match[0]!r}?)" if match else ""
 
 

@@ -3,22 +3,23 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import inspect
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from torch import nn
 
+from components.imports import suggest
+
 
 class ModelError(ValueError):
     """A model name, configuration or input is invalid."""
 
 
-def did_you_mean(word: str, choices) -> str:
-    """Return ' (did you mean X?)' for the closest choice, or ''."""
-    match = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.5)
-    return f" (did you mean {match[0]!r}?)" if match else ""
+def did_you_mean(word, choices) -> str:
+    """Return ' (did you mean X?)' for the closest choice, or '' (looser than the engine's: model
+    fields and choices are short names)."""
+    return suggest(word, choices, cutoff=0.5)
 
 
 def check_choice(what: str, value: Any, choices) -> None:
