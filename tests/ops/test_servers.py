@@ -4,6 +4,7 @@ PREFECT_API_URL; results checked through the servers' REST APIs."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -133,6 +134,18 @@ def test_pipeline_runs_against_servers(servers, tmp_path):
     tasks = api("POST", f"{servers.prefect_url}/task_runs/filter", {"flow_runs": {"id": {"any_": [flow_run["id"]]}}})
     assert sorted(t["name"] for t in tasks) == sorted(kids)
     assert {t["state_type"] for t in tasks} == {"COMPLETED"}
+    # the run reads in the server's UI as it does with the background server: name, tags, logs, link
+    assert re.match(r"^srv-track \d{4}-\d\d-\d\d \d\d:\d\d$", flow_run["name"]), flow_run["name"]
+    assert "pipeline:srv-track" in flow_run["tags"], flow_run["tags"]
+    logs = api("POST", f"{servers.prefect_url}/logs/filter", {"logs": {"flow_run_id": {"any_": [flow_run["id"]]}}})
+    said = [x["message"] for x in logs]
+    for name in kids:
+        assert any(m.startswith(f"{name} started on the ") for m in said), said
+        assert any(m.startswith(f"{name} finished in ") for m in said), said
+    shown = api(
+        "POST", f"{servers.prefect_url}/artifacts/filter", {"artifacts": {"flow_run_id": {"any_": [flow_run["id"]]}}}
+    )
+    assert any(a["data"].startswith(f"[MLflow parent run {parents[0]['id']}]") for a in shown), shown
 
     seen = cli(servers, tmp_path / "home", "history", "srv-track")
     assert seen.returncode == 0, seen.stdout
