@@ -75,6 +75,8 @@ def quiet() -> None:
         "sqlalchemy",
     ):
         logging.getLogger(name).setLevel(logging.ERROR)
+    # logs every database error with its traceback and then raises it: the caller says what went wrong
+    logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", module=r"(prefect|mlflow|pydantic|torch)(\..*)?")

@@ -53,6 +53,7 @@ def run(
     require_servers(after="nothing was run.")
     background = _use_background_prefect()
     _refresh_prefect_settings()
+    from flows.execute.cache import no_room_behind
     from flows.execute.executors import ExecutorError
     from flows.execute.runner import run as run_plan  # imports Prefect and MLflow while the server boots
     from flows.execute.runner import start_executor
@@ -83,6 +84,12 @@ def run(
     except ExecutorError as e:
         executor.close()
         fail(str(e), after="nothing was run.")
+    except Exception as e:  # a full disk under the tracking store or the state folder: say where
+        message = no_room_behind(e, _store_folder())
+        if message is None:
+            raise
+        executor.close()
+        fail(message, after="steps that finished are in the cache; a rerun reuses them.")
     if result.zombies:  # runs a dead process had left RUNNING, marked KILLED at the start
         from flows.track.zombies import summary
 
@@ -123,6 +130,12 @@ def _use_background_prefect() -> bool:
         f"Prefect UI {url.removesuffix('/api')} (a background server; `bottlenecks stop` stops it)", highlight=False
     )
     return True
+
+
+def _store_folder() -> Path:
+    """The folder of the local tracking store (``sqlite:///PATH``), else the project's state folder."""
+    uri = os.environ.get("MLFLOW_TRACKING_URI", "")
+    return Path(uri[len("sqlite:///") :]).parent if uri.startswith("sqlite:///") else home.home()
 
 
 def _open_tracking_store() -> None:

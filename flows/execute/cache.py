@@ -46,6 +46,22 @@ def no_room(error: OSError, folder: str | Path) -> str | None:
     )
 
 
+def no_room_behind(error: BaseException, folder: str | Path) -> str | None:
+    """``no_room``'s message for the first error in ``error``'s chain that means a full disk: an
+    ``OSError`` (ENOSPC, EFBIG, EDQUOT) or SQLite's "database or disk is full" (the tracking store,
+    which MLflow wraps twice); None when nothing in the chain does."""
+    seen: set[int] = set()
+    e: BaseException | None = error
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, OSError) and (message := no_room(e, folder)):
+            return message
+        if type(e).__name__ == "OperationalError" and "database or disk is full" in str(e):
+            return no_room(OSError(errno.ENOSPC, "database or disk is full"), folder)
+        e = e.__cause__ or e.__context__
+    return None
+
+
 STALE_TMP_SECONDS = 600
 
 

@@ -116,3 +116,48 @@ def test_a_record_left_half_written_by_a_killed_process_is_swept_by_the_next_run
     assert not stale.exists() and live.exists()
     assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["def.4243.tmp", "ghi.json"]
     assert cache.get("ghi")["outputs"] == {"x": 1}
+
+
+def _raised(make):
+    try:
+        make()
+    except Exception as e:  # noqa: BLE001 - the chain is what is under test
+        return e
+    raise AssertionError("nothing raised")
+
+
+def test_a_full_tracking_store_deep_in_mlflows_errors_names_the_folder(tmp_path):
+    """SQLite's 'database or disk is full', wrapped by SQLAlchemy and again by MLflow as the run
+    starts, reads as the store's folder being full; an unrelated error is not taken for one."""
+    import sqlite3
+
+    from mlflow.exceptions import MlflowException
+    from sqlalchemy.exc import OperationalError
+
+    from flows.execute.cache import no_room_behind
+
+    def deep():
+        try:
+            try:
+                raise sqlite3.OperationalError("database or disk is full")
+            except sqlite3.OperationalError as e:
+                raise OperationalError("INSERT INTO runs ...", {}, e) from e
+        except OperationalError as e:
+            raise MlflowException(str(e)) from e
+
+    message = no_room_behind(_raised(deep), tmp_path)
+    assert message.startswith(f"no room to write in {tmp_path}: database or disk is full (the disk holding it")
+
+    def enospc_while_handling():
+        try:
+            raise OSError(28, "No space left on device", str(tmp_path / "work" / "x.tmp"))
+        except OSError:
+            raise RuntimeError("could not finish")  # noqa: B904 - an implicit context, as libraries leave it
+
+    message = no_room_behind(_raised(enospc_while_handling), "elsewhere")
+    assert message.startswith(f"no room to write in {tmp_path / 'work'}: No space left on device")  # the file's
+
+    def locked():
+        raise MlflowException("database is locked")
+
+    assert no_room_behind(_raised(locked), tmp_path) is None
