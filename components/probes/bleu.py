@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
+import os
 from typing import Any, Literal
 
 import numpy as np
@@ -13,19 +16,149 @@ from components.probes import common as P
 from components.probes.decode import bucket_names, bucket_of, translate
 from components.train.checkpoint import load_info, load_model
 
+BOOTSTRAP_SEED = 12345  # sacrebleu's own default seed, set explicitly so every run resamples alike
+Z95 = 1.959963984540054  # a 95% half-width in standard errors
+
 
 def score(hyps: list[str], refs: list[str], tokenize: str, n_bootstrap: int) -> dict[str, float]:
     """Return sacrebleu BLEU and chrF, with 95% bootstrap half-widths when n_bootstrap > 1."""
-    from sacrebleu.metrics import BLEU, CHRF
+    scores, _ = paired_scores({"": hyps}, refs, tokenize, n_bootstrap)
+    return scores[""]
 
-    if not hyps:
-        return {"bleu": float("nan"), "chrf": float("nan")}
-    bleu = BLEU(tokenize=tokenize).corpus_score(hyps, [refs], n_bootstrap=n_bootstrap)
-    chrf = CHRF().corpus_score(hyps, [refs], n_bootstrap=n_bootstrap)
-    out = {"bleu": bleu.score, "chrf": chrf.score}
-    if n_bootstrap > 1:
-        out |= {"bleu_ci": bleu._ci, "chrf_ci": chrf._ci}  # sacrebleu's 95% half-width (its CLI's ± value)
+
+@contextlib.contextmanager
+def _sacrebleu_seed(seed: int):
+    """sacrebleu's significance tests read their RNG seed from SACREBLEU_SEED when built."""
+    old = os.environ.get("SACREBLEU_SEED")
+    os.environ["SACREBLEU_SEED"] = str(seed)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("SACREBLEU_SEED", None)
+        else:
+            os.environ["SACREBLEU_SEED"] = old
+
+
+def paired_scores(
+    systems: dict[str, list[str]], refs: list[str], tokenize: str, n_bootstrap: int, seed: int = BOOTSTRAP_SEED
+) -> tuple[dict[str, dict[str, float]], dict[tuple[str, str], dict[str, float]]]:
+    """Score every system on the same sentences, with sacrebleu's paired bootstrap (Koehn 2004,
+    ``sacrebleu.significance.PairedTest``, ``n_bootstrap`` resamples, seeded).
+
+    Returns per label ``bleu``, ``chrf`` and their 95% half-widths ``bleu_ci``/``chrf_ci``, and per
+    pair ``(A, B)`` (A before B in ``systems``) ``p``, the paired bootstrap's p-value for A != B, and
+    ``diff_ci``, the 95% half-width (1.96 standard deviations) of BLEU(A) - BLEU(B) over the same
+    resampled sentence sets: both systems' corpus BLEU recomputed from their per-sentence n-gram
+    statistics (``BLEU.sentence_score``'s counts, ``BLEU.compute_bleu``) on each resample."""
+    from sacrebleu.metrics import BLEU, CHRF
+    from sacrebleu.significance import PairedTest
+
+    labels = list(systems)
+    if not refs:
+        return {label: {"bleu": math.nan, "chrf": math.nan} for label in labels}, {}
+    if n_bootstrap <= 1:
+        return {
+            label: {
+                "bleu": BLEU(tokenize=tokenize).corpus_score(hyps, [refs]).score,
+                "chrf": CHRF().corpus_score(hyps, [refs]).score,
+            }
+            for label, hyps in systems.items()
+        }, {}
+    scores: dict[str, dict[str, float]] = {}
+    pairs: dict[tuple[str, str], dict[str, float]] = {}
+    with _sacrebleu_seed(seed):
+        for i, base in enumerate(labels):
+            rest = labels[i + 1 :]
+            if i and not rest:
+                break
+            metrics = {"bleu": BLEU(tokenize=tokenize)} | ({} if i else {"chrf": CHRF()})
+            named = [(base, systems[base])] + [(label, systems[label]) for label in rest]
+            _, table = PairedTest(named, metrics, [refs], test_type="bs", n_samples=n_bootstrap)()
+            results = {("bleu" if k.startswith("BLEU") else "chrf"): v for k, v in table.items() if k != "System"}
+            if not i:
+                for j, label in enumerate(labels):
+                    scores[label] = {
+                        "bleu": results["bleu"][j].score,
+                        "chrf": results["chrf"][j].score,
+                        "bleu_ci": float(results["bleu"][j].ci),
+                        "chrf_ci": float(results["chrf"][j].ci),
+                    }
+            for j, label in enumerate(rest, start=1):
+                pairs[(base, label)] = {"p": float(results["bleu"][j].p_value)}
+    if len(labels) > 1:
+        replicates = bleu_replicates(systems, refs, tokenize, n_bootstrap, seed)
+        for (a, b), entry in pairs.items():
+            entry["diff_ci"] = Z95 * float(np.std(replicates[a] - replicates[b], ddof=1))
+    return scores, pairs
+
+
+def bleu_replicates(
+    systems: dict[str, list[str]], refs: list[str], tokenize: str, n: int, seed: int = BOOTSTRAP_SEED
+) -> dict[str, np.ndarray]:
+    """Corpus BLEU of every system on the same ``n`` resamples of the sentences (with replacement,
+    seeded): paired bootstrap replicates, from each sentence's n-gram counts."""
+    from sacrebleu.metrics import BLEU
+
+    metric = BLEU(tokenize=tokenize, effective_order=True)  # counts are the same; it only quiets a warning
+    idx = np.random.default_rng(seed).choice(len(refs), size=(n, len(refs)), replace=True)
+    out = {}
+    for label, hyps in systems.items():
+        sent = [metric.sentence_score(h, [r]) for h, r in zip(hyps, refs)]
+        stats = np.array([[*x.counts, *x.totals, x.sys_len, x.ref_len] for x in sent], dtype=np.int64)
+        sums = stats[idx].sum(axis=1)  # (n, 10): 4 matches, 4 totals, hypothesis and reference length
+        out[label] = np.array(
+            [
+                BLEU.compute_bleu(list(row[:4]), list(row[4:8]), int(row[8]), int(row[9]), smooth_method="exp").score
+                for row in sums
+            ]
+        )
     return out
+
+
+def score_by_length(
+    runs: dict[str, tuple[list[str], list[str], list[str]]],
+    buckets: list[int],
+    tokenize: str,
+    n_bootstrap: int,
+    seed: int = BOOTSTRAP_SEED,
+) -> tuple[dict[str, Any], dict[str, float]]:
+    """Score every model overall and per source-length bucket; models translated from the same
+    sentences are scored together, so each pair gets sacrebleu's paired test.
+
+    Returns the summary entries (``bleu/<label>[/len_<b>|/shortest|/longest]``, ``chrf``, ``bleu_ci``,
+    ``chrf_ci``, ``count/len_<b>``) and the pair entries (``bleu_diff_ci/<A>/<B>/...``: the 95%
+    half-width of A - B; ``bleu_diff_p/<A>/<B>/...``: the paired bootstrap's p-value)."""
+    names = bucket_names(buckets)
+    groups: dict[tuple, list[str]] = {}
+    for label, (src, refs, _) in runs.items():
+        groups.setdefault((tuple(src), tuple(refs)), []).append(label)
+    summary: dict[str, Any] = {}
+    pairs: dict[str, float] = {}
+
+    def put(part: str, scores, pair_stats, aliases=()):
+        for label, values in scores.items():
+            for k, v in values.items():
+                for where in (part, *aliases):
+                    summary[P.key(k, label, where)] = v
+        for (a, b), values in pair_stats.items():
+            for where in (part, *aliases):
+                pairs[P.key("bleu_diff_ci", a, b, where)] = values["diff_ci"]
+                pairs[P.key("bleu_diff_p", a, b, where)] = values["p"]
+
+    for (src, refs), labels in groups.items():
+        hyps = {label: runs[label][2] for label in labels}
+        put("", *paired_scores(hyps, list(refs), tokenize, n_bootstrap, seed))
+        which = [bucket_of(len(s.split()), buckets) for s in src]
+        filled = [b for b in names if b in which]
+        for b in names:
+            idx = [i for i, w in enumerate(which) if w == b]
+            summary[P.key("count", f"len_{b}")] = len(idx)
+            picked = {label: [h[i] for i in idx] for label, h in hyps.items()}
+            aliases = [alias for alias, at in (("shortest", 0), ("longest", -1)) if filled and filled[at] == b]
+            part = paired_scores(picked, [refs[i] for i in idx], tokenize, n_bootstrap if idx else 0, seed)
+            put(f"len_{b}", *part, aliases=aliases)
+    return summary, pairs
 
 
 def paper_tokens(lines: list[str], lang: str) -> list[str]:
@@ -88,7 +221,8 @@ def eval_bleu(
     batch_size: int = 64,
     buckets: list[int] = [1, 10, 20, 30, 40, 50],  # noqa: B006 - source words
     tokenize: str = "13a",  # sacrebleu tokenizer; 'none' for pre-split synthetic tokens
-    n_bootstrap: int = 1000,  # 0 or 1: no confidence intervals
+    n_bootstrap: int = 1000,  # paired bootstrap resamples (1000+ as Koehn 2004; fewer give coarse p-values); 0: none
+    bootstrap_seed: int = BOOTSTRAP_SEED,
     max_examples: int = 0,  # 0: the whole split
     n_samples: int = 20,
     tokenized: bool = False,  # also BLEU on Moses-tokenised, compound-split text (the papers' convention)
@@ -117,8 +251,8 @@ def eval_bleu(
         raise P.ProbeError("eval.bleu: no checkpoints to evaluate")
     example: dict[str, Any] = {}
     summary: dict[str, Any] = {}
-    curves: dict[str, list[float]] = {}
     samples: dict[str, list[str]] = {}
+    runs: dict[str, tuple[list[str], list[str], list[str]]] = {}  # label -> (sources, references, hypotheses)
     with ctx.progress(total=None, description="translate") as bar:  # sentences of every model
         for label, ckpt in checkpoints.items():
             folder = data or load_info(ckpt)["data"]
@@ -145,26 +279,9 @@ def eval_bleu(
                 path = ctx.path(f"{name}.{P.key(label)}.txt")
                 path.write_text("".join(line.replace("\n", " ") + "\n" for line in lines))
                 ctx.log_artifact(path)
-            overall = score(hyps, refs, tokenize, n_bootstrap)
-            for k, v in overall.items():
-                summary[P.key(k, label)] = v
+            runs[label] = (src_text, refs, hyps)
             if tokenized:
                 summary[P.key("bleu_tok", label)] = tokenized_bleu(hyps, refs, meta.get("tgt_lang", "en"))
-            which = [bucket_of(len(s.split()), buckets) for s in src_text]
-            curves[label] = []
-            for b in names:
-                idx = [i for i, w in enumerate(which) if w == b]
-                summary[P.key("count", f"len_{b}")] = len(idx)
-                s = score([hyps[i] for i in idx], [refs[i] for i in idx], tokenize, n_bootstrap if idx else 0)
-                for k, v in s.items():
-                    summary[P.key(k, label, f"len_{b}")] = v
-                curves[label].append(s["bleu"])
-            # the first and last non-empty buckets under stable names, so claims hold for any bucketing
-            filled = [b for b in names if summary[P.key("count", f"len_{b}")] > 0]
-            for alias, b in (("shortest", filled[0]), ("longest", filled[-1])) if filled else ():
-                for k in ("bleu", "chrf", "bleu_ci", "chrf_ci"):  # the interval too: verdicts weigh it
-                    if P.key(k, label, f"len_{b}") in summary:
-                        summary[P.key(k, label, alias)] = summary[P.key(k, label, f"len_{b}")]
             samples.setdefault("source", src_text[:n_samples])
             samples.setdefault("reference", refs[:n_samples])
             samples[f"hyp_{label}"] = hyps[:n_samples]
@@ -183,8 +300,13 @@ def eval_bleu(
             elif example:  # another data folder: its sentence at that index is not the same source
                 ctx.log.warning("eval.bleu: %s was scored on other data; left out of the side-by-side example", label)
             summary["n"] = n
+    with ctx.progress(total=None, description="score (paired bootstrap)"):
+        scored, pairs = score_by_length(runs, buckets, tokenize, n_bootstrap, bootstrap_seed)
+    summary |= scored
+    curves = {label: [summary[P.key("bleu", label, f"len_{b}")] for b in names] for label in runs}
     summary = P.flat(summary)
-    P.log_summary(ctx, summary)
+    P.log_summary(ctx, summary)  # the pairs' p-values and intervals are outputs for the scorecard, not metrics
+    summary |= P.flat(pairs)
     import pandas as pd
 
     table = ctx.path("samples.csv")

@@ -78,11 +78,16 @@ def loglinear_slope(x: np.ndarray, y: np.ndarray) -> float:
 
 def loglog_exponent(x, y) -> float:
     """Fitted exponent k of y ~ x^k (least squares in log-log)."""
+    return loglog_fit(x, y)[0]
+
+
+def loglog_fit(x, y) -> tuple[float, float]:
+    """``(k, half)`` for y ~ x^k on the points with y > 0: ``components.report.rules.loglog_fit``."""
+    from components.report.rules import loglog_fit as fit
+
     x, y = np.asarray(x, float), np.asarray(y, float)
     keep = np.isfinite(y) & (y > 0) & (x > 0)
-    if keep.sum() < 2:
-        return math.nan
-    return float(np.polyfit(np.log(x[keep]), np.log(y[keep]), 1)[0])
+    return fit(list(x[keep]), list(y[keep]))
 
 
 def key(*parts: Any) -> str:

@@ -88,7 +88,7 @@ def timing(
     Returns:
         ``summary`` with ``time_s/<label>/T_<T>``, ``memory_mb/...``, ``seq_steps/...``,
         ``seq_steps_per_layer/...``, ``flops_per_layer/...``, ``time_exp/<label>``,
-        ``memory_exp/<label>``, ``threads``; ``plot`` (log-log) and ``table`` (CSV).
+        ``memory_exp/<label>`` (with ``time_exp_ci``/``memory_exp_ci``: the fit's 95% half-width), ``threads``; ``plot`` (log-log) and ``table`` (CSV).
     """
     overrides = overrides or {}
     unknown = set(overrides) - set(models)
@@ -155,7 +155,9 @@ def timing(
                 )
             fit = [r for r in rows if r["model"] == label and r["T"] >= fit_min]
             for what, col in (("time_exp", "seconds"), ("memory_exp", "memory_mb")):
-                summary[P.key(what, label)] = P.loglog_exponent([r["T"] for r in fit], [r[col] for r in fit])
+                k, half = P.loglog_fit([r["T"] for r in fit], [r[col] for r in fit])
+                summary[P.key(what, label)] = k
+                summary[P.key(f"{what}_ci", label)] = half  # the fit's 95% half-width: verdicts weigh it
             curves[label] = [r for r in rows if r["model"] == label]
             bar.advance()
     summary = P.flat(summary)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +16,7 @@ HOLDS, FAILS, INCONCLUSIVE = rules.HOLDS, rules.FAILS, rules.INCONCLUSIVE
 DEVICE, NOT_MEASURED = "device-dependent", "not measured"
 VERDICTS = (HOLDS, FAILS, INCONCLUSIVE, DEVICE, NOT_MEASURED)
 CI_SUFFIX = "_ci"  # a summary key ``name_ci/rest`` beside ``name/rest`` holds its 95% half-width
+DIFF_SUFFIX = "_diff_ci"  # ``name_diff_ci/A/B/rest``: the 95% half-width of A - B from a paired test
 
 
 @dataclass
@@ -68,7 +70,7 @@ def describe(c: dict[str, Any]) -> str:
     if k == "beats":
         cmp = ">" if c["better"] == "higher" else "<"
         margin = f" by > {_op(c['margin'])}" if c["margin"] else ""
-        return f"{_op(c['a'])} {cmp} {_op(c['b'])}{margin} ({c['better']} is better, multi-seed rule)"
+        return f"{_op(c['a'])} {cmp} {_op(c['b'])}{margin} ({c['better']} is better)"
     if k in ("flat", "cliff"):
         cmp = ">=" if k == "flat" else "<="
         floor = f", with {_op(c['base'])} >= {_op(c['base_at_least'])}" if c["base_at_least"] is not None else ""
@@ -86,7 +88,7 @@ def evaluate(
     *,
     over: str = "seed",
     min_seeds: int = 1,
-    spread_factor: float = rules.SPREAD_FACTOR,
+    exact: bool = False,
 ) -> CheckResult:
     """Resolve the check's references and apply it; absent data gives 'not measured', never an error."""
     over = c.get("over") or over
@@ -113,7 +115,7 @@ def evaluate(
     for sample in samples:
         if not sample.constant:
             sample.uncertainty = _uncertainty(resolver, sample, over)
-    outcome = _apply(c, singles, lists, spread_factor, measured)
+    outcome = _apply(c | ({"exact": True} if exact else {}), singles, lists, resolver, over, measured)
     result.verdict = outcome.verdict if outcome.measurable else NOT_MEASURED
     result.reason = outcome.reason
     result.evidence = outcome.evidence
@@ -153,173 +155,246 @@ def _series(samples: list[Sample]) -> dict[str, list[float]]:
     return {seed: [rules.get(s.values, seed) for s in samples] for seed in seeds}
 
 
-def _apply(c, singles, lists, spread_factor, measured) -> Outcome:
+def _apply(c, singles, lists, resolver, over, measured) -> Outcome:
     k = c["check"]
     v = singles.get("value")
+    exact = bool(c.get("exact"))
     if k in ("below", "above", "at_most", "at_least"):
-        return _against(v, singles["than"], k, c.get("tolerance") or 0.0, c.get("rel") or 0.0)
+        than = singles["than"]
+        return _against(
+            v, than, k, c.get("tolerance") or 0.0, c.get("rel") or 0.0, _pair_se(resolver, v, than, over), exact
+        )
     if k == "between":
-        return rules.every(
-            v.values,
-            lambda x: _inside(x, c["low"], c["high"]),
-            _interval(c),
-            margin=lambda x: _inside_by(x, c["low"], c["high"]),
-            uncertainty=v.uncertainty,
+        values = v.values
+        shown = ", ".join(fmt(x) for x in values.values())
+        return rules.judge(
+            values,
+            _se(v),
+            f"{_interval(c)} ({shown})",
+            f"not {_interval(c)} ({shown})",
+            low=c["low"],
+            high=c["high"],
+            exact=exact,
+            quantity="value",
         )
     if k == "finite":
-        return rules.every(v.values, lambda x: True, "finite")
+        return rules.every(v.values, lambda x: True, "finite", exact=exact)
     if k == "equals":
-        tol = c["tolerance"]
-        return _pairwise(
-            v, singles["to"], lambda a, b: abs(a - b) <= tol, "equal", margin=lambda a, b: tol - abs(a - b)
-        )
+        return _difference(v, singles["to"], lambda a, b: c["tolerance"], "equal", resolver, over, exact)
     if k == "close":
-        allowed = lambda a, b: c["tolerance"] + c["rel"] * max(abs(a), abs(b))  # noqa: E731
-        return _pairwise(
+        return _difference(
             singles["a"],
             singles["b"],
-            lambda a, b: abs(a - b) <= allowed(a, b),
+            lambda a, b: c["tolerance"] + c["rel"] * max(abs(a), abs(b)),
             "close",
-            margin=lambda a, b: allowed(a, b) - abs(a - b),
+            resolver,
+            over,
+            exact,
         )
     if k == "beats":
+        a, b = singles["a"], singles["b"]
+        if exact:
+            return _against(a, b, "above" if c["better"] == "higher" else "below", exact=True, margin=c["margin"])
         return rules.beats(
-            singles["a"].values,
-            singles["b"].values,
+            a.values,
+            b.values,
             higher=c["better"] == "higher",
             margin=c["margin"],
-            spread_factor=spread_factor if c["spread_factor"] is None else c["spread_factor"],
-            ua=singles["a"].uncertainty or None,
-            ub=singles["b"].uncertainty or None,
+            ua=_se(a) or None,
+            ub=_se(b) or None,
+            pair_se=_pair_se(resolver, a, b, over),
+            paired=c.get("paired"),
         )
     if k in ("flat", "cliff"):
-        return _ratio(c, v, singles["base"], measured)
+        return _ratio(c, v, singles["base"], measured, exact)
     if k in ("increasing", "decreasing"):
-        return _trend(c, lists, measured)
-    return _exponent(c, v, lists, measured)
+        return _trend(c, lists, measured, exact)
+    return _exponent(c, v, lists, measured, exact)
 
 
 def _inside(x: float, low: float | None, high: float | None) -> bool:
     return (low is None or x >= low) and (high is None or x <= high)
 
 
-def _inside_by(x: float, low: float | None, high: float | None) -> float:
-    """How far ``x`` lies inside [low, high] (negative: outside)."""
-    sides = [x - low] if low is not None else []
-    sides += [high - x] if high is not None else []
-    return min(sides)
+def _se(sample: Sample) -> dict[str, float]:
+    """The sample's own standard errors per seed (its recorded 95% half-widths / 1.96)."""
+    return {s: u / rules.Z95 for s, u in (sample.uncertainty or {}).items()}
 
 
 def _own(sample: Sample, seed: str) -> float:
-    """The sample's own half-width at ``seed`` (0 where none is recorded)."""
-    u = sample.uncertainty
+    """The sample's own standard error at ``seed`` (0 where none is recorded)."""
+    u = _se(sample)
     if not u:
         return 0.0
     return u.get("", 0.0) if set(u) == {""} else u.get(seed, 0.0)
 
 
-def _against(value: Sample, than: Sample, kind, tolerance: float = 0.0, rel: float = 0.0) -> Outcome:
+def paired_ref(ref_a: str, ref_b: str) -> list[str]:
+    """References of the paired difference's 95% half-width, where both operands are one measurement
+    of two systems on the same test set: ``bleu[*].bleu/A/longest`` and ``bleu[*].bleu/B/longest`` ->
+    ``bleu[*].bleu_diff_ci/A/B/longest`` (and the B/A order); empty when the references are not so."""
+    cut_a, cut_b = ref_a.find("/"), ref_b.find("/")
+    if cut_a < 0 or cut_b < 0 or ref_a[:cut_a] != ref_b[:cut_b]:
+        return []
+    head = ref_a[:cut_a]
+    (sys_a, _, rest_a), (sys_b, _, rest_b) = ref_a[cut_a + 1 :].partition("/"), ref_b[cut_b + 1 :].partition("/")
+    if rest_a != rest_b or sys_a == sys_b or "." not in head:
+        return []
+    tail = f"/{rest_a}" if rest_a else ""
+    return [f"{head}{DIFF_SUFFIX}/{x}/{y}{tail}" for x, y in ((sys_a, sys_b), (sys_b, sys_a))]
+
+
+def _pair_se(resolver: Resolver, a: Sample, b: Sample, over: str) -> dict[str, float] | None:
+    """Per seed, the standard error of A - B from a paired test on the same sentences, where the
+    measurement recorded one (``eval.bleu``'s ``bleu_diff_ci``); None otherwise."""
+    if a.constant or b.constant:
+        return None
+    for ref in paired_ref(a.ref, b.ref):
+        found = resolver.resolve(ref, over)
+        if found.ok:
+            return {s: abs(v) / rules.Z95 for s, v in found.values.items() if math.isfinite(v)}
+    return None
+
+
+def _against(
+    value: Sample,
+    than: Sample,
+    kind,
+    tolerance: float = 0.0,
+    rel: float = 0.0,
+    pair_se: dict[str, float] | None = None,
+    exact: bool = False,
+    margin: float = 0.0,
+) -> Outcome:
     slack = lambda b: tolerance + rel * abs(b)  # noqa: E731
     margins = {
-        "below": lambda a, b: b - a,
-        "above": lambda a, b: a - b,
+        "below": lambda a, b: b - a - margin,
+        "above": lambda a, b: a - b - margin,
         "at_most": lambda a, b: b + slack(b) - a,
         "at_least": lambda a, b: a - (b - slack(b)),
     }[kind]
-    strict = kind in ("below", "above")
     word = {"below": "below", "above": "above", "at_most": "at most", "at_least": "at least"}[kind]
     if tolerance or rel:
         parts = [fmt(tolerance)] if tolerance else []
         parts += [f"{fmt(rel)} relative"] if rel else []
         word += f" (tolerance {' + '.join(parts)})"
-    test = (lambda a, b: margins(a, b) > 0) if strict else (lambda a, b: margins(a, b) >= 0)
-    return _pairwise(value, than, test, word, margin=margins)
+    return _pairwise(value, than, margins, word, pair_se, exact, strict=kind in ("below", "above"))
 
 
-def _pairwise(a: Sample, b: Sample, test, word, margin=None) -> Outcome:
-    """Hold when ``test(a_s, b_s)`` for every seed s beyond the spread; a non-finite value never passes.
-    ``margin(a, b)``: how far a seed is on the passing side (its unit is the check's)."""
+def _pairwise(a: Sample, b: Sample, margin, word, pair_se=None, exact=False, strict=False, low=0.0, high=None):
+    """Judge ``margin(a_s, b_s)`` per seed s (seeds paired by label; a single value broadcasts); a
+    non-finite value is a diverged run, the worst outcome. Own standard errors add in quadrature
+    unless a paired test on the same sentences measured the difference's (``pair_se``)."""
     seeds, note = rules.pair(a.values, b.values)
     if not seeds:
         return Outcome(False, f"no seed measured on both sides (A: {sorted(a.values)}, B: {sorted(b.values)})")
     shown, bad = [], []
-    passed, margins, unc = {}, {}, {}
+    margins, unc = {}, {}
     for s in seeds:
         x, y = rules.get(a.values, s), rules.get(b.values, s)
-        ok = math.isfinite(x) and math.isfinite(y) and test(x, y)
-        passed[s] = ok
-        margins[s] = margin(x, y) if margin and math.isfinite(x) and math.isfinite(y) else 0.0 if ok else -math.inf
-        unc[s] = math.hypot(_own(a, s), _own(b, s))
+        m = margin(x, y) if math.isfinite(x) and math.isfinite(y) else -math.inf
+        margins[s] = m
+        unc[s] = pair_se[s] if pair_se and s in pair_se else math.hypot(_own(a, s), _own(b, s))
         entry = f"{rules.seed_name(s) + ': ' if s else ''}{fmt(x)} vs {fmt(y)}"
+        ok = math.isfinite(m) and (low is None or m >= low) and (high is None or m <= high)
         (shown if ok else bad).append(entry)
     if seeds == [""]:
         ok_text, bad_text = f"{word}: {(shown or bad)[0]}", f"not {word}: {(shown or bad)[0]}"
     else:
         ok_text = f"{word} in every seed ({'; '.join(shown)}){note}"
         bad_text = f"not {word} in {'; '.join(bad)}{note}"
-    return rules.judged(passed, margins, unc, ok_text, bad_text)
+    return rules.judge(margins, unc, ok_text, bad_text, low=low, high=high, strict=strict, exact=exact)
 
 
-def _ratio(c, value: Sample, base: Sample, measured) -> Outcome:
+def _difference(a: Sample, b: Sample, tolerance, word, resolver, over, exact) -> Outcome:
+    """``|a - b| <= tolerance``, an equivalence test (two one-sided tests) on the paired difference;
+    a relative tolerance is taken at the two sides' means."""
+    mean = lambda s: statistics.fmean([v for v in s.values.values() if math.isfinite(v)] or [math.nan])  # noqa: E731
+    tol = tolerance(mean(a), mean(b))
+    tol = tol if math.isfinite(tol) else 0.0
+    if not tol and not exact:
+        word += " (no tolerance: only an exact or spread-free value can show it)"
+    return _pairwise(
+        a,
+        b,
+        lambda x, y: x - y,
+        word + (f" within {fmt(tol)}" if tol else ""),
+        _pair_se(resolver, a, b, over),
+        exact,
+        low=-tol,
+        high=tol,
+    )
+
+
+RATIO_FLOOR = 1e-3  # a numerator at or below 0 counts as this fraction of its base (log of a ratio)
+
+
+def _ratio(c, value: Sample, base: Sample, measured, exact: bool) -> Outcome:
+    """``flat``/``cliff`` on the log scale: per seed ``log(value / base)`` against ``log(ratio)``, the
+    own standard error ``sqrt((se_v / v)^2 + (se_b / b)^2)`` (the buckets are disjoint sentences).
+    A base under ``base_at_least``, at or below 0, or inside its own 95% interval of zero is no
+    denominator: that seed is not judged."""
     seeds, note = rules.pair(value.values, base.values)
-    ratios, bad, weak, weak_seeds = {}, [], [], set()
-    passed, margins, unc = {}, {}, {}
+    ratios, weak, logs, unc = {}, [], {}, {}
     flat = c["check"] == "flat"
+    floor = c["base_at_least"]
     for s in seeds:
         x, b = rules.get(value.values, s), rules.get(base.values, s)
-        r = x / b if math.isfinite(x) and math.isfinite(b) and b > 0 else math.nan
-        ratios[s] = r
+        ub = _own(base, s)
         name = rules.seed_name(s)
-        if c["base_at_least"] is not None and not (b >= c["base_at_least"]):
-            weak.append(f"{name}: base {fmt(b)}")
-            weak_seeds.add(s)
-        elif not math.isfinite(r):
-            bad.append(f"{name}: ratio undefined ({fmt(x)} / {fmt(b)})")
-        elif (r < c["ratio"]) if flat else (r > c["ratio"]):
-            bad.append(f"{name}: ratio {fmt(r)}")
-        passed[s] = math.isfinite(r) and ((r >= c["ratio"]) if flat else (r <= c["ratio"]))
-        margins[s] = (r - c["ratio"] if flat else c["ratio"] - r) if math.isfinite(r) else -math.inf
-        # the ratio's own half-width from its parts' (first order: relative errors add in quadrature)
-        ux, ub = _own(value, s), _own(base, s)
-        unc[s] = (math.hypot(ux / x if x else 0.0, ub / b) * abs(r) if x else ux / b) if math.isfinite(r) else 0.0
+        if not math.isfinite(b) or b <= 0 or b <= rules.Z95 * ub or (floor is not None and not b >= floor):
+            why = f"below the floor {fmt(floor)}" if floor is not None and b > rules.Z95 * ub else "not above 0"
+            weak.append(f"{name}: base {fmt(b)} ({why})")
+            ratios[s] = x / b if math.isfinite(x) and math.isfinite(b) and b > 0 else math.nan
+            continue
+        r = x / b if math.isfinite(x) else math.nan
+        ratios[s] = r
+        if not math.isfinite(r):
+            logs[s] = -math.inf if flat else math.inf  # a diverged numerator: no translation at all
+            unc[s] = 0.0
+            continue
+        lr = math.log(max(r, RATIO_FLOOR))
+        logs[s] = lr - math.log(c["ratio"]) if flat else math.log(c["ratio"]) - lr
+        ux = _own(value, s)
+        unc[s] = math.hypot(ux / max(x, RATIO_FLOOR * b), ub / b) if (ux or ub) else 0.0
     measured["ratio"] = {s: json_number(r) for s, r in ratios.items()}
     want = f"ratio {'>=' if flat else '<='} {fmt(c['ratio'])}"
-    if weak and not bad:  # the easy case was not learned: the curve's shape says nothing either way
+    shown = ", ".join(fmt(r) for r in ratios.values())
+    if weak and not logs:  # the easy case was not learned: the curve's shape says nothing either way
         return Outcome(
             False,
-            f"base below the floor {fmt(c['base_at_least'])} ({'; '.join(weak)}): the model "
-            f"did not learn the easy case, so the curve's shape was not judged; train longer "
-            f"or lower base_at_least{note}",
+            f"base below the floor ({'; '.join(weak)}): the model did not learn the easy case, so the "
+            f"curve's shape was not judged; train longer or lower base_at_least{note}",
             measurable=False,
         )
-    ok_text = f"{want} in every seed: {', '.join(fmt(r) for r in ratios.values())}{note}"
-    bad_text = f"not {c['check']} ({want}): {'; '.join(bad + weak)}{note}"
+    ok_text = f"{want} in every seed: {shown}{note}"
+    bad_text = f"not {c['check']} ({want}): {shown}{note}"
+    out = rules.judge(logs, unc, ok_text, bad_text, exact=exact, quantity="log-ratio margin")
     if weak:  # judged on the seeds that learned the easy case; the others keep it from holding
-        judged = [s for s in seeds if s not in weak_seeds]
-        out = rules.judged(*({s: d[s] for s in judged} for d in (passed, margins, unc)), ok_text, bad_text)
+        out.reason += f"; not judged: {'; '.join(weak)}"
         if out.holds:
             out.holds, out.inconclusive = False, True
-        return out
-    return rules.judged(passed, margins, unc, ok_text, bad_text)
+            out.evidence["why"] = "a seed's base is under the floor"
+    return out
 
 
-def _trend(c, lists, measured) -> Outcome:
+def _trend(c, lists, measured, exact: bool) -> Outcome:
     every = lists["values"] + lists.get("minus", [])
     series = _series(every)
     n = len(c["values"])
     up = c["check"] == "increasing"
     tol = c["tolerance"]
     bad, shown = [], {}
-    passed, margins, unc = {}, {}, {}
+    margins, unc = {}, {}
     for s, vals in series.items():
         ys = [vals[i] - vals[n + i] for i in range(n)] if "minus" in lists else vals[:n]
         shown[s] = ys
         steps = [b - a if up else a - b for a, b in zip(ys, ys[1:])]
         total = ys[-1] - ys[0] if up else ys[0] - ys[-1]
         ok = all(math.isfinite(y) for y in ys) and total > 0 and min(steps) >= -tol
-        passed[s] = ok
+        # the smaller of the total change and the worst step (past the tolerance): both must be > 0
         margins[s] = min(total, min(steps) + tol) if all(math.isfinite(y) for y in ys) else -math.inf
-        # the total change's own half-width: first and last entries (and their minus terms)
+        # its own standard error from the first and last entries (and their minus terms)
         ends = [every[0], every[n - 1]] + ([every[n], every[-1]] if "minus" in lists else [])
         unc[s] = math.sqrt(sum(_own(x, s) ** 2 for x in ends))
         if not ok:
@@ -329,28 +404,36 @@ def _trend(c, lists, measured) -> Outcome:
         return Outcome(False, "no seed measured in every entry of the series")
     if list(shown) == [""]:
         text = f"{c['check']}: {', '.join(map(fmt, shown['']))}"
-        return rules.judged(passed, margins, unc, text, "not " + text)
+        return rules.judge(margins, unc, text, "not " + text, strict=True, exact=exact)
     ok_text = f"{c['check']} in every seed: " + "; ".join(
         f"{rules.seed_name(s)}: {', '.join(map(fmt, ys))}" for s, ys in shown.items()
     )
-    return rules.judged(passed, margins, unc, ok_text, f"not {c['check']} in {'; '.join(bad)}")
+    return rules.judge(margins, unc, ok_text, f"not {c['check']} in {'; '.join(bad)}", strict=True, exact=exact)
 
 
-def _exponent(c, v: Sample | None, lists, measured) -> Outcome:
+def _exponent(c, v: Sample | None, lists, measured, exact: bool) -> Outcome:
+    """The exponent per seed (reported, or fitted from ``x``/``y``: its own uncertainty is the fit's
+    95% half-width from the residuals), tested for lying in [low, high]."""
     if v is not None:
-        exps, unc = dict(v.values), v.uncertainty
+        exps, unc = dict(v.values), _se(v)
     else:
-        exps = {s: rules.loglog_slope(c["x"], ys) for s, ys in _series(lists["y"]).items()}
+        fits = {s: rules.loglog_fit(c["x"], ys) for s, ys in _series(lists["y"]).items()}
+        exps = {s: k for s, (k, _) in fits.items()}
+        unc = {s: h / rules.Z95 for s, (_, h) in fits.items() if math.isfinite(h)}
         measured["exponent"] = {s: json_number(e) for s, e in exps.items()}
-        unc = {}
     if not exps:
         return Outcome(False, "no seed measured at every x")
-    return rules.every(
+    shown = ", ".join(fmt(x) for x in exps.values())
+    what = "exponent " + _interval(c)
+    return rules.judge(
         exps,
-        lambda e: _inside(e, c["low"], c["high"]),
-        "exponent " + _interval(c),
-        margin=lambda e: _inside_by(e, c["low"], c["high"]),
-        uncertainty=unc,
+        unc,
+        f"{what} ({shown})",
+        f"not {what} ({shown})",
+        low=c["low"],
+        high=c["high"],
+        exact=exact,
+        quantity="exponent",
     )
 
 

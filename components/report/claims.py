@@ -6,7 +6,7 @@ from typing import Any
 
 from components.report.checks import DEVICE, FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, evaluate
 from components.report.refs import Resolver
-from components.report.rules import MOST_SEEDS
+from components.report.stats import MOST_SEEDS, POWER
 
 
 def _accelerator(device: str) -> str:
@@ -22,6 +22,25 @@ def combine(verdicts: list[str]) -> str:
     return HOLDS
 
 
+def claim_p(results: list) -> tuple[float | None, float | None, int | None]:
+    """A claim's one-sided p-values from its checks' (None when a check has none: not measured).
+
+    Every check must hold (an intersection-union test): the claim's p for ``holds`` is the largest
+    of its checks', valid without correction. It fails when any check fails: the smallest of the
+    checks' p for ``fails``, times the number of checks (Bonferroni within the claim). Also returns
+    the index of the check that decides the claim (the weakest for holds, the strongest against)."""
+    ps = [(r.evidence.get("p_holds"), r.evidence.get("p_fails")) for r in results]
+    if not ps or any(h is None or f is None for h, f in ps):
+        return None, None, None
+    holds = max(h for h, _ in ps)
+    fails = min(1.0, min(f for _, f in ps) * len(ps))
+    if fails <= holds:
+        deciding = min(range(len(ps)), key=lambda i: ps[i][1])
+    else:
+        deciding = max(range(len(ps)), key=lambda i: ps[i][0])
+    return holds, fails, deciding
+
+
 def seeds_hint(results: list, over: str, command: str = "") -> str:
     """For an inconclusive claim: about how many seeds its spread asks for, and the command that adds
     them (``command`` with ``{seeds}`` filled, e.g. ``bottlenecks run p.yaml --set seeds={seeds}``)."""
@@ -31,14 +50,16 @@ def seeds_hint(results: list, over: str, command: str = "") -> str:
         n = max(needed)
         have = max(int(r.evidence.get("seeds") or 0) for r in unsure)
         if n > MOST_SEEDS:
-            return f"the spread over {have} {over}s asks for more than {MOST_SEEDS}: the effect is too small for seeds"
+            return f"at the observed effect and spread it needs more than {MOST_SEEDS} {over}s: too small for seeds"
         listed = "[" + ",".join(str(i) for i in range(n)) + "]"
         cmd = command.replace("{seeds}", listed) if command else f"rerun with --set {over}s={listed}"
+        if have <= 1:
+            return f"it needs at least {n} {over}s: `{cmd}`"
         return (
-            f"the spread over {have} {over}s asks for about {n} {over}s: `{cmd}` "
-            f"(the {over}s already run come from the cache)"
+            f"at the observed effect and spread over {have} {over}s, about {n} {over}s decide it with "
+            f"{POWER:.0%} power: `{cmd}` (the {over}s already run come from the cache)"
         )
-    own = [r.evidence for r in unsure if r.evidence.get("seeds", 0) > 1 and r.evidence.get("own_uncertainty")]
+    own = [r.evidence for r in unsure if r.evidence.get("seeds", 0) > 1 and r.evidence.get("own_se")]
     if own:
         return "more seeds will not settle it: the measurement's own uncertainty covers the effect"
     return ""
@@ -50,13 +71,13 @@ def judge(
     *,
     device: str,
     min_seeds: int,
-    spread_factor: float,
     seeds_command: str = "",
 ) -> dict[str, Any]:
     """Evaluate a validated claim; return its scorecard entry."""
     over = claim.get("over") or "seed"
     seeds = claim.get("min_seeds") or min_seeds
-    results = [evaluate(c, resolver, over=over, min_seeds=seeds, spread_factor=spread_factor) for c in claim["checks"]]
+    exact = bool(claim.get("exact"))
+    results = [evaluate(c, resolver, over=over, min_seeds=seeds, exact=exact) for c in claim["checks"]]
     verdict = combine([r.verdict for r in results])
     if len(results) == 1:
         reason = results[0].reason
@@ -73,6 +94,7 @@ def judge(
     if wanted and _accelerator(wanted) != _accelerator(device):
         reason = f"the claim is about {wanted}; measured on {device}, where the checks say '{verdict}': {reason}"
         verdict = DEVICE
+    p_holds, p_fails, deciding = claim_p(results)
     return {
         "id": claim["id"],
         "claim": claim["claim"].strip(),
@@ -86,6 +108,10 @@ def judge(
         "device": wanted,
         "note": str(claim.get("note") or "").strip(),
         "plots": list(claim.get("plots") or []),
+        "p": None if p_holds is None else min(1.0, 2 * min(p_holds, p_fails)),
+        "p_holds": p_holds,
+        "p_fails": p_fails,
+        "deciding_check": deciding,
         "checks": [
             {
                 "check": c["check"],
@@ -99,4 +125,4 @@ def judge(
     }
 
 
-__all__ = ["combine", "judge", "seeds_hint"]
+__all__ = ["claim_p", "combine", "judge", "seeds_hint"]

@@ -68,9 +68,7 @@ def _mean(finite: list[float]) -> float | None:
     return json_number(sum(finite) / len(finite)) if finite else None
 
 
-def fill(
-    cells: dict[str, dict[str, Any]], resolver: Resolver, *, min_seeds: int, spread_factor: float
-) -> dict[str, Any]:
+def fill(cells: dict[str, dict[str, Any]], resolver: Resolver, *, min_seeds: int) -> dict[str, Any]:
     """Measure one architecture's row: per bottleneck the value, its seeds and, if checked, a verdict."""
     row: dict[str, Any] = {}
     for col in BOTTLENECKS:
@@ -95,7 +93,7 @@ def fill(
             entry["reason"] = "every seed diverged"
         if cell["check"] is not None:
             seeds = cell.get("min_seeds") or min_seeds  # a single measurement (a count) needs one
-            r = evaluate(cell["check"], resolver, min_seeds=seeds, spread_factor=spread_factor)
+            r = evaluate(cell["check"], resolver, min_seeds=seeds)
             entry.update(
                 verdict=r.verdict,
                 reason=r.reason,

@@ -1,33 +1,26 @@
-"""The verdict rule and small fits, on plain numbers (values keyed by seed label).
+"""Verdicts on per-seed numbers: a check's quantity and region handed to the statistical core
+(``components/report/stats.py``), and the sentence that says why.
 
-Every check reduces to a signed *margin* per seed (how far the seed lies on the claim's side of its
-threshold; negative: against the claim) and, where the measurement has one, its own 95% half-width
-(BLEU's bootstrap interval). Over the seeds the margins have a mean and an interval,
-``mean +- sqrt((Z * sd / sqrt(n))**2 + u**2)``: the seed term shrinks with more seeds, the
-measurement term ``u`` (the mean half-width: every seed is scored on the same test set) does not.
-
-- ``holds``: every seed passes and the interval lies on the claim's side (``mean - half >= 0``);
-- ``fails``: the evidence is against the claim: every seed refutes it beyond its own uncertainty,
-  or the whole interval lies on the wrong side (``mean + half < 0``);
-- ``inconclusive``: anything else: the seeds disagree, or the effect is inside its uncertainty.
-
-``beats`` keeps the calibration prototypes' stricter condition for ``holds`` (every seed of A beats
-every seed of B, or the mean gap exceeds ``spread_factor`` times the largest seed range). A
-non-finite value is a diverged run: the worst possible outcome for its side.
+Every check reduces to a quantity per seed (a margin past a threshold, a value, a paired difference,
+a log ratio) with, where the measurement records one, its own standard error, and a region the
+claim says the quantity lies in (``> 0``, or ``[low, high]``). ``holds`` when the 95% interval of
+the quantity's mean lies inside the region, ``fails`` when it lies wholly outside, ``inconclusive``
+otherwise, with the seeds a decision would need. A non-finite value is a diverged run: the worst
+possible outcome for its side.
 """
 
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import dataclass, field
 
 import numpy as np
 
-SPREAD_FACTOR = 3.0  # mean gap must exceed 3x the largest seed range (CALIBRATION.md)
-Z = 2.0  # the interval over seeds: mean +- Z standard errors (about 95% for a normal mean)
-MOST_SEEDS = 100  # a hint beyond this says the effect is too small for seeds to decide
-HOLDS, FAILS, INCONCLUSIVE = "holds", "fails", "inconclusive"
+from components.report import stats
+from components.report.stats import FAILS, HOLDS, INCONCLUSIVE, MOST_SEEDS, Z95
+
+SPREAD_FACTOR = 3.0  # accepted from older pipelines (``spread_factor:``); the verdict no longer uses it
+__all__ = ["FAILS", "HOLDS", "INCONCLUSIVE", "MOST_SEEDS", "SPREAD_FACTOR", "Z95"]
 
 
 @dataclass
@@ -37,92 +30,95 @@ class Outcome:
     holds: bool
     reason: str
     measurable: bool = True  # False: a precondition failed, so the rule could not be judged
-    inconclusive: bool = False  # neither holds nor fails: the seeds disagree or the effect is in the noise
-    evidence: dict = field(default_factory=dict)  # margins, interval, seeds the spread asks for
+    inconclusive: bool = False  # neither holds nor fails
+    evidence: dict = field(default_factory=dict)  # the quantity per seed, its interval, p-values, seeds needed
 
     @property
     def verdict(self) -> str:
         return HOLDS if self.holds else INCONCLUSIVE if self.inconclusive else FAILS
 
 
-@dataclass
-class Decision:
-    """The verdict on per-seed margins, with the statistics it rests on."""
+def judge(
+    values: dict[str, float],
+    own_se: dict[str, float] | None,
+    ok_text: str,
+    bad_text: str,
+    *,
+    low: float | None = 0.0,
+    high: float | None = None,
+    strict: bool = False,
+    exact: bool = False,
+    quantity: str = "margin",
+) -> Outcome:
+    """Decide whether the per-seed ``values`` lie in ``[low, high]`` (default: above 0) and say why.
 
-    verdict: str
-    n: int
-    mean: float | None
-    sd: float | None
-    seed_half: float | None  # Z * sd / sqrt(n)
-    own_half: float  # the measurement's mean 95% half-width (0: none known)
-    half: float | None  # the interval's half-width around the mean
-    seeds_needed: int | None  # for an inconclusive verdict: about how many seeds the spread asks for
-    why: str  # for an inconclusive verdict: what kept it from holds or fails
-
-    def evidence(self, margins: dict[str, float], uncertainty: dict[str, float]) -> dict:
-        """JSON-safe record for scorecard.json (the stability benchmark reads it)."""
-
-        def num(v):
-            return None if v is None or not math.isfinite(v) else round(float(v), 6)
-
-        return {
-            "margins": {s: num(v) if math.isfinite(v) else str(v) for s, v in margins.items()},
-            "own_uncertainty": {s: num(v) for s, v in uncertainty.items() if v},
-            "mean": num(self.mean),
-            "sd": num(self.sd),
-            "half_width": num(self.half),
-            "seeds": self.n,
-            "seeds_needed": self.seeds_needed,
-        }
+    ``ok_text`` leads the reason when the seeds sit on the claim's side, ``bad_text`` otherwise;
+    the interval, the test and its p-value follow."""
+    seeds = list(values)
+    own = [float((own_se or {}).get(s) or 0.0) for s in seeds]
+    est = stats.one_sample([values[s] for s in seeds], own, exact=exact)
+    return outcome(stats.decide(est, low, high, strict=strict), values, own_se, ok_text, bad_text, quantity)
 
 
-def decide(passed: dict[str, bool], margins: dict[str, float], uncertainty: dict[str, float] | None = None) -> Decision:
-    """Apply the rule (module docstring) to per-seed pass flags, margins and own half-widths."""
-    unc = {s: float((uncertainty or {}).get(s) or 0.0) for s in margins}
-    n = len(margins)
-    finite = [v for v in margins.values() if math.isfinite(v)]
-    own = statistics.fmean(unc.values()) if unc else 0.0
-    mean = sd = seed_half = half = None
-    if finite and (len(finite) == n or len(finite) >= 2):
-        mean = statistics.fmean(finite)
-        sd = statistics.stdev(finite) if len(finite) >= 2 else 0.0
-        seed_half = Z * sd / math.sqrt(len(finite))
-        half = math.hypot(seed_half, own)
-    all_pass = all(passed.values())
-    refuted = all(not passed[s] and margins[s] < -unc[s] for s in margins)
-    slack = 1e-9 * max(1.0, abs(mean)) if mean is not None else 0.0  # an interval that touches 0 is not across it
-    if all_pass and (half is None or mean - half >= -slack):
-        return Decision(HOLDS, n, mean, sd, seed_half, own, half, None, "")
-    if refuted or (half is not None and mean + half < -slack):
-        return Decision(FAILS, n, mean, sd, seed_half, own, half, None, "")
-    against = [s for s in margins if not passed[s]]
-    if against and len(against) < n:
-        why = f"the seeds disagree ({len(against)} of {n} against: {', '.join(seed_name(s) for s in against)})"
-    elif against:
-        why = "every seed is against it, but inside its own uncertainty"
+def outcome(
+    d: stats.Decision,
+    values: dict[str, float],
+    own_se: dict[str, float] | None,
+    ok_text: str,
+    bad_text: str,
+    quantity: str = "margin",
+) -> Outcome:
+    """An Outcome from a decision: the reason names the seeds and the test."""
+    low, high = d.region
+    on_side = all(
+        not math.isnan(v) and (low is None or v >= low) and (high is None or v <= high) for v in values.values()
+    )
+    text = ok_text if on_side else bad_text
+    detail = interval_text(d, quantity)
+    reason = text + (f"; {detail}" if detail else "")
+    evidence = d.evidence() | {
+        "values": {s: _json(v) for s, v in values.items()},
+        "quantity": quantity,
+        "region": [_json(b) if b is not None else None for b in d.region],
+    }
+    if own_se and any(own_se.values()):
+        evidence["own_se"] = {s: round(float(u), 6) for s, u in own_se.items() if u}
+    if d.verdict == INCONCLUSIVE:
+        if d.estimate.method == "single":
+            reason += f"; {d.why}"
+        return Outcome(False, reason, inconclusive=True, evidence=evidence)
+    return Outcome(d.verdict == HOLDS, reason, evidence=evidence)
+
+
+def _json(v: float) -> float | str:
+    return round(float(v), 6) if math.isfinite(v) else str(v)
+
+
+def interval_text(d: stats.Decision, quantity: str = "margin") -> str:
+    """``mean margin +0.107, 95% CI [+0.05, +0.16] (t, 2 df, 3 seeds, sd 0.02; own se 0.01), p = 0.004``."""
+    e = d.estimate
+    if e.method in ("exact", "single"):
+        return (
+            "exact value"
+            if e.method == "exact" and e.n == 1
+            else ("exact in every seed" if e.method == "exact" else "")
+        )
+    if e.method == "identical":
+        return f"identical in all {e.n} seeds (no spread: decided as an exact value)"
+    if e.method == "sign":
+        return d.why or f"a seed diverged: exact sign test over {e.n} seeds, p = {fmt(d.p)}"
+    own = f"; own se {fmt(e.own_se)}" if e.own_se else ""
+    if e.method == "own":
+        test = "its own interval"
     else:
-        why = "every seed passes, but the effect is inside its uncertainty"
-    return Decision(INCONCLUSIVE, n, mean, sd, seed_half, own, half, _seeds_needed(mean, sd, own, n), why)
-
-
-def _seeds_needed(mean: float | None, sd: float | None, own: float, n: int) -> int | None:
-    """Seeds for the interval to exclude zero at the observed mean and spread: Z*sd/sqrt(N) below
-    sqrt(mean^2 - own^2). None when seeds cannot decide (no spread, or the measurement's own
-    uncertainty alone covers the mean)."""
-    if mean is None or not sd or n < 2 or abs(mean) <= own:
-        return None
-    needed = math.ceil((Z * sd) ** 2 / (mean**2 - own**2))
-    return max(needed, n + 1)
-
-
-def interval_text(d: Decision) -> str:
-    """``mean +0.107 +- 0.056 (2 SE over 3 seeds, sd 0.047; measurement +-0.015)``."""
-    if d.mean is None or d.half is None or d.half == 0:  # no spread and no own uncertainty: nothing to add
-        return ""
-    if d.n == 1:
-        return f"margin {sign(d.mean)} +- {fmt(d.own_half)} (its own 95% interval)" if d.own_half else ""
-    own = f"; measurement +-{fmt(d.own_half)}" if d.own_half else ""
-    return f"mean margin {sign(d.mean)} +- {fmt(d.half)} ({fmt(Z)} SE over {d.n} seeds, sd {fmt(d.sd)}{own})"
+        df = "inf" if not math.isfinite(e.df) else f"{e.df:.3g}"
+        test = f"{'Welch' if e.method == 'welch' else 't'}, {df} df, {e.n} seeds, sd {fmt(e.sd)}{own}"
+    low, high = d.region
+    crit = ""
+    if d.verdict == INCONCLUSIVE and e.se > 0 and d.t_crit is not None and (low is None or high is None):
+        bound = low if low is not None else high
+        crit = f", t = {abs(e.mean - bound) / e.se:.3g} below the critical {d.t_crit:.3g}"
+    return f"mean {quantity} {sign(e.mean)}, 95% CI [{sign(d.lo)}, {sign(d.hi)}] ({test}){crit}, p = {d.p:.2g}"
 
 
 def sign(v: float) -> str:
@@ -132,6 +128,8 @@ def sign(v: float) -> str:
 
 def fmt(v: float) -> str:
     """Format a measured number compactly (4 significant digits; nan/inf by name)."""
+    if v is None:
+        return "?"
     if not math.isfinite(v):
         return str(v)
     return f"{v:.4g}"
@@ -165,120 +163,108 @@ def beats(
     *,
     higher: bool = True,
     margin: float = 0.0,
-    spread_factor: float = SPREAD_FACTOR,
     ua: dict[str, float] | None = None,
     ub: dict[str, float] | None = None,
+    pair_se: dict[str, float] | None = None,
+    paired: bool | None = None,
 ) -> Outcome:
-    """Apply the fair-verdict rule: does A beat B (higher or lower is better) beyond the seeds' spread?
-    ``ua``/``ub``: each side's own 95% half-width per seed, where the measurement has one."""
+    """Does A beat B (higher or lower is better) by more than ``margin``? Seeds with the same label
+    are paired (same seed, same data: a paired t test on the differences) unless ``paired`` is
+    False, which compares the two groups by Welch's test. ``ua``/``ub``: each side's own standard
+    error per seed; ``pair_se``: the difference's own standard error per seed where a paired test
+    on the same test sentences measured it (it replaces ``ua``/``ub``, which ignore the pairing)."""
+    sgn = 1.0 if higher else -1.0
+    word = f"by more than {fmt(margin)} " if margin else ""
+    constant = set(a) == {""} or set(b) == {""}
+    if paired is False and not constant:
+        return _welch(a, b, sgn, margin, ua, ub, word)
     seeds, note = pair(a, b)
     if not seeds:
         return Outcome(False, f"no seed measured on both sides (A: {sorted(a)}, B: {sorted(b)})")
-    sign_ = 1.0 if higher else -1.0
-    worst = -math.inf
-
-    def score(values, seed):  # higher is better; a diverged run scores worst
-        v = get(values, seed)
-        return sign_ * v if math.isfinite(v) else worst
-
-    sa = {s: score(a, s) for s in seeds}
-    sb = {s: score(b, s) for s in seeds}
-    margins, passed, unc = {}, {}, {}
+    diffs, own = {}, {}
     for s in seeds:
-        x, y = sa[s], sb[s]
-        margins[s] = math.inf if y == worst and x != worst else -math.inf if x == worst else x - y - margin
-        passed[s] = x > y and (x - y > margin or y == worst)
-        unc[s] = math.hypot(get(ua, s) if ua else 0.0, get(ub, s) if ub else 0.0)
-    d = decide(passed, margins, unc)
-    finite = [(sa[s], sb[s]) for s in seeds if math.isfinite(sa[s]) and math.isfinite(sb[s])]
-    fa, fb = [x for x, _ in finite], [y for _, y in finite]
-    gap = float(np.mean(fa) - np.mean(fb)) if finite else math.nan
-    spread = max(max(fa) - min(fa), max(fb) - min(fb)) if finite else math.nan
-    stats = interval_text(d)
-    stats = f"; {stats}" if stats and len(seeds) > 1 else ""
-    evidence = d.evidence(margins, unc)
-    losing = [seed_name(s) for s in seeds if not passed[s]]
-    word = f"by more than {fmt(margin)} " if margin else ""
-    if losing:
-        reason = f"A does not beat B {word}in {', '.join(losing)}{note}{stats}"
-        if d.verdict == FAILS:
-            return Outcome(False, reason, evidence=evidence)
-        return Outcome(False, reason, inconclusive=True, evidence=evidence | {"why": d.why})
-    own = d.own_half
-    if not finite:
-        return Outcome(True, f"B diverged in every seed, A did not{note}", evidence=evidence)
-    if own and gap - margin < own:  # the gap itself is inside the measurement's own interval
+        x, y = get(a, s), get(b, s)
+        if not math.isfinite(x):
+            diffs[s] = -math.inf  # A diverged: the worst outcome for A
+        elif not math.isfinite(y):
+            diffs[s] = math.inf
+        else:
+            diffs[s] = sgn * (x - y) - margin
+        if pair_se and s in pair_se:
+            own[s] = pair_se[s]
+        else:
+            own[s] = math.hypot(_at(ua, s), _at(ub, s))
+    shown = "; ".join(f"{seed_name(s)}: {fmt(get(a, s))} vs {fmt(get(b, s))}" for s in seeds)
+    losing = [seed_name(s) for s in seeds if not diffs[s] > 0]
+    ok = f"A beats B {word}in every seed ({shown}){note}"
+    if all(not math.isfinite(get(b, s)) for s in seeds) and all(math.isfinite(get(a, s)) for s in seeds):
+        ok = f"B diverged in every seed, A did not ({shown}){note}"
+    bad = f"A does not beat B {word}in {', '.join(losing)} ({shown}){note}"
+    quantity = "paired difference" + (" past the margin" if margin else "") if len(seeds) > 1 else "difference"
+    return judge(diffs, own, ok, bad, low=0.0, strict=True, quantity=quantity)
+
+
+def _at(values: dict[str, float] | None, seed: str) -> float:
+    if not values:
+        return 0.0
+    return float(values.get("", 0.0) if set(values) == {""} else values.get(seed, 0.0))
+
+
+def _welch(a, b, sgn, margin, ua, ub, word) -> Outcome:
+    va = [sgn * v for v in a.values()]
+    vb = [sgn * v + margin for v in b.values()]
+    shown = f"A: {', '.join(fmt(v) for v in a.values())}; B: {', '.join(fmt(v) for v in b.values())}"
+    if len(va) < 2 or len(vb) < 2 or not all(math.isfinite(v) for v in va + vb):
         return Outcome(
             False,
-            f"A beats B in every seed, but the mean gap {fmt(gap)} is inside the measurement's own "
-            f"+-{fmt(own)}{note}{stats}",
+            f"unpaired comparison ({shown}) needs 2 or more finite values a side",
             inconclusive=True,
-            evidence=evidence | {"why": "every seed passes, but the effect is inside its uncertainty"},
+            evidence={"why": "Welch's test needs 2 finite values a side", "seeds_needed": 2},
         )
-    if len(finite) == 1:
-        return Outcome(True, f"gap {fmt(gap)} in the only seed (no seed spread to compare){note}", evidence=evidence)
-    if min(fa) > max(fb):
-        return Outcome(True, f"every seed of A beats every seed of B (mean gap {fmt(gap)}){note}", evidence=evidence)
-    if gap > spread_factor * spread:
-        return Outcome(
-            True, f"mean gap {fmt(gap)} > {fmt(spread_factor)} x seed range {fmt(spread)}{note}", evidence=evidence
-        )
-    # the effect shows in every seed, but not beyond the spread: more seeds can settle it
-    needed = _seeds_needed(gap - margin, _paired_sd(sa, sb, seeds), own, len(finite)) if d.n > 1 else None
-    return Outcome(
-        False,
-        f"effect in every seed, but mean gap {fmt(gap)} <= {fmt(spread_factor)} x "
-        f"seed range {fmt(spread)} and the seeds overlap{note}{stats}",
-        inconclusive=True,
-        evidence=evidence | {"seeds_needed": needed or d.seeds_needed, "why": "the effect is inside the seeds' spread"},
-    )
-
-
-def _paired_sd(sa: dict[str, float], sb: dict[str, float], seeds: list[str]) -> float | None:
-    diffs = [sa[s] - sb[s] for s in seeds if math.isfinite(sa[s]) and math.isfinite(sb[s])]
-    return statistics.stdev(diffs) if len(diffs) >= 2 else None
-
-
-def judged(
-    passed: dict[str, bool],
-    margins: dict[str, float],
-    unc: dict[str, float] | None,
-    ok_text: str,
-    bad_text: str,
-) -> Outcome:
-    """An Outcome from per-seed margins: ``ok_text`` when it holds, ``bad_text`` (the seeds against,
-    with their numbers) otherwise, each followed by the interval the verdict rests on."""
-    d = decide(passed, margins, unc)
-    stats = interval_text(d)
-    evidence = d.evidence(margins, unc or {})
-    if d.verdict == HOLDS:
-        return Outcome(True, ok_text + (f"; {stats}" if stats else ""), evidence=evidence)
-    text = bad_text if not all(passed.values()) else ok_text
-    text += f"; {stats}" if stats else ""
-    if d.verdict == FAILS:
-        return Outcome(False, text, evidence=evidence)
-    return Outcome(False, text, inconclusive=True, evidence=evidence | {"why": d.why})
+    est = stats.two_sample(va, vb, list((ua or {}).values()), list((ub or {}).values()))
+    d = stats.decide(est, 0.0, None, strict=True)
+    ok = f"A beats B {word}on average, unpaired ({shown})"
+    bad = f"A does not beat B {word}on average, unpaired ({shown})"
+    return outcome(d, {"mean": est.mean}, None, ok if est.mean > 0 else bad, bad, "difference of means")
 
 
 def every(
-    values: dict[str, float], test, what: str, margin=None, uncertainty: dict[str, float] | None = None
+    values: dict[str, float],
+    test,
+    what: str,
+    margin=None,
+    uncertainty: dict[str, float] | None = None,
+    exact: bool = False,
 ) -> Outcome:
-    """Hold when ``test(v)`` is true for every seed beyond the spread; a non-finite value never passes.
-    ``margin(v)``: how far ``v`` is on the passing side (default 0 for a pass, -inf for a failure)."""
+    """Hold when ``test(v)`` is true beyond the seeds' spread; a non-finite value never passes.
+    ``margin(v)``: how far ``v`` is on the passing side (without it, the pass/fail outcome itself:
+    +1 or -1 per seed, decided only when every seed agrees)."""
     passed = {s: math.isfinite(v) and bool(test(v)) for s, v in values.items()}
     margins = {
-        s: (margin(v) if margin and math.isfinite(v) else 0.0 if passed[s] else -math.inf) for s, v in values.items()
+        s: (margin(v) if margin and math.isfinite(v) else (1.0 if passed[s] else -math.inf)) for s, v in values.items()
     }
     bad = [(s, v) for s, v in sorted(values.items()) if not passed[s]]
     shown_bad = ", ".join(f"{seed_name(s)}: {fmt(v)}" if s else fmt(v) for s, v in bad)
     shown = ", ".join(fmt(v) for v in values.values())
     ok = f"{what} in every seed ({shown})" if len(values) > 1 else f"{what} ({shown})"
-    return judged(passed, margins, uncertainty, ok, f"not {what} ({shown_bad})")
+    return judge(margins, uncertainty, ok, f"not {what} ({shown_bad})", exact=exact)
 
 
 def loglog_slope(x: list[float], y: list[float]) -> float:
     """Fit ``y ~ c * x^k`` by least squares on logs; return k (NaN if any value is not positive)."""
+    return loglog_fit(x, y)[0]
+
+
+def loglog_fit(x: list[float], y: list[float]) -> tuple[float, float]:
+    """``(k, half)``: the log-log slope and its 95% half-width (Student t with points - 2 df on the
+    fit's residuals, ``scipy.stats.linregress``); the half-width is NaN with two points, which leave
+    no residual to judge the fit by."""
+    from scipy import stats as sps
+
     xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if len(xs) < 2 or not (np.all(xs > 0) and np.all(ys > 0) and np.all(np.isfinite(ys))):
-        return math.nan
-    return float(np.polyfit(np.log(xs), np.log(ys), 1)[0])
+        return math.nan, math.nan
+    if len(xs) == 2:
+        return float(np.polyfit(np.log(xs), np.log(ys), 1)[0]), math.nan
+    fit = sps.linregress(np.log(xs), np.log(ys))
+    return float(fit.slope), float(sps.t.ppf(1 - stats.ALPHA / 2, len(xs) - 2) * fit.stderr)

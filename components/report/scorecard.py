@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Annotated, Any
@@ -19,6 +20,7 @@ from components.report.markdown import to_markdown
 from components.report.refs import Resolver
 from components.report.rows import expand, fill, validate_architectures
 from components.report.rules import SPREAD_FACTOR
+from components.report.stats import ALPHA, holm
 from components.report.text import COUNT_KEYS
 from components.report.vocabulary import validate_expectations
 
@@ -76,7 +78,7 @@ def scorecard(
         device: the device the measurements ran on; empty means this step's device. Claims with
             ``device: gpu`` are ``device-dependent`` elsewhere.
         min_seeds: a check with fewer seeds than this is ``not measured`` (a claim may override).
-        spread_factor: the fair-verdict rule's multiple of the largest seed range (3 in calibration).
+        spread_factor: accepted from pipelines written for the earlier rule; verdicts no longer use it.
         seeds_command: the command an inconclusive verdict suggests for more seeds, ``{seeds}``
             standing for the list (``bottlenecks run pipelines/p.yaml --set seeds={seeds}``).
     """
@@ -86,17 +88,12 @@ def scorecard(
         raise ValueError(f"report.scorecard: min_seeds must be >= 1, got {min_seeds}")
     device = device or ctx.device
     resolver = Resolver(measurements, run_ids)
-    claims = [
-        judge(c, resolver, device=device, min_seeds=min_seeds, spread_factor=spread_factor, seeds_command=seeds_command)
-        for c in claims_spec
-    ]
-    rows = {
-        arch: fill(cells, resolver, min_seeds=min_seeds, spread_factor=spread_factor)
-        for arch, cells in expand(arch_spec, measurements).items()
-    }
+    claims = [judge(c, resolver, device=device, min_seeds=min_seeds, seeds_command=seeds_command) for c in claims_spec]
+    rows = {arch: fill(cells, resolver, min_seeds=min_seeds) for arch, cells in expand(arch_spec, measurements).items()}
     pngs, skipped = _plots(plots or {})
     for name, why in skipped.items():
         ctx.log.warning("scorecard: plot %s left out: %s", name, why)
+    family(claims)
     summary = summarise(claims)
     card = {
         "title": title,
@@ -124,11 +121,31 @@ def scorecard(
     return {"scorecard": str(json_path), "summary": summary, "markdown": str(md_path), "html": str(html_path)}
 
 
+def family(claims: list[dict[str, Any]]) -> None:
+    """Holm's adjustment over the claims judged with a p-value (device-dependent and unmeasured claims
+    are not in the family): each claim gets ``p_holm`` and ``familywise`` (its verdict survives the
+    family-wise 5% level), so the headline's count carries a stated error rate."""
+    judged = {
+        i: c["p"]
+        for i, c in enumerate(claims)
+        if c.get("p") is not None and c["verdict"] in (HOLDS, FAILS, INCONCLUSIVE)
+    }
+    adjusted = holm({str(i): p for i, p in judged.items()})
+    for i, c in enumerate(claims):
+        p = adjusted.get(str(i))
+        c["p_holm"] = p
+        c["familywise"] = p is not None and c["verdict"] in (HOLDS, FAILS) and p <= ALPHA
+
+
 def summarise(claims: list[dict[str, Any]]) -> dict[str, int]:
-    """Count verdicts; device-independent counts leave out claims tied to a device."""
+    """Count verdicts; device-independent counts leave out claims tied to a device; ``*_familywise``
+    count the verdicts that survive Holm's adjustment at family-wise 5%."""
     summary = {"claims": len(claims)} | {COUNT_KEYS[v]: 0 for v in VERDICTS}
+    summary |= {"holds_familywise": 0, "fails_familywise": 0}
     for c in claims:
         summary[COUNT_KEYS[c["verdict"]]] += 1
+        if c.get("familywise"):
+            summary[f"{COUNT_KEYS[c['verdict']]}_familywise"] += 1
     free = [c for c in claims if not c["device"]]
     summary["device_independent"] = len(free)
     summary["device_independent_holds"] = sum(c["verdict"] == HOLDS for c in free)
@@ -145,7 +162,18 @@ def metrics(summary: dict[str, int], claims: list[dict[str, Any]], rows: dict[st
     out: dict[str, float] = {f"claims/{k}": float(v) for k, v in summary.items() if k != "claims"}
     out["claims/total"] = float(summary["claims"])
     for c in claims:
-        out[f"claim/{metric_name(c['id'])}"] = VERDICT_CODES[c["verdict"]]
+        name = f"claim/{metric_name(c['id'])}"
+        out[name] = VERDICT_CODES[c["verdict"]]
+        deciding = c["checks"][c["deciding_check"]]["evidence"] if c.get("deciding_check") is not None else {}
+        for key, value in (
+            ("margin", deciding.get("margin")),
+            ("lo", deciding.get("lo")),
+            ("hi", deciding.get("hi")),
+            ("p", c.get("p")),
+            ("p_holm", c.get("p_holm")),
+        ):
+            if isinstance(value, (int, float)) and math.isfinite(value):
+                out[f"{name}/{key}"] = float(value)
     for arch, row in rows.items():
         for b, cell in row.items():
             if isinstance(cell["mean"], float):

@@ -57,7 +57,10 @@ def headline(summary: dict[str, Any]) -> str:
     """``13 of 18 claims hold · 2 fail · 1 inconclusive · 1 device-dependent · 1 not measured`` (a
     scorecard written before ``inconclusive`` existed has no such count, and its line none)."""
     unsure = f"{summary['inconclusive']} inconclusive · " if "inconclusive" in summary else ""
+    family = ""
+    if "holds_familywise" in summary:
+        family = f" ({summary['holds_familywise']} at family-wise 5%, Holm)"
     return (
-        f"{summary['holds']} of {summary['claims']} claims hold · {summary['fails']} fail · {unsure}"
+        f"{summary['holds']} of {summary['claims']} claims hold{family} · {summary['fails']} fail · {unsure}"
         f"{summary['device_dependent']} device-dependent · {summary['not_measured']} not measured"
     )

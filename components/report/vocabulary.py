@@ -47,9 +47,9 @@ KINDS: dict[str, Kind] = {
     ),
     "beats": Kind(
         ("a", "b"),
-        {"better": "higher", "margin": 0.0, "spread_factor": None},
+        {"better": "higher", "margin": 0.0, "spread_factor": None, "paired": None},
         refs=("a", "b"),
-        help="a beats b by the fair multi-seed rule",
+        help="a beats b: paired t test over seeds (Welch's with paired: false)",
     ),
     "flat": Kind(
         ("value", "base"),
@@ -84,7 +84,7 @@ KINDS: dict[str, Kind] = {
     ),
     "finite": Kind(("value",), refs=("value",), help="no seed diverged (no NaN/Inf)"),
 }
-CHECK_KEYS = {"check", "over", "expected"}  # allowed on every check
+CHECK_KEYS = {"check", "over", "expected", "exact"}  # allowed on every check
 CLAIM_KEYS = {
     "id",
     "claim",
@@ -97,6 +97,7 @@ CLAIM_KEYS = {
     "over",
     "plots",
     "note",
+    "exact",
 }
 EVERY_CHECK_KEY = tuple(sorted(CHECK_KEYS.union(*(set(k.required) | set(k.optional) for k in KINDS.values()))))
 NUMERIC_KEYS = ("low", "high", "tolerance", "rel", "margin", "ratio", "spread_factor", "base_at_least")
@@ -223,6 +224,9 @@ def _validate_kind(name: str, out: dict, where: str) -> None:
             raise ScorecardError(f"{where}: {name!r} needs 'low', 'high' or both")
         if out["low"] is not None and out["high"] is not None and out["low"] > out["high"]:
             raise ScorecardError(f"{where}: low {out['low']} is above high {out['high']}")
+    for key in ("exact", "paired"):
+        if out.get(key) is not None and not isinstance(out[key], bool):
+            raise ScorecardError(f"{where}: {key!r} is true or false, got {_show(out[key])}")
     if name == "beats" and out["better"] not in ("higher", "lower"):
         raise ScorecardError(f"{where}: 'better' is 'higher' or 'lower', got {_show(out['better'])}")
     if name in ("increasing", "decreasing"):
