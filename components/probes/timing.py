@@ -88,7 +88,8 @@ def timing(
     Returns:
         ``summary`` with ``time_s/<label>/T_<T>``, ``memory_mb/...``, ``seq_steps/...``,
         ``seq_steps_per_layer/...``, ``flops_per_layer/...``, ``time_exp/<label>``,
-        ``memory_exp/<label>`` (with ``time_exp_ci``/``memory_exp_ci``: the fit's 95% half-width), ``threads``; ``plot`` (log-log) and ``table`` (CSV).
+        ``memory_exp/<label>`` (with ``time_exp_ci``/``memory_exp_ci``: the fit's 95% half-width),
+        ``threads``; ``plot`` (log-log) and ``table`` (CSV).
     """
     overrides = overrides or {}
     unknown = set(overrides) - set(models)

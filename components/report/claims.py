@@ -83,7 +83,8 @@ def judge(
         reason = results[0].reason
     else:
         reason = "; ".join(f"[{c['check']}: {r.verdict}] {r.reason}" for c, r in zip(claim["checks"], results))
-    hint = seeds_hint(results, over, seeds_command) if verdict == INCONCLUSIVE else ""
+    command = claim.get("seeds_command") or seeds_command  # a claim whose seeds come from another param
+    hint = seeds_hint(results, over, command) if verdict == INCONCLUSIVE else ""
     if hint:
         reason = f"{reason}. Inconclusive: {hint}"
     measured: dict[str, Any] = {}

@@ -30,7 +30,8 @@ Where the t interval cannot speak, the rule says so instead of guessing:
 ``seeds_needed`` is the smallest seed count whose test would reach ``POWER`` at the observed effect
 and spread (noncentral t). ``holm`` adjusts a family's p-values (statsmodels).
 
-This module knows nothing of scorecards: history and user code call it with plain numbers.
+This module knows nothing of scorecards: history and user code call ``verdict_of(values)`` with plain
+numbers and read the Decision.
 """
 
 from __future__ import annotations
@@ -234,6 +235,20 @@ def decide(est: Estimate, low: float | None = 0.0, high: float | None = None, *,
     return d
 
 
+def verdict_of(
+    values: Sequence[float],
+    own_se: Sequence[float] | None = None,
+    *,
+    low: float | None = 0.0,
+    high: float | None = None,
+    exact: bool = False,
+) -> Decision:
+    """The whole core in one call, for callers outside the scorecard (history, user code): per-seed
+    values (margins, differences, ...) in, a Decision out (``verdict``, ``lo``/``hi``, ``p``,
+    ``seeds_needed``, ``why``). ``verdict_of([0.2, 0.3, 0.25]).verdict == "holds"``."""
+    return decide(one_sample(values, own_se, exact=exact), low, high)
+
+
 def _point(est: Estimate, region, strict: bool) -> Decision:
     """Exact (or spread-free) values: every seed inside decides holds, any seed outside fails."""
     low, high = region
@@ -343,5 +358,6 @@ __all__ = [
     "one_sample",
     "power",
     "seeds_needed",
+    "verdict_of",
     "two_sample",
 ]

@@ -98,13 +98,14 @@ CLAIM_KEYS = {
     "plots",
     "note",
     "exact",
+    "seeds_command",
 }
 EVERY_CHECK_KEY = tuple(sorted(CHECK_KEYS.union(*(set(k.required) | set(k.optional) for k in KINDS.values()))))
 NUMERIC_KEYS = ("low", "high", "tolerance", "rel", "margin", "ratio", "spread_factor", "base_at_least")
 REF_RE = re.compile(r"[^.\[\]\s]+(\[[^\[\]]*\])?\..+")  # source[selector].key or source.key (fullmatch)
 DEVICES = ("cpu", "gpu", "cuda", "mps")
 ID_RE = re.compile(r"[A-Za-z0-9_.-]+")  # claim ids become metric names claim/<id> (fullmatch)
-TEXT_KEYS = ("bottleneck", "expected", "note", "over")  # free text (``over``: an axis name) when given
+TEXT_KEYS = ("bottleneck", "expected", "note", "over", "seeds_command")  # free text (``over``: an axis name) when given
 
 
 def _is_number(v: Any) -> bool:

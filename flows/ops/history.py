@@ -31,7 +31,8 @@ import pandas as pd
 from flows.track.environment import differences, from_tags
 
 INFO_COLUMNS = ("start_time", "status")
-CLAIM = re.compile(r"(^|/)claim/")  # scorecard verdicts, coded as below
+CLAIM = re.compile(r"(^|/)claim/[^/]+$")  # scorecard verdicts, coded as below
+CLAIM_STATS = re.compile(r"(^|/)claim/[^/]+/")  # a claim's margin, interval and p-values: shown, not banded
 VERDICTS = {1.0: "holds", 0.5: "inconclusive", 0.0: "fails", -1.0: "device-dependent", -2.0: "not measured"}
 REGRESSIONS = ("threshold", "regression", "failed", "killed")  # kinds that make `history` exit 1
 
@@ -228,6 +229,8 @@ def regressions(frame: pd.DataFrame, thresholds: Thresholds) -> list[Flag]:
         if history.empty or (pd.isna(now) and not logged):
             continue
         now = float(now)
+        if CLAIM_STATS.search(metric):  # their verdict's change is judged through claim/<id> itself
+            continue
         if CLAIM.search(metric):
             previous = float(history.iloc[-1])
             if now != previous:
