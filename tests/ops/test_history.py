@@ -100,6 +100,13 @@ def test_claim_flip_is_flagged_even_when_small():
     assert "claim/b2: holds -> fails" in flags[0].message
 
 
+def test_a_claims_interval_and_p_value_are_not_read_as_verdicts_or_banded():
+    p = name()
+    nights = [{"claim/b2": 1.0, "claim/b2/p": 0.001 * (1 + i), "claim/b2/lo": 0.1 + 0.1 * i} for i in range(4)]
+    seed(p, nights + [{"claim/b2": 1.0, "claim/b2/p": 0.02, "claim/b2/lo": 0.9}])
+    assert history.regressions(history.table(p, last=5), history.Thresholds(0.2)) == []
+
+
 def test_diverged_newest_value_and_failed_run_are_regressions():
     p = name()
     seed(p, STEADY + [{"bleu": math.nan, "claim/b2": 1.0, "claims/holds": 3.0}], failed_last=True)
