@@ -379,36 +379,46 @@ def _ratio(c, value: Sample, base: Sample, measured, exact: bool) -> Outcome:
 
 
 def _trend(c, lists, measured, exact: bool) -> Outcome:
+    """The series rises (falls) from first to last, and no step goes the wrong way by more than the
+    tolerance: each of those statements is tested over the seeds (the total change, and every step
+    past the tolerance, above 0), and the check holds when all hold (``rules.judge_all``)."""
     every = lists["values"] + lists.get("minus", [])
     series = _series(every)
     n = len(c["values"])
     up = c["check"] == "increasing"
     tol = c["tolerance"]
     bad, shown = [], {}
-    margins, unc = {}, {}
+    total, steps, own_total, own_steps = {}, [{} for _ in range(n - 1)], {}, [{} for _ in range(n - 1)]
+
+    def own(i, s):  # entry i's own standard error (and its minus term's)
+        terms = [every[i]] + ([every[n + i]] if "minus" in lists else [])
+        return math.sqrt(sum(_own(x, s) ** 2 for x in terms))
+
     for s, vals in series.items():
         ys = [vals[i] - vals[n + i] for i in range(n)] if "minus" in lists else vals[:n]
         shown[s] = ys
-        steps = [b - a if up else a - b for a, b in zip(ys, ys[1:])]
-        total = ys[-1] - ys[0] if up else ys[0] - ys[-1]
-        ok = all(math.isfinite(y) for y in ys) and total > 0 and min(steps) >= -tol
-        # the smaller of the total change and the worst step (past the tolerance): both must be > 0
-        margins[s] = min(total, min(steps) + tol) if all(math.isfinite(y) for y in ys) else -math.inf
-        # its own standard error from the first and last entries (and their minus terms)
-        ends = [every[0], every[n - 1]] + ([every[n], every[-1]] if "minus" in lists else [])
-        unc[s] = math.sqrt(sum(_own(x, s) ** 2 for x in ends))
-        if not ok:
+        finite = all(math.isfinite(y) for y in ys)
+        sgn = 1.0 if up else -1.0
+        total[s] = sgn * (ys[-1] - ys[0]) if finite else -math.inf
+        own_total[s] = math.hypot(own(0, s), own(n - 1, s))
+        for i in range(n - 1):
+            steps[i][s] = sgn * (ys[i + 1] - ys[i]) + tol if finite else -math.inf
+            own_steps[i][s] = math.hypot(own(i, s), own(i + 1, s))
+        if not (finite and total[s] > 0 and all(st[s] >= 0 for st in steps)):
             bad.append(f"{rules.seed_name(s)}: {', '.join(map(fmt, ys))}")
     measured["series"] = {s: [json_number(y) for y in ys] for s, ys in shown.items()}
     if not series:
         return Outcome(False, "no seed measured in every entry of the series")
+    parts = [("total change", total, own_total)]
+    if n > 2:  # with two entries the one step is the total change
+        parts += [(f"step {i + 1} past the tolerance", steps[i], own_steps[i]) for i in range(n - 1)]
     if list(shown) == [""]:
         text = f"{c['check']}: {', '.join(map(fmt, shown['']))}"
-        return rules.judge(margins, unc, text, "not " + text, strict=True, exact=exact)
+        return rules.judge_all(parts, text, "not " + text, exact=exact)
     ok_text = f"{c['check']} in every seed: " + "; ".join(
         f"{rules.seed_name(s)}: {', '.join(map(fmt, ys))}" for s, ys in shown.items()
     )
-    return rules.judge(margins, unc, ok_text, f"not {c['check']} in {'; '.join(bad)}", strict=True, exact=exact)
+    return rules.judge_all(parts, ok_text, f"not {c['check']} in {'; '.join(bad)}", exact=exact)
 
 
 def _exponent(c, v: Sample | None, lists, measured, exact: bool) -> Outcome:

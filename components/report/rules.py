@@ -60,6 +60,42 @@ def judge(
     return outcome(stats.decide(est, low, high, strict=strict), values, own_se, ok_text, bad_text, quantity)
 
 
+def judge_all(
+    parts: list[tuple[str, dict[str, float], dict[str, float] | None]],
+    ok_text: str,
+    bad_text: str,
+    *,
+    exact: bool = False,
+) -> Outcome:
+    """A claim that is several statements at once (each part's quantity above 0): it holds when every
+    part holds (an intersection-union test: the largest p), fails when any part fails beyond a
+    Bonferroni correction over the parts, and is inconclusive otherwise. The reason and evidence are
+    the deciding part's: the weakest for holds, the strongest against."""
+    decisions = []
+    for _, values, own_se in parts:
+        seeds = list(values)
+        own = [float((own_se or {}).get(s) or 0.0) for s in seeds]
+        decisions.append(stats.decide(stats.one_sample([values[s] for s in seeds], own, exact=exact), 0.0, strict=True))
+    k = len(decisions)
+    p_holds = max(d.p_holds for d in decisions)
+    p_fails = min(1.0, min(d.p_fails for d in decisions) * k)
+    if p_fails <= stats.ALPHA / 2 and p_fails < p_holds:
+        i = min(range(k), key=lambda j: decisions[j].p_fails)
+    else:
+        i = max(range(k), key=lambda j: decisions[j].p_holds)
+    d = decisions[i]
+    verdict = HOLDS if p_holds <= stats.ALPHA / 2 else FAILS if p_fails <= stats.ALPHA / 2 else INCONCLUSIVE
+    if d.estimate.method in ("exact", "identical"):
+        verdict = HOLDS if all(x.verdict == HOLDS for x in decisions) else FAILS
+    d.p_holds, d.p_fails, d.verdict = p_holds, p_fails, verdict
+    if verdict == INCONCLUSIVE and not d.why:
+        d.why, d.seeds_needed = stats._why(d), stats.seeds_needed(d)
+    label, values, own_se = parts[i]
+    out = outcome(d, values, own_se, ok_text, bad_text, label)
+    out.evidence["parts"] = k
+    return out
+
+
 def outcome(
     d: stats.Decision,
     values: dict[str, float],
