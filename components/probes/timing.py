@@ -62,6 +62,13 @@ def _run_worker(spec: dict, extra_env: dict[str, str] | None = None) -> dict:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
+def _half_width(sd: float, n: int) -> float:
+    """95% half-width of a mean of ``n`` repeats with standard deviation ``sd`` (Student t)."""
+    from scipy import stats
+
+    return float(stats.t.ppf(0.975, n - 1) * sd / n**0.5)
+
+
 @component("probe.timing", outputs=["summary", "plot", "table"], bottleneck="B4")
 def timing(
     ctx: Context,
@@ -88,7 +95,8 @@ def timing(
     Returns:
         ``summary`` with ``time_s/<label>/T_<T>``, ``memory_mb/...``, ``seq_steps/...``,
         ``seq_steps_per_layer/...``, ``flops_per_layer/...``, ``time_exp/<label>``,
-        ``memory_exp/<label>`` (with ``time_exp_ci``/``memory_exp_ci``: the fit's 95% half-width),
+        ``memory_exp/<label>`` (with ``time_exp_ci``/``memory_exp_ci``: the fit's 95% half-width;
+        ``time_s_ci/<label>/T_<T>``: a time's 95% half-width from its repeats),
         ``threads``; ``plot`` (log-log) and ``table`` (CSV).
     """
     overrides = overrides or {}
@@ -151,6 +159,8 @@ def timing(
                 rows.append(row)
                 for k in ("seconds", "memory_mb", "seq_steps", "seq_steps_per_layer", "flops_per_layer"):
                     summary[P.key("time_s" if k == "seconds" else k, label, f"T_{T}")] = row[k]
+                if r.get("sd_s") is not None:  # 95% half-width of a time from its repeats (Student t)
+                    summary[P.key("time_s_ci", label, f"T_{T}")] = _half_width(r["sd_s"], repeats)
                 ctx.log_metrics(
                     {P.key("time_s", label): row["seconds"], P.key("memory_mb", label): row["memory_mb"]}, T
                 )

@@ -130,6 +130,8 @@ def measure(spec: dict) -> dict:
             sync()
             times.append(time.perf_counter() - t0)
         row = {"T": T, "seconds": min(times), "median_s": statistics.median(times)}
+        if len(times) > 1:
+            row["sd_s"] = statistics.stdev(times)  # the repeats' spread: the verdicts' timing uncertainty
         if cuda:
             row["peak_bytes"] = torch.cuda.max_memory_allocated() - before
         rows.append(row)

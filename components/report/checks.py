@@ -368,7 +368,8 @@ def _ratio(c, value: Sample, base: Sample, measured, exact: bool) -> Outcome:
             measurable=False,
         )
     ok_text = f"{want} in every seed: {shown}{note}"
-    bad_text = f"not {c['check']} ({want}): {shown}{note}"
+    against = [f"{rules.seed_name(s)}: ratio {fmt(ratios[s])}" for s, m in logs.items() if not m >= 0]
+    bad_text = f"not {c['check']} ({want}): {'; '.join(against) or shown}{note}"
     out = rules.judge(logs, unc, ok_text, bad_text, exact=exact, quantity="log-ratio margin")
     if weak:  # judged on the seeds that learned the easy case; the others keep it from holding
         out.reason += f"; not judged: {'; '.join(weak)}"

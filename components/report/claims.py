@@ -53,8 +53,8 @@ def seeds_hint(results: list, over: str, command: str = "") -> str:
             return f"at the observed effect and spread it needs more than {MOST_SEEDS} {over}s: too small for seeds"
         listed = "[" + ",".join(str(i) for i in range(n)) + "]"
         cmd = command.replace("{seeds}", listed) if command else f"rerun with --set {over}s={listed}"
-        if have <= 1:
-            return f"it needs at least {n} {over}s: `{cmd}`"
+        if have <= 1:  # a single measurement: more seeds, or a measurement that records its own interval
+            return f"it needs at least {n} {over}s (or a measurement with its own interval)"
         return (
             f"at the observed effect and spread over {have} {over}s, about {n} {over}s decide it with "
             f"{POWER:.0%} power: `{cmd}` (the {over}s already run come from the cache)"

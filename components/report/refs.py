@@ -165,6 +165,12 @@ class Resolver:
             rid = inline_run or self.run_ids.get(name)
             return Sample(ref=ref, values=values, run_ids=[rid] if isinstance(rid, str) else [])
         selector = {} if sel.strip() in ("", "*") else parse_label(sel)
+        if not all(isinstance(v, dict) for v in source.values()):  # a plain summary, not instances
+            return Sample(
+                ref=ref,
+                missing=f"{name} is not a matrixed step (its measurements are not per instance): "
+                f"write {name}.{key} without [{sel}]",
+            )
         instances = {lab: _unwrap(v) for lab, v in source.items()}
         chosen = {lab: v for lab, v in instances.items() if _matches(parse_label(lab), selector)}
         if not chosen:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,11 @@ def test_timing_counts_steps_flops_and_memory_per_model(tmp_path):
     # T x T weights quadratic (measured 1.05, 1.02 and 1.82 here)
     assert 0.8 <= s["memory_exp/rnn"] <= 1.3 and 0.8 <= s["memory_exp/sdpa"] <= 1.3
     assert s["memory_exp/naive"] > 1.6
+    # each fit carries its 95% half-width from the residuals (3 lengths: t on 1 df), which the
+    # scorecard reads as the exponent's own uncertainty (``memory_exp_ci/<label>`` beside ``memory_exp/<label>``)
+    for label in ("rnn", "naive", "sdpa"):
+        for what in ("time_exp", "memory_exp"):
+            assert math.isfinite(s[f"{what}_ci/{label}"]) and s[f"{what}_ci/{label}"] >= 0, (what, label)
     # T steps one after the other: 8x the length costs the RNN well over 2x the time (measured 11-13x)
     assert s["time_s/rnn/T_1024"] > 2 * s["time_s/rnn/T_128"] > 0
     assert s["threads"] == 1 and s["memory_method"].startswith("VmHWM")

@@ -42,6 +42,22 @@ def test_checkpoint_groups_merge_and_the_longest_sentence_is_shown_for_every_mod
         assert ex["hyps"][label] == (tmp_path / f"hyps.{label}.txt").read_text().splitlines()[ex["index"]]
 
 
+def test_models_scored_on_the_same_sentences_get_paired_difference_intervals(trained, tmp_path):
+    _, ckpts = trained
+    ctx = Context(tmp_path)
+    groups = [{"s2s": ckpts["seq2seq-tiny"], "luong": ckpts["luong-tiny"]}, {"tf": ckpts["transformer-tiny"]}]
+    s = get("eval.bleu")(ctx, checkpoints=groups, tokenize="none", buckets=[1, 5, 9], n_bootstrap=20)["summary"]
+    # every pair, across checkpoint groups too (same test sentences), in the order the models came
+    for a, b in (("s2s", "luong"), ("s2s", "tf"), ("luong", "tf")):
+        for part in ("", "/longest", "/len_1-4"):
+            assert s[f"bleu_diff_ci/{a}/{b}{part}"] > 0, (a, b, part)
+            assert 0.0476 <= s[f"bleu_diff_p/{a}/{b}{part}"] <= 1  # 20 resamples: p is at least 1/21
+        assert f"bleu_diff_ci/{b}/{a}" not in s
+    assert s["bleu_diff_ci/s2s/luong/longest"] == s["bleu_diff_ci/s2s/luong/len_9-inf"]  # an alias, as bleu/
+    # outputs for the scorecard's paired checks, not logged metrics
+    assert not any(k.startswith("bleu_diff") for k in ctx.metrics) and "bleu/s2s/longest" in ctx.metrics
+
+
 def test_a_label_in_two_checkpoint_groups_is_an_error(trained, tmp_path):
     _, ckpts = trained
     with pytest.raises(ProbeError, match="label 'luong' appears in two checkpoint groups"):
@@ -184,6 +200,7 @@ def test_translating_a_split_reports_progress_over_every_models_sentences(traine
         n_bootstrap=0,
         batch_size=16,
     )
-    (bar,) = ctx.handles
-    assert (bar.total, bar.completed) == (120, 120)  # 60 test sentences by 2 models, all done
-    assert bar.description == "translate b"
+    translating, scoring = ctx.handles  # every model is translated, then all are scored together
+    assert (translating.total, translating.completed) == (120, 120)  # 60 test sentences by 2 models, all done
+    assert translating.description == "translate b"
+    assert scoring.description == "score (paired bootstrap)"

@@ -21,8 +21,13 @@ def card(tmp_path, cell):
 
 
 def test_cell_min_seeds_lets_a_single_measurement_be_judged(tmp_path):
-    cell = {"check": "equals", "value": "params.spread", "to": 0, "label": "constant", "min_seeds": 1}
-    assert card(tmp_path / "a", cell)["verdict"] == "holds"
+    # a count is compared as it is when the cell says exact
+    cell = {"check": "equals", "value": "params.spread", "to": 0, "label": "constant", "min_seeds": 1, "exact": True}
+    got = card(tmp_path / "a", cell)
+    assert got["verdict"] == "holds" and "equal: 0 vs 0" in got["reason"] and "exact value" in got["reason"]
+    # without exact it is judged too, but one value with no uncertainty of its own cannot decide
+    got = card(tmp_path / "c", {k: v for k, v in cell.items() if k != "exact"})
+    assert got["verdict"] == "inconclusive" and "needs at least 2 seeds" in got["reason"]
 
 
 def test_without_it_the_scorecard_wide_seed_count_applies(tmp_path):

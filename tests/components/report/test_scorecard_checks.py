@@ -1,4 +1,8 @@
-"""Every check kind, on hand-made measurements: holds, fails, not measured, diverged seeds."""
+"""Every check kind, on hand-made measurements: holds, fails, inconclusive, not measured, diverged seeds.
+
+Seeds are judged by a t interval at 95% (3 seeds: t = 4.30), so a case that holds or fails does so by a
+clear margin against the seeds' spread; a single value with no uncertainty of its own is judged only
+when the check says ``exact: true`` (a count, a structural fact), or on its own recorded interval."""
 
 import math
 
@@ -9,6 +13,7 @@ from components.report.refs import Resolver
 from components.report.vocabulary import validate_check
 
 NAN = math.nan
+EXACT = {"exact": True}
 
 
 def seeds(*values, axis="arch=x"):
@@ -34,7 +39,8 @@ MEAS = {
     },
     "gap": {f"seed={i}": {"b1": 1.0 + i, "b2": 5.0 + i, "b3": 20.0 + i} for i in range(3)},
     "mem": {
-        "naive": {"t64": 1.0, "t128": 4.1, "t256": 15.8, "t512": 64.0, "exp": 1.9},
+        # a reported exponent with its fit's own 95% half-width (``exp_ci``, as the timing probe writes it)
+        "naive": {"t64": 1.0, "t128": 4.1, "t256": 15.8, "t512": 64.0, "exp": 1.9, "exp_ci": 0.1},
         "rnn": {"t64": 1.0, "t128": 2.0, "t256": 4.1, "t512": 8.0},
     },
     "params": {"T=10": {"n": 1234}, "T=100": {"n": 1234}, "T=5": {"n": 1240}},
@@ -50,28 +56,35 @@ def run(spec, **kw):
     return evaluate(validate_check(spec, "test"), Resolver(MEAS, {"grad": {"rnn": "r1"}}), **kw)
 
 
+# single measurements (grad, params) carry no uncertainty of their own: these cases say ``exact``
 @pytest.mark.parametrize(
     "spec, verdict",
     [
-        ({"check": "below", "value": "grad[rnn].rho", "than": 1.0}, HOLDS),
-        ({"check": "below", "value": "grad[tf].rho", "than": 0.99}, FAILS),
-        ({"check": "above", "value": "grad[lstm].rho", "than": "grad[rnn].rho"}, HOLDS),
-        ({"check": "at_most", "value": "lag[arch=rnn].acc", "than": 0.26}, HOLDS),
+        ({"check": "below", "value": "grad[rnn].rho", "than": 1.0, **EXACT}, HOLDS),
+        ({"check": "below", "value": "grad[tf].rho", "than": 0.99, **EXACT}, FAILS),
+        ({"check": "above", "value": "grad[lstm].rho", "than": "grad[rnn].rho", **EXACT}, HOLDS),
+        ({"check": "below", "value": "params[T=10].n", "than": 1234, **EXACT}, FAILS),  # below is strict
+        ({"check": "at_most", "value": "params[T=10].n", "than": 1234, **EXACT}, HOLDS),  # at_most is not
+        ({"check": "at_most", "value": "lag[arch=rnn].acc", "than": 0.5}, HOLDS),  # t 7.5 over 3 seeds
         ({"check": "at_most", "value": "lag[arch=rnn].acc", "than": 0.25}, INCONCLUSIVE),  # 2 of 3 seeds
-        ({"check": "at_most", "value": "lag[arch=rnn].acc", "than": 0.1}, FAILS),  # refuted in every seed
+        ({"check": "at_most", "value": "lag[arch=rnn].acc", "than": 0.1}, INCONCLUSIVE),  # every seed, inside spread
+        ({"check": "at_most", "value": "lag[arch=lstm].acc", "than": 0.9}, FAILS),  # far beyond the spread
         ({"check": "at_least", "value": "lag[arch=lstm].acc", "than": 0.95}, HOLDS),
-        ({"check": "between", "value": "grad[tf].rho", "low": 0.99, "high": 1.01}, HOLDS),
-        ({"check": "between", "value": "grad[lstm].rho", "low": 0.99}, FAILS),
-        ({"check": "equals", "value": "params[T=10].n", "to": "params[T=100].n"}, HOLDS),
-        ({"check": "equals", "value": "params[T=10].n", "to": "params[T=5].n"}, FAILS),
-        ({"check": "equals", "value": "params[T=10].n", "to": "params[T=5].n", "tolerance": 10}, HOLDS),
+        ({"check": "between", "value": "grad[tf].rho", "low": 0.99, "high": 1.01, **EXACT}, HOLDS),
+        ({"check": "between", "value": "grad[lstm].rho", "low": 0.99, **EXACT}, FAILS),
+        ({"check": "between", "value": "lag[arch=lstm].acc", "low": 0.95, "high": 1.05}, HOLDS),  # both one-sided tests
+        ({"check": "between", "value": "lag[arch=lstm].acc", "low": 0.95, "high": 1.0}, INCONCLUSIVE),  # 1.0 in reach
+        ({"check": "between", "value": "heads[h=1].acc", "low": 0.99}, FAILS),
+        ({"check": "equals", "value": "params[T=10].n", "to": "params[T=100].n", **EXACT}, HOLDS),
+        ({"check": "equals", "value": "params[T=10].n", "to": "params[T=5].n", **EXACT}, FAILS),
+        ({"check": "equals", "value": "params[T=10].n", "to": "params[T=5].n", "tolerance": 10, **EXACT}, HOLDS),
         ({"check": "close", "a": "heads[h=4].acc", "b": "heads[h=8].acc", "tolerance": 0.01}, HOLDS),
         ({"check": "close", "a": "heads[h=1].acc", "b": "heads[h=8].acc", "tolerance": 0.01}, FAILS),
-        ({"check": "close", "a": "grad[lstm].rho", "b": "grad[gru].rho", "rel": 0.02}, HOLDS),
+        ({"check": "close", "a": "grad[lstm].rho", "b": "grad[gru].rho", "rel": 0.02, **EXACT}, HOLDS),
         ({"check": "beats", "a": "lag[arch=lstm].acc", "b": "lag[arch=rnn].acc"}, HOLDS),
         ({"check": "beats", "a": "lag[arch=rnn].acc", "b": "lag[arch=lstm].acc"}, FAILS),
         ({"check": "beats", "a": "heads[h=1].acc", "b": "heads[h=4].acc", "better": "lower"}, HOLDS),
-        ({"check": "beats", "a": "grad[gru].rho", "b": "grad[lstm].rho", "margin": 0.05}, FAILS),
+        ({"check": "beats", "a": "grad[gru].rho", "b": "grad[lstm].rho", "margin": 0.05, **EXACT}, FAILS),
         ({"check": "flat", "value": "bleu[arch=att].long", "base": "bleu[arch=att].short", "base_at_least": 80}, HOLDS),
         ({"check": "flat", "value": "bleu[arch=s2s].long", "base": "bleu[arch=s2s].short"}, FAILS),
         (
@@ -110,7 +123,10 @@ def run(spec, **kw):
             },
             HOLDS,
         ),
+        # a reported exponent is judged on its own interval: 1.9 +- 0.1
         ({"check": "exponent_between", "value": "mem[naive].exp", "low": 1.7, "high": 2.2}, HOLDS),
+        ({"check": "exponent_between", "value": "mem[naive].exp", "low": 1.85}, INCONCLUSIVE),
+        ({"check": "exponent_between", "value": "mem[naive].exp", "high": 1.7}, FAILS),
         ({"check": "finite", "value": "lag[arch=lstm].acc"}, HOLDS),
         ({"check": "finite", "value": "lag[arch=clip].acc"}, INCONCLUSIVE),  # one seed of three diverged
         ({"check": "finite", "value": "lag[arch=nan].acc"}, FAILS),  # every seed diverged
@@ -122,21 +138,70 @@ def test_check_kinds(spec, verdict):
     assert r.expected and r.reason
 
 
-def test_a_check_can_set_its_own_spread_factor():
-    # Overlapping seeds, A ahead in each: gap 0.1 against a seed range of 0.4.
-    r = Resolver(
-        {
-            "m": {
-                f"arch={a},seed={i}": {"x": v}
-                for a, vals in {"a": (1.0, 1.4, 1.2), "b": (0.9, 1.3, 1.1)}.items()
-                for i, v in enumerate(vals)
-            }
-        }
-    )
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"check": "below", "value": "grad[rnn].rho", "than": 1.0},
+        {"check": "above", "value": "grad[lstm].rho", "than": "grad[rnn].rho"},
+        {"check": "between", "value": "grad[tf].rho", "low": 0.99, "high": 1.01},
+        {"check": "equals", "value": "params[T=10].n", "to": "params[T=100].n"},
+        {"check": "close", "a": "grad[lstm].rho", "b": "grad[gru].rho", "rel": 0.02},
+        {"check": "beats", "a": "grad[gru].rho", "b": "grad[lstm].rho", "margin": 0.05},
+    ],
+)
+def test_a_single_measurement_without_exact_is_inconclusive_and_asks_for_seeds(spec):
+    r = run(spec)
+    assert r.verdict == INCONCLUSIVE, r.reason
+    assert "needs at least 2 seeds" in r.reason
+    assert r.evidence["method"] == "single" and r.evidence["seeds_needed"] == 2
+    assert run(spec, exact=True).verdict in (HOLDS, FAILS)  # a claim's ``exact: true`` decides it
+
+
+def test_an_exact_check_fails_on_any_seed_outside_and_says_it_is_exact():
+    r = run({"check": "at_most", "value": "lag[arch=rnn].acc", "than": 0.25, **EXACT})
+    assert r.verdict == FAILS and "not at most in seed 1: 0.26 vs 0.25" in r.reason
+    assert "exact in every seed" in r.reason and r.evidence["method"] == "exact"
+    assert run({"check": "at_most", "value": "lag[arch=rnn].acc", "than": 0.26, **EXACT}).verdict == HOLDS
+
+
+def test_every_seed_against_the_claim_but_inside_the_spread_is_inconclusive_with_the_t_statistic():
+    # margins -0.03, -0.16, -0.03: every seed above 0.1, but t = 1.69 against the critical 4.30 (2 df)
+    r = run({"check": "at_most", "value": "lag[arch=rnn].acc", "than": 0.1})
+    assert r.verdict == INCONCLUSIVE
+    assert r.reason.startswith("not at most in seed 0: 0.13 vs 0.1; seed 1: 0.26 vs 0.1; seed 2: 0.13 vs 0.1")
+    assert "t = 1.69 below the critical 4.3" in r.reason and "(t, 2 df, 3 seeds" in r.reason
+    assert r.evidence["hi"] > 0 > r.evidence["mean"] and r.evidence["seeds_needed"] > 3
+
+
+def test_a_clear_result_reports_its_interval_and_p_value():
+    r = run({"check": "at_least", "value": "lag[arch=lstm].acc", "than": 0.95})
+    assert r.reason.startswith("at least in every seed (seed 0: 0.99 vs 0.95; seed 1: 0.99 vs 0.95; seed 2: 1 vs 0.95)")
+    ev = r.evidence
+    assert ev["method"] == "t" and ev["seeds"] == 3 and ev["df"] == 2
+    assert ev["mean"] == pytest.approx(0.04333, abs=1e-5) and ev["lo"] > 0
+    assert ev["values"] == pytest.approx({"0": 0.04, "1": 0.04, "2": 0.05})
+    assert ev["p_holds"] < 0.025 < ev["p_fails"] and ev["region"] == [0.0, None]
+
+
+SPREAD = {
+    "m": {
+        f"arch={a},seed={i}": {"x": v}
+        for a, vals in {"a": (1.0, 1.4, 1.2), "b": (0.9, 1.35, 1.0)}.items()
+        for i, v in enumerate(vals)
+    }
+}
+
+
+@pytest.mark.parametrize("factor", [0, 0.2, 3, 100])
+def test_spread_factor_is_still_accepted_and_no_longer_changes_the_verdict(factor):
+    # A ahead in every seed by 0.1, 0.05, 0.2: paired t = 2.65 < 4.30, inconclusive. Under the earlier
+    # rule spread_factor 0.2 (or 0) made this hold; pipelines written for it must still validate.
     spec = {"check": "beats", "a": "m[arch=a].x", "b": "m[arch=b].x"}
-    assert evaluate(validate_check(spec, "t"), r).verdict == INCONCLUSIVE  # in every seed, inside the spread
-    assert evaluate(validate_check(spec, "t"), r, spread_factor=0.2).verdict == HOLDS
-    assert evaluate(validate_check({**spec, "spread_factor": 0}, "t"), r, spread_factor=3).verdict == HOLDS
+    plain = evaluate(validate_check(spec, "t"), Resolver(SPREAD))
+    with_factor = evaluate(validate_check({**spec, "spread_factor": factor}, "t"), Resolver(SPREAD))
+    assert plain.verdict == with_factor.verdict == INCONCLUSIVE
+    assert with_factor.reason == plain.reason and "t = 2.65 below the critical 4.3" in plain.reason
+    assert with_factor.evidence == plain.evidence
 
 
 def test_a_base_below_its_floor_leaves_the_shape_not_measured_and_says_why():
@@ -147,16 +212,29 @@ def test_a_base_below_its_floor_leaves_the_shape_not_measured_and_says_why():
     assert r.measured["ratio"]["0"] == pytest.approx(0.2)  # the values still reach the report
 
 
+RATIO_SEEDS = {
+    "bleu": {f"arch=x,seed={i}": {"short": s, "long": lo} for i, (s, lo) in enumerate([(90, 89), (95, 40), (10, 9)])}
+}
+FLAT = {"check": "flat", "value": "bleu[arch=x].long", "base": "bleu[arch=x].short"}
+
+
 def test_a_seed_that_breaks_the_ratio_beside_one_that_keeps_it_is_inconclusive_whatever_the_floor():
-    meas = {
-        "bleu": {
-            **{f"arch=x,seed={i}": {"short": s, "long": lo} for i, (s, lo) in enumerate([(90, 89), (95, 40), (10, 9)])}
-        }
-    }
-    spec = {"check": "flat", "value": "bleu[arch=x].long", "base": "bleu[arch=x].short", "base_at_least": 50}
-    r = evaluate(validate_check(spec, "t"), Resolver(meas, {}))
-    assert r.verdict == INCONCLUSIVE and "seed 1: ratio 0.42" in r.reason and "seed 2: base 10" in r.reason
-    assert r.evidence["margins"].keys() == {"0", "1"}  # the seed below the floor is not judged
+    r = evaluate(validate_check({**FLAT, "base_at_least": 50}, "t"), Resolver(RATIO_SEEDS, {}))
+    assert r.verdict == INCONCLUSIVE and "0.4211" in r.reason
+    assert "not judged: seed 2: base 10 (below the floor 50)" in r.reason
+    # the seed below the floor is not judged: log(ratio / 0.85) of seeds 0 and 1 only
+    assert r.evidence["values"] == pytest.approx(
+        {"0": math.log(89 / 90 / 0.85), "1": math.log(40 / 95 / 0.85)}, abs=1e-6
+    )
+    assert r.evidence["quantity"] == "log-ratio margin" and r.evidence["seeds"] == 2
+    # without a floor all three seeds are judged, and the broken one still keeps it from holding
+    r = evaluate(validate_check(FLAT, "t"), Resolver(RATIO_SEEDS, {}))
+    assert r.verdict == INCONCLUSIVE and r.evidence["values"].keys() == {"0", "1", "2"}
+
+
+def test_a_broken_ratio_is_named_by_its_seed():
+    r = evaluate(validate_check({**FLAT, "base_at_least": 50}, "t"), Resolver(RATIO_SEEDS, {}))
+    assert "seed 1: ratio 0.4211" in r.reason
 
 
 def test_a_diverged_seed_counts_against_a_threshold_and_is_reported_by_name():

@@ -23,7 +23,9 @@ def test_every_seed_passing_with_t_below_its_critical_value_is_inconclusive():
     out = judge(seeds(0.02, 0.03, 0.01), None, "above in every seed", "not above")
     assert out.verdict == "inconclusive"
     assert "t = 3.46 below the critical 4.3" in out.reason
-    assert out.evidence["p_holds"] == pytest.approx(sps.ttest_1samp([0.02, 0.03, 0.01], 0, alternative="greater")[1], rel=1e-4)
+    assert out.evidence["p_holds"] == pytest.approx(
+        sps.ttest_1samp([0.02, 0.03, 0.01], 0, alternative="greater")[1], rel=1e-4
+    )
 
 
 def test_the_same_effect_with_more_seeds_holds():
@@ -181,7 +183,7 @@ def test_the_seeds_hint_gives_the_count_and_the_command_that_adds_them():
         "(the seeds already run come from the cache)"
     )
     one = seeds_hint([CheckResult("inconclusive", "", "", evidence={"seeds_needed": 2, "seeds": 1})], "seed")
-    assert one == "it needs at least 2 seeds: `rerun with --set seeds=[0,1]`"
+    assert one == "it needs at least 2 seeds (or a measurement with its own interval)"
 
 
 def test_holm_adjusts_a_family():
