@@ -98,12 +98,13 @@ def run_once(folder: Path, pipeline: str, profile: str | None, sets: list[str], 
 
 
 def figures(claim: dict[str, Any]) -> dict[str, Any]:
-    """The figure a claim's verdict rests on: per check, its per-seed margins and the interval of their
-    mean where the scorecard records them (``evidence``), else the first measured reference."""
+    """The figure a claim's verdict rests on: per check, its per-seed quantity (``evidence.values``;
+    ``margins`` in scorecards before the t-test rule) and the interval of its mean where the scorecard
+    records them, else the first measured reference."""
     out: dict[str, Any] = {}
     for i, check in enumerate(claim.get("checks") or []):
         ev = check.get("evidence")
-        if ev and ev.get("margins"):
+        if ev and (ev.get("margins") or ev.get("values")):
             out[f"{i}:{check['check']}"] = ev
     if not out and claim.get("measured"):
         ref, values = next(iter(claim["measured"].items()))
