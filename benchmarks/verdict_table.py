@@ -52,16 +52,25 @@ def render(card: dict[str, Any], table: Table = TABLES["quick"]) -> str:
         f"device-independent claims hold; measured on {card['device']}, at least "
         f"{card['min_seeds']} seeds per training claim).",
         "",
-        "| # | B | claim | verdict | why |",
-        "|---|---|---|---|---|",
+        "| # | B | claim | verdict | p (Holm) | why |",
+        "|---|---|---|---|---|---|",
     ]
     for c in card["claims"]:
         verdict = f"**{c['verdict']}**" if c["verdict"] == "fails" else c["verdict"]
         lines.append(
             f"| {_cell(c['id'])} | {_cell(c.get('bottleneck') or '')} | {_cell(c['claim'])} | "
-            f"{verdict} | {_cell(c['reason'])} |"
+            f"{verdict} | {_p(c)} | {_cell(c['reason'])} |"
         )
     return "\n".join(lines + [table.end])
+
+
+def _p(claim: dict[str, Any]) -> str:
+    """``0.012 (0.087)``: the claim's p-value and its Holm-adjusted one (a scorecard before the
+    t-test rule has neither: ``—``)."""
+    p, holm = claim.get("p"), claim.get("p_holm")
+    if p is None:
+        return "—"
+    return f"{p:.2g}" + (f" ({holm:.2g})" if holm is not None else "")
 
 
 def rewrite(text: str, card: dict[str, Any], table: Table = TABLES["quick"]) -> str:
