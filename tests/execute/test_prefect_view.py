@@ -48,7 +48,7 @@ steps:
       title: Tiny card
       measurements: {{sum: "${{sum.total}}"}}
       expect:
-        - {{id: 1, claim: offsets add up, check: above, value: "sum.10", than: 20}}
+        - {{id: 1, claim: offsets add up, check: above, value: "sum.10", than: 20, exact: true}}
 """
 FAILING = f"""\
 name: prefect-view-fail
@@ -124,7 +124,7 @@ def test_a_finished_run_reads_well_in_prefect(tmp_path, home, executor):
     card = keyed["prefect-view-tiny-card"]
     assert card.type == "markdown"
     assert card.description == f"card: {headline(result.outputs['card']['summary'])}"
-    assert card.description.startswith("card: 1 of 1 claims hold · 0 fail · ")
+    assert card.description.startswith("card: 1 of 1 claims hold (1 at family-wise 5%, Holm) · 0 fail · ")
     assert "# Tiny card" in card.data and "| 1 |" in card.data and "offsets add up" in card.data
     link = keyed["prefect-view-tiny-mlflow"]  # a link artifact, stored as Markdown
     assert link.data.startswith(f"[MLflow parent run {result.parent_run_id}](http") and "/runs/" in link.data

@@ -38,8 +38,8 @@ steps:
       measurements: {rnn: "${rnn.summary}"}
       run_ids: {rnn: "${rnn.run_id}"}
       expect:
-        - {id: 1, claim: the tiny RNN trains without diverging, check: finite, value: "rnn.test_loss"}
-        - {id: 2, claim: it beats a perfect score, check: above, value: "rnn.test_acc", than: 1.0}
+        - {id: 1, claim: the tiny RNN trains without diverging, check: finite, value: "rnn.test_loss", exact: true}
+        - {id: 2, claim: it beats a perfect score, check: above, value: "rnn.test_acc", than: 1.0, exact: true}
 """
 
 
