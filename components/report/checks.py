@@ -165,18 +165,7 @@ def _apply(c, singles, lists, resolver, over, measured) -> Outcome:
             v, than, k, c.get("tolerance") or 0.0, c.get("rel") or 0.0, _pair_se(resolver, v, than, over), exact
         )
     if k == "between":
-        values = v.values
-        shown = ", ".join(fmt(x) for x in values.values())
-        return rules.judge(
-            values,
-            _se(v),
-            f"{_interval(c)} ({shown})",
-            f"not {_interval(c)} ({shown})",
-            low=c["low"],
-            high=c["high"],
-            exact=exact,
-            quantity="value",
-        )
+        return _in_interval(c, v.values, _se(v), _interval(c), exact, "value")
     if k == "finite":
         return rules.every(v.values, lambda x: True, "finite", exact=exact)
     if k == "equals":
@@ -434,17 +423,21 @@ def _exponent(c, v: Sample | None, lists, measured, exact: bool) -> Outcome:
         measured["exponent"] = {s: json_number(e) for s, e in exps.items()}
     if not exps:
         return Outcome(False, "no seed measured at every x")
-    shown = ", ".join(fmt(x) for x in exps.values())
-    what = "exponent " + _interval(c)
+    return _in_interval(c, exps, unc, "exponent " + _interval(c), exact, "exponent")
+
+
+def _in_interval(c, values: dict[str, float], own_se, what: str, exact: bool, quantity: str) -> Outcome:
+    """``low <= value <= high`` over the seeds (two one-sided tests)."""
+    shown = ", ".join(fmt(x) for x in values.values())
     return rules.judge(
-        exps,
-        unc,
+        values,
+        own_se,
         f"{what} ({shown})",
         f"not {what} ({shown})",
         low=c["low"],
         high=c["high"],
         exact=exact,
-        quantity="exponent",
+        quantity=quantity,
     )
 
 
