@@ -13,7 +13,7 @@ import random
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 
 class Progress:
@@ -40,7 +40,7 @@ class Progress:
 
 @dataclass
 class Context:
-    """What a component may use: work dir, device, seed, a logger for results, progress."""
+    """What a component may use: work dir, device, seed, a logger for results, progress, the environment."""
 
     work_dir: Path
     device: str = "cpu"
@@ -53,6 +53,8 @@ class Context:
     tags: dict[str, str] = field(default_factory=dict)
     datasets: list[dict[str, Any]] = field(default_factory=list)
     model_examples: dict[str, tuple] = field(default_factory=dict)
+    # Set by the engine (flows.track.environment.describe); a Context made without it has none.
+    environment_source: Callable[[], dict[str, Any]] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.work_dir = Path(self.work_dir)
@@ -102,6 +104,11 @@ class Context:
         """Most recent value of a metric (NaN if never logged)."""
         values = self.metrics.get(key)
         return values[-1][1] if values else math.nan
+
+    def environment(self) -> dict[str, Any] | None:
+        """Where this step runs: machine, devices, library versions, commit, as the engine records them
+        (``environment_source``); None in a Context made without the engine, which knows none of it."""
+        return self.environment_source() if self.environment_source is not None else None
 
     # -- progress ----------------------------------------------------------------------------------
     @contextmanager

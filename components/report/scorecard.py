@@ -14,7 +14,6 @@ from components.context import Context
 from components.registry import component
 from components.report.checks import DEVICE, FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, VERDICTS
 from components.report.claims import judge
-from components.report.environment import describe
 from components.report.html import to_html
 from components.report.markdown import to_markdown
 from components.report.refs import Resolver
@@ -106,7 +105,7 @@ def scorecard(
         "plots": sorted(pngs),
         "plots_left_out": skipped,
         "examples": _examples(examples),
-        "environment": describe("."),  # where this judgement ran (the measurements' machine, run locally)
+        "environment": ctx.environment(),  # where this judgement ran (None without the engine)
     }
     json_path, md_path, html_path = ctx.path("scorecard.json"), ctx.path("scorecard.md"), ctx.path("scorecard.html")
     json_path.write_text(json.dumps(card, indent=2, allow_nan=False) + "\n")

@@ -203,6 +203,7 @@ class MlflowContext(Context):
     """A component context whose logs land in the step's MLflow run and the progress view."""
 
     def __init__(self, *, tracker: Tracker, run_id: str, view=None, **kwargs):
+        kwargs.setdefault("environment_source", environment.describe)  # ctx.environment(), torch imported
         super().__init__(**kwargs)
         self.tracker = tracker
         self.run_id = run_id

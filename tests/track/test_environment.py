@@ -110,3 +110,13 @@ def test_tags_round_trip_and_compare_as_text():
     full = environment.describe()  # cpu_capability known here, None in the light record: unknown, not different
     assert environment.differences(back, full) == {}
     assert environment.from_tags({"pipeline": "p"}) == {}
+
+
+def test_components_ask_the_context_which_the_engine_answers(tmp_path):
+    from components import Context
+    from flows.track.runs import MlflowContext
+
+    assert Context(tmp_path).environment() is None  # made without the engine: nothing recorded, no guess
+    assert Context(tmp_path, environment_source=lambda: {"cores": 2}).environment() == {"cores": 2}
+    engine = MlflowContext(tracker=None, run_id="r", work_dir=tmp_path / "step")
+    assert engine.environment_source is environment.describe
