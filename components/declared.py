@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-_KEYWORDS = {"outputs", "version", "bottleneck", "promote"}
+_KEYWORDS = {"outputs", "version", "bottleneck", "promote", "config"}
+_NAMED = {"config"}  # keywords that name a class, evaluated as an annotation is; the others are literals
 
 
 class Unreadable(Exception):
@@ -30,7 +31,7 @@ class Declaration:
     module: str
     doc: str
     keywords: dict[str, Any]
-    fields: dict[str, tuple[Any, Any]]  # parameter -> (annotation, default or ...)
+    fields: dict[str, tuple[Any, Any]]  # parameter -> (annotation, default or ...), a config's fields included
 
 
 def read(module: str, path: Path, name: str) -> Declaration | None:
@@ -40,14 +41,16 @@ def read(module: str, path: Path, name: str) -> Declaration | None:
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
             for deco in node.decorator_list:
-                keywords = _component_call(deco, name)
+                keywords = _component_call(deco, name, names)
                 if keywords is not None:
-                    return Declaration(name, module, ast.get_docstring(node) or "", keywords, _fields(node, names))
+                    fields = _config_fields(node, keywords["config"]) if "config" in keywords else _fields(node, names)
+                    return Declaration(name, module, ast.get_docstring(node) or "", keywords, fields)
     return None
 
 
-def _component_call(deco: ast.expr, name: str) -> dict[str, Any] | None:
-    """The literal keywords of ``@component(name, ...)``, None for another decorator."""
+def _component_call(deco: ast.expr, name: str, names: _Names) -> dict[str, Any] | None:
+    """The keywords of ``@component(name, ...)`` (literals, and the classes ``_NAMED`` ones name),
+    None for another decorator."""
     if not (
         isinstance(deco, ast.Call)
         and deco.args
@@ -67,6 +70,9 @@ def _component_call(deco: ast.expr, name: str) -> dict[str, Any] | None:
     for kw in deco.keywords:
         if kw.arg not in _KEYWORDS:
             raise Unreadable(f"keyword {kw.arg!r}")
+        if kw.arg in _NAMED:
+            out[kw.arg] = names.eval(kw.value)
+            continue
         try:
             out[kw.arg] = ast.literal_eval(kw.value)
         except ValueError:
@@ -90,6 +96,18 @@ def _fields(fn: ast.FunctionDef, names: _Names) -> dict[str, tuple[Any, Any]]:
             raise Unreadable(f"{arg.arg} has no annotation")
         out[arg.arg] = (names.eval(arg.annotation), ... if default is None else names.eval(default))
     return out
+
+
+def _config_fields(fn: ast.FunctionDef, config: Any) -> dict[str, tuple[Any, Any]]:
+    """The fields of a ``config=`` component's class; its function must read ``(ctx, cfg)``."""
+    args = fn.args
+    positional = args.posonlyargs + args.args
+    if args.vararg or args.kwarg or args.kwonlyargs or len(positional) != 2 or positional[0].arg != "ctx":
+        raise Unreadable("a config= component that is not fn(ctx, cfg)")  # the import gives the registry's own error
+    fields = getattr(config, "model_fields", None)
+    if not isinstance(fields, dict):
+        raise Unreadable("config= is not a pydantic model")
+    return {k: (f.annotation, ... if f.is_required() else f.default) for k, f in fields.items()}
 
 
 class _Names:

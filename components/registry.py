@@ -1,8 +1,10 @@
 """Component registry: plain typed functions registered under stable names.
 
 A component is ``fn(ctx, *, param: T = default, ...) -> dict``. Its parameters are validated by a
-pydantic model built from the signature; its declared ``outputs`` are the keys of the returned dict
-(JSON-serialisable values; big things are files in ``ctx.work_dir``).
+pydantic model built from the signature, or, for one declared with ``config=SomeConfig``, by that
+pydantic class, whose validated instance is its one argument: ``fn(ctx, cfg: SomeConfig)``. Its
+declared ``outputs`` are the keys of the returned dict (JSON-serialisable values; big things are
+files in ``ctx.work_dir``).
 
 Looking up a shipped component reads its declaration from source (``components/library.py`` says
 which module); its module is imported only when the function is first needed.
@@ -56,6 +58,7 @@ class Component:
     tags: dict[str, str] = field(default_factory=dict)
     module: str = ""
     _doc: str | None = field(default=None, repr=False)
+    config: type[BaseModel] | None = None  # the parameters' class, passed as one validated instance
 
     def __post_init__(self):
         if self._fn is not None:
@@ -74,9 +77,10 @@ class Component:
 
     @property
     def doc(self) -> str:
-        if self._doc is not None:
-            return self._doc
-        return inspect.getdoc(self.fn) or ""
+        doc = self._doc if self._doc is not None else inspect.getdoc(self.fn) or ""
+        if self.config is not None and self.config.__doc__:  # where a config component documents its parameters
+            doc += "\n\n" + inspect.cleandoc(self.config.__doc__)
+        return doc
 
     @property
     def summary(self) -> str:
@@ -110,7 +114,7 @@ class Component:
             model = self.validate(params)
         except ValidationError as e:
             raise ComponentError(f"{self.name}: invalid parameters:\n{e}") from None
-        result = self.fn(ctx, **model.model_dump())
+        result = self.fn(ctx, model) if self.config is not None else self.fn(ctx, **model.model_dump())
         if not isinstance(result, dict):
             raise ComponentError(f"{self.name} returned {type(result).__name__}, expected a dict of outputs")
         missing = [o for o in self.outputs if o not in result]
@@ -240,14 +244,19 @@ def _code(path: Path) -> bytes:
 _REGISTRY: dict[str, Component] = {}
 
 
-def _params_model(name: str, fn: Callable) -> type[BaseModel]:
-    """Build a strict pydantic model from the keyword parameters after ``ctx``."""
+def _params_model(name: str, fn: Callable, config: Any = None) -> type[BaseModel]:
+    """Build a strict pydantic model from the keyword parameters after ``ctx`` (or from ``config``)."""
     sig = inspect.signature(fn)
-    hints = inspect.get_annotations(fn, eval_str=True)
     fields: dict[str, Any] = {}
     params = list(sig.parameters.values())
     if not params or params[0].name != "ctx":
         raise ComponentError(f"component {name!r}: first parameter must be 'ctx'")
+    if config is not None:
+        if len(params) != 2 or params[1].kind not in (params[1].POSITIONAL_ONLY, params[1].POSITIONAL_OR_KEYWORD):
+            what = getattr(config, "__name__", repr(config))
+            raise ComponentError(f"component {name!r}: with config={what}, the function takes (ctx, cfg: {what})")
+        return _config_model(name, config)
+    hints = inspect.get_annotations(fn, eval_str=True)
     for p in params[1:]:
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             raise ComponentError(f"component {name!r}: *args/**kwargs are not allowed ({p.name})")
@@ -260,8 +269,25 @@ def _params_model(name: str, fn: Callable) -> type[BaseModel]:
 
 def _model(name: str, fields: dict[str, tuple[Any, Any]]) -> type[BaseModel]:
     """A strict pydantic model of ``fields`` (name -> (annotation, default or ...))."""
-    model_name = "Params_" + "".join(c if c.isalnum() else "_" for c in name)
-    return create_model(model_name, __config__=ConfigDict(extra="forbid"), **fields)
+    return create_model(_model_name(name), __config__=ConfigDict(extra="forbid"), **fields)
+
+
+def _config_model(name: str, config: Any) -> type[BaseModel]:
+    """The params model of a ``config=`` component: that class, named as any, unknown keys forbidden."""
+    if not (isinstance(config, type) and issubclass(config, BaseModel)):
+        raise ComponentError(f"component {name!r}: config= takes a pydantic BaseModel class, got {config!r}")
+    own = {"__module__": config.__module__, "model_config": ConfigDict(extra="forbid")}
+    return type(_model_name(name), (config,), own)
+
+
+def _declared_params(name: str, found: Any) -> type[BaseModel]:
+    """The params model of a declaration read from source: its config class, or its signature's fields."""
+    config = found.keywords.get("config")
+    return _config_model(name, config) if config is not None else _model(name, found.fields)
+
+
+def _model_name(name: str) -> str:
+    return "Params_" + "".join(c if c.isalnum() else "_" for c in name)
 
 
 def component(
@@ -271,6 +297,7 @@ def component(
     version: str = "1",
     bottleneck: str | None = None,
     promote: bool = False,
+    config: type[BaseModel] | None = None,
 ) -> Callable[[Callable], Callable]:
     """Register ``fn`` as the component ``name``.
 
@@ -282,6 +309,10 @@ def component(
         bottleneck: which bottleneck (B1-B4) the component measures, recorded as a tag.
         promote: a report: the engine also puts its output files and metrics on the pipeline's
             parent run, where users look first.
+        config: for a component with many parameters, a pydantic model class that defines them
+            once (type, default, doc); the function is ``fn(ctx, cfg: ThatClass)`` and receives the
+            validated instance. Unknown keys are errors as for keyword parameters, and the class's
+            docstring is shown with the component's.
     """
 
     def register(fn: Callable) -> Callable:
@@ -297,9 +328,10 @@ def component(
             _fn=fn,
             outputs=tuple(outputs),
             version=version,
-            params_model=_params_model(name, fn),
+            params_model=_params_model(name, fn, config),
             bottleneck=bottleneck,
             promote=promote,
+            config=config,
         )
         fn.component = _REGISTRY[name]  # type: ignore[attr-defined]
         return fn
@@ -387,11 +419,12 @@ def _declared(name: str, module: str) -> Component:
             _fn=None,
             outputs=tuple(kw.get("outputs", ())),
             version=kw.get("version", "1"),
-            params_model=_model(name, found.fields),
+            params_model=_declared_params(name, found),
             bottleneck=kw.get("bottleneck"),
             promote=kw.get("promote", False),
             module=module,
             _doc=found.doc,
+            config=kw.get("config"),
         )
         _DECLARED[name] = comp
         return comp

@@ -1,5 +1,6 @@
 """Components are validated from their source and imported only when a step runs."""
 
+import inspect
 import json
 import os
 import subprocess
@@ -42,8 +43,8 @@ def test_declaration_read_from_source_matches_the_imported_component(name):
     assert tuple(kw.get("outputs", ())) == real.outputs
     assert kw.get("version", "1") == real.version
     assert kw.get("bottleneck") == real.bottleneck and kw.get("promote", False) == real.promote
-    assert found.doc == real.doc
-    lazy = reg._model(name, found.fields)
+    assert found.doc == inspect.getdoc(real.fn) and kw.get("config") is real.config
+    lazy = reg._declared_params(name, found)
     assert lazy.model_json_schema() == real.params_model.model_json_schema()
     assert {k: (f.annotation, f.default) for k, f in lazy.model_fields.items()} == {
         k: (f.annotation, f.default) for k, f in real.params_model.model_fields.items()
