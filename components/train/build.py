@@ -9,10 +9,7 @@ from typing import Any
 from torch import nn
 
 from components.imports import ModuleImportFailed, import_function
-
-
-class TrainError(ValueError):
-    """Training or checkpoint input that cannot be used as given."""
+from components.train.config import TrainError  # defined beside the config, which imports no torch
 
 
 def _factory(spec: str):

@@ -1,4 +1,4 @@
-"""One optimiser step's forward and backward passes over ``accumulate`` micro-batches."""
+"""One optimiser step: forward and backward passes over its micro-batches, and the retry in more passes."""
 
 from __future__ import annotations
 
@@ -30,3 +30,55 @@ def accumulate_gradients(model, task, micro_batches: list[dict], autocast, label
         loss_sum = loss_sum + weighted.detach().float()
         correct, counted = correct + c, counted + torch.as_tensor(k)
     return loss_sum, correct, counted
+
+
+def first_passes(passes: int | None, accumulate: int, cuda: bool, kind: str) -> int:
+    """Passes per step to start with: as given; else on a GPU one (translation batches merge, and
+    a step that runs out of memory doubles it), elsewhere one per micro-batch."""
+    if passes is not None:
+        return passes
+    return 1 if cuda and kind == "translation" else accumulate
+
+
+class StepPasses:
+    """A step's forward/backward passes; a step that runs out of device memory is retried in more,
+    smaller passes (nothing is lost: the same micro-batches, the same gradients)."""
+
+    def __init__(self, ctx, model, task, opt, cfg, autocast):
+        self.ctx, self.model, self.task, self.opt, self.autocast = ctx, model, task, opt, autocast
+        self.accumulate, self.label_smoothing = cfg.accumulate, cfg.label_smoothing
+        self.cuda = ctx.device.startswith("cuda")
+        self.passes = first_passes(cfg.passes, cfg.accumulate, self.cuda, task.kind)
+        if cfg.accumulate > 1 and task.kind == "translation":
+            ctx.log.info(
+                "%d micro-batches per step in %d pass(es)%s",
+                cfg.accumulate,
+                self.passes,
+                " (as many as fit in the device's memory)" if cfg.passes is None and self.cuda else "",
+            )
+
+    def __call__(self, micro_batches: list[dict], step: int):
+        """Zero the gradients and backpropagate step ``step + 1``; return its loss, correct and counted targets."""
+        while True:
+            self.opt.zero_grad(set_to_none=True)
+            try:
+                grouped = self.task.passes(micro_batches, self.passes)
+                return accumulate_gradients(self.model, self.task, grouped, self.autocast, self.label_smoothing)
+            except torch.OutOfMemoryError:
+                if self.passes >= self.accumulate or self.task.kind != "translation":
+                    raise
+            grouped = None  # the failed pass's tensors go before the cache is emptied
+            self._more_passes(step)
+
+    def _more_passes(self, step: int) -> None:
+        """Free what the failed step held and double the passes (up to one per micro-batch)."""
+        self.opt.zero_grad(set_to_none=True)
+        if self.cuda:
+            torch.cuda.empty_cache()
+        self.passes = min(self.accumulate, self.passes * 2)
+        self.ctx.log.warning(
+            "step %d ran out of device memory: %d passes of the %d micro-batches per step from now on",
+            step + 1,
+            self.passes,
+            self.accumulate,
+        )

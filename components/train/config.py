@@ -1,0 +1,109 @@
+"""The settings of ``train.model``, defined once: name, type, default, bound and doc.
+
+Pydantic checks the types when a pipeline is checked; ``check()`` checks the bounds when a run
+starts. Nothing here imports torch: `bottlenecks check` reads this class without it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from components.model_names import ModelName
+
+# Parameters that may change between a killed run and its restart without invalidating the state.
+RESUMABLE_CHANGES = {"steps", "eval_every", "checkpoint_every", "log_every", "compile", "prefetch"}
+
+
+class TrainError(ValueError):
+    """Training or checkpoint input that cannot be used as given."""
+
+
+class TrainConfig(BaseModel):
+    """The ``with:`` parameters of ``train.model``.
+
+    Args:
+        data: a data folder (the ``dataset`` output of a data step); its meta.json decides the
+            task kind and fills vocab sizes / class counts into the model config.
+        model: a registered variant name (or ``package.module:function`` factory).
+        overrides: config fields to replace on top of the variant (and the data's values).
+        clip: ``none`` lets gradients explode (B2); a NaN/Inf loss (or one above ``max_loss``)
+            then ends the run as ``diverged`` (a result, not an error).
+        seed: initialisation, dropout and data order.
+        accumulate: each step sums the gradients of this many consecutive batches, weighted by their
+            target tokens, so ``max_tokens=3125, accumulate=8`` is a 25k-token step.
+        passes: translation: the step's ``accumulate`` micro-batches are merged into this many padded
+            batches, one forward/backward pass each (the same gradients up to float rounding; the same
+            data and order whatever the device). None: on a GPU, one pass, doubled each time the
+            device runs out of memory (the step is retried, nothing is lost); on a CPU, one pass per
+            micro-batch. A given number also doubles on running out of memory. The summary's
+            ``passes_per_step`` says what was used.
+        average_last: keep the weights of the last N checkpoints (every ``checkpoint_every`` steps,
+            the final one included) and evaluate and save their average.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    data: str
+    model: ModelName
+    overrides: dict[str, Any] | None = None
+    steps: int = 1000
+    batch_size: int = 64
+    max_tokens: int | None = None  # translation: batch by token count instead of batch_size
+    accumulate: int = 1  # micro-batches per optimiser step (gradient accumulation)
+    passes: int | None = None  # forward/backward passes per step over them; None: fit to the device
+    optimizer: Literal["adam", "adamw", "sgd", "adadelta"] = "adam"  # adadelta: Bahdanau 2015 (lr 1.0)
+    lr: float = 1e-3
+    weight_decay: float = 0.0
+    betas: list[float] = [0.9, 0.999]  # the Transformer paper used [0.9, 0.98]
+    momentum: float = 0.0
+    eps: float | None = None  # Adam/AdamW 1e-8, Adadelta 1e-6 when None; Vaswani 2017 used Adam eps 1e-9
+    rho: float = 0.95  # Adadelta's decay (Bahdanau 2015)
+    schedule: Literal["constant", "inverse_sqrt"] = "constant"
+    warmup: int = 0
+    label_smoothing: float = 0.0
+    shift: int = 0  # images: random translation by up to +-shift pixels (ViT positions need it)
+    clip: Literal["norm", "value", "none"] = "norm"
+    clip_value: float = 1.0
+    max_loss: float | None = None  # also count a loss above this as divergence (CE rarely hits Inf)
+    seed: int = 0
+    eval_every: int = 0  # 0: evaluate only at the end
+    eval_batch_size: int = 256
+    checkpoint_every: int = 100
+    log_every: int = 10
+    bf16: bool = False  # on CUDA, recurrent models train in fp32 + TF32 instead (see precision.choose)
+    compile: bool = False
+    deterministic: bool = False
+    average_last: int = 0  # > 1: the final model averages the weights of the last N checkpoints
+    prefetch: int | None = None  # batches collated ahead on a thread; None: 2 on a GPU, 0 on a CPU
+
+    def check(self) -> None:
+        """Raise TrainError for a value out of its bounds (the types are pydantic's to check)."""
+        if min(self.steps, self.eval_every, self.checkpoint_every) < 0 or min(self.batch_size, self.log_every) < 1:
+            raise TrainError("steps, eval_every and checkpoint_every must be >= 0; batch_size and log_every >= 1")
+        if self.accumulate < 1 or self.average_last < 0 or (self.prefetch is not None and self.prefetch < 0):
+            raise TrainError(
+                f"accumulate must be >= 1 and average_last, prefetch >= 0; got accumulate={self.accumulate}, "
+                f"average_last={self.average_last}, prefetch={self.prefetch}"
+            )
+        if self.passes is not None and not 1 <= self.passes <= self.accumulate:
+            raise TrainError(
+                f"passes must be between 1 and accumulate={self.accumulate} (or null to fit the device); "
+                f"got {self.passes}"
+            )
+        if self.average_last > 1 and not self.checkpoint_every:
+            raise TrainError(f"average_last={self.average_last} averages checkpoints: set checkpoint_every > 0")
+        if len(self.betas) != 2:
+            raise TrainError(f"betas must be two numbers like [0.9, 0.98], got {self.betas}")
+
+    def fingerprint(self) -> str:
+        """Hash the settings a resumed run must share with the run that wrote its checkpoint."""
+        kept = {k: v for k, v in self.model_dump().items() if k not in RESUMABLE_CHANGES}
+        return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+    def logged(self) -> dict[str, Any]:
+        """The settings as MLflow params: lists and dicts as JSON text."""
+        return {k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in self.model_dump().items()}
