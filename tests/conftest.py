@@ -24,6 +24,40 @@ import pytest  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 
 
+def pytest_configure(config):
+    """One Prefect API server per test process (each xdist worker), started before any test module
+    imports prefect: in-process runs and every `bottlenecks` command the tests start talk to it
+    instead of booting Prefect's temporary server each time (5-20 s a command on 2 cores).
+
+    A test that needs Prefect's own temporary server, or a server of its own, removes
+    ``PREFECT_API_URL`` from its environment (``tests/support/warm.py`` and the server tests do).
+    ``BOTTLENECKS_TEST_PREFECT=ephemeral`` runs the suite the old way.
+    """
+    if hasattr(config, "workerinput") is False and config.getoption("numprocesses", None):
+        return  # the xdist controller runs no test
+    if os.environ.get("BOTTLENECKS_TEST_PREFECT", "shared") == "ephemeral":
+        return
+    from flows.services import prefect_server
+
+    folder = _STATE / f"prefect-server-{os.getpid()}"
+    os.environ["BOTTLENECKS_PREFECT_IDLE"] = "120"  # a crashed test process leaves no server for long
+    try:
+        os.environ["PREFECT_API_URL"] = prefect_server.use(folder, timeout=180)
+    except prefect_server.ServerError as e:  # the tests still run, each command with its own server
+        print(f"conftest: no shared Prefect server ({e}); commands start their own")
+        return
+    config._bottlenecks_prefect = folder
+    os.environ.pop("BOTTLENECKS_PREFECT_IDLE")
+
+
+def pytest_unconfigure(config):
+    folder = getattr(config, "_bottlenecks_prefect", None)
+    if folder is not None:
+        from flows.services import prefect_server
+
+        prefect_server.stop(folder)
+
+
 @pytest.fixture
 def home(tmp_path, monkeypatch):
     """A fresh step cache for one test (MLflow and Prefect stores stay session-wide)."""
