@@ -1,7 +1,7 @@
 """Execution: a plan run as one Prefect flow run, each step on a worker.
 
-    runner.py      ``run(plan) -> RunResult``: the flow, a task run per step, cache and leases,
-                   the MLflow parent run, signals
+    runner.py      ``run(plan) -> RunResult``: the facade over the private modules it maps
+                   (the Prefect flow, the step runner, the parent run, signals, the executor choice)
     executors.py   where steps run: ``threads``, ``processes`` (the default) or ``dask``
     pool.py        the local worker processes, one slot each
     worker.py      ``run_step(payload)``: one step on a worker, plain data in and out

@@ -216,6 +216,43 @@ class StepLogs:
             pass
 
 
+class ProgressArtifacts:
+    """Each step's progress as a progress artifact on its Prefect task run, updated at most every
+    ``every`` seconds; only from the task's own thread, where Prefect knows the task run."""
+
+    def __init__(self, every: float = 5.0):
+        self.every = every
+        self._artifacts: dict[str, tuple] = {}  # instance -> (Prefect progress artifact, last update)
+        self._lock = threading.Lock()
+
+    def update(self, iid: str, event: dict) -> None:
+        total = event.get("total")
+        if not total:
+            return
+        percent = min(100.0, 100.0 * float(event.get("completed", 0)) / float(total))
+        now = time.monotonic()
+        with self._lock:
+            artifact, last = self._artifacts.get(iid, (None, 0.0))
+            if artifact is not None and percent < 100.0 and now - last < self.every:
+                return
+            self._artifacts[iid] = (artifact, now)
+        try:
+            from prefect.artifacts import create_progress_artifact, update_progress_artifact
+            from prefect.context import TaskRunContext
+
+            if TaskRunContext.get() is None:
+                return
+            description = f"{iid}: {event.get('description') or 'progress'}"
+            if artifact is None:
+                artifact = create_progress_artifact(percent, description=description)
+            else:
+                update_progress_artifact(artifact, percent, description=description)
+            with self._lock:
+                self._artifacts[iid] = (artifact, now)
+        except Exception:  # progress is a courtesy; never fail a step over it
+            pass
+
+
 def publish_results(plan, result, experiment_id: str) -> None:
     """On the flow run: each report step's scorecard as Markdown, and a link to the MLflow parent run."""
     from prefect.artifacts import create_link_artifact, create_markdown_artifact

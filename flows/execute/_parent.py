@@ -1,0 +1,58 @@
+"""The run's MLflow parent run: opened with the pipeline's tags and parameters, given the
+reports' files and metrics, closed with its description and final status."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from flows.execute._result import RunResult, counts, stopped
+from flows.plan.build import Plan
+from flows.track.note import run_note
+from flows.track.runs import Tracker, flatten, git_commit
+
+
+def open_parent(plan: Plan, tracker: Tracker, executor: str) -> str:
+    """Start the parent run with what identifies the run; its id."""
+    tags = {
+        "pipeline": plan.name,
+        "spec_hash": plan.spec_hash,
+        "profile": plan.profile or "",
+        "pipeline_file": os.path.basename(plan.pipeline.file),
+        "git_commit": git_commit(),
+        "overrides": " ".join(plan.overrides),
+        "executor": executor,
+    }
+    parent = tracker.start(f"{plan.name}", tags)
+    params = {**plan.params, "profile": plan.profile or "", "workers": plan.settings.workers}
+    tracker.log(parent, params=flatten(params))
+    return parent
+
+
+def promote_reports(plan: Plan, result: RunResult, tracker: Tracker) -> None:
+    """Copy the files and metrics of steps whose component is a report (``promote=True``) onto
+    the parent run, where users look first."""
+    for iid, outputs in result.outputs.items():
+        if not plan.instances[iid].component.promote:
+            continue
+        tracker.copy_results(outputs["run_id"], result.parent_run_id, params=False)
+        for value in outputs.values():
+            if isinstance(value, str) and os.path.isfile(value):
+                tracker.client.log_artifact(result.parent_run_id, value)
+
+
+def close_parent(plan: Plan, result: RunResult, tracker: Tracker, interrupted: str | None) -> None:
+    """Give the parent run its step counts, its description and its status: KILLED for a run a
+    signal or an exception stopped, else FINISHED or FAILED. A lost tracking server is an error
+    of the run, never a crash."""
+    parent = result.parent_run_id
+    why = interrupted or stopped(result)
+    try:
+        tracker.log(parent, tags={"status_counts": json.dumps(counts(result))})
+        tracker.note(parent, run_note(plan, result, why))
+        if result.stopped_by is not None or interrupted:
+            tracker.kill(parent, why)
+        else:
+            tracker.client.set_terminated(parent, "FINISHED" if result.ok else "FAILED")
+    except Exception as e:  # the tracking server went away mid-run: report it, don't crash
+        result.errors["(tracking)"] = f"could not close parent run {parent}: {type(e).__name__}: {e}"
