@@ -15,6 +15,9 @@ from typer.testing import CliRunner
 
 from components import Context, component
 from flows.cli import app
+from tests.support.files import write
+
+pytestmark = pytest.mark.slow  # costly: see the fast loop in tests/README.md
 
 REPO = Path(__file__).resolve().parents[2]
 H = "tests.cli.test_options"
@@ -50,12 +53,6 @@ def count(ctx: Context, *, counter: str) -> dict:
     if calls == 1:
         raise RuntimeError("first attempt fails")
     return {"count": calls}
-
-
-def write(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "p.yaml"
-    path.write_text(textwrap.dedent(text))
-    return path
 
 
 def invoke(*args: str):

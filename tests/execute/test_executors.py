@@ -5,7 +5,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 from pathlib import Path
@@ -17,21 +16,12 @@ from typer.testing import CliRunner
 from flows.cli import app
 from flows.execute.runner import run
 from flows.plan.build import build
+from tests.support.files import write
+from tests.support.mlflow_runs import children as runs_of
 
 pytestmark = pytest.mark.slow
 C = "tests.support.engine_components"
 REPO = Path(__file__).resolve().parents[2]
-
-
-def write(tmp_path, text, name="p.yaml"):
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(text))
-    return path
-
-
-def runs_of(parent_id, experiment):
-    found = mlflow.search_runs(experiment_names=[experiment], filter_string=f"tags.mlflow.parentRunId = '{parent_id}'")
-    return {row["tags.mlflow.runName"]: row for _, row in found.iterrows()}
 
 
 def test_steps_run_in_their_own_processes_and_a_crash_fails_only_its_step(tmp_path, home):

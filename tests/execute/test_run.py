@@ -1,7 +1,5 @@
 """End to end through Prefect and MLflow on temporary stores, read back with mlflow.search_runs."""
 
-import textwrap
-
 import mlflow
 import pytest
 from typer.testing import CliRunner
@@ -9,20 +7,11 @@ from typer.testing import CliRunner
 from flows.cli import app
 from flows.execute.runner import run
 from flows.plan.build import build
+from tests.support.files import write
+from tests.support.mlflow_runs import children
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("executor")]  # under threads and processes
 C = "tests.support.engine_components"
-
-
-def write(tmp_path, text, name="p.yaml"):
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(text))
-    return path
-
-
-def children(parent_id, experiment):
-    runs = mlflow.search_runs(experiment_names=[experiment], filter_string=f"tags.mlflow.parentRunId = '{parent_id}'")
-    return {row["tags.mlflow.runName"]: row for _, row in runs.iterrows()}
 
 
 def test_run_tracks_everything_and_reruns_from_cache(tmp_path, home):

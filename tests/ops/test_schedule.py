@@ -1,7 +1,6 @@
 """Schedules from pipeline files and command-line values, and servers unreachable at start."""
 
 import socket
-import textwrap
 
 import pytest
 from typer.testing import CliRunner
@@ -9,23 +8,23 @@ from typer.testing import CliRunner
 from flows.cli import app
 from flows.language.errors import PipelineInvalid
 from flows.ops.schedule import ScheduleError, deployment_name, spec_from_deployment, spec_from_file, to_deployment
+from tests.support.files import write as write_file
 
 C = "tests.support.engine_components"
 
 
 def write(tmp_path, schedule="", name="nightly"):
-    path = tmp_path / "p.yaml"
-    path.write_text(
-        textwrap.dedent(f"""\
+    return write_file(
+        tmp_path,
+        f"""\
         name: {name}
         params: {{n: 2}}
         profiles: {{small: {{params: {{n: 1}}}}}}
         {schedule}
         steps:
           nums: {{uses: {C}:numbers, with: {{n: "${{params.n}}"}}}}
-        """)
+        """,
     )
-    return path
 
 
 def test_schedule_key_is_honoured_and_options_win(tmp_path, monkeypatch):
@@ -99,6 +98,7 @@ def test_serve_and_deploy_explain_what_they_need(tmp_path, monkeypatch):
     assert missing.exit_code == 2 and "give a PIPELINE file (or --list)" in missing.output
 
 
+@pytest.mark.slow
 def test_scheduled_flow_reports_a_missing_file_and_failed_steps(tmp_path, home, monkeypatch):
     from flows.ops.schedule import run_pipeline
 
@@ -113,6 +113,7 @@ def test_scheduled_flow_reports_a_missing_file_and_failed_steps(tmp_path, home, 
         run_pipeline.fn("bad.yaml")
 
 
+@pytest.mark.slow
 def test_a_slow_or_starting_server_is_asked_again_and_a_refused_one_fails_at_once():
     """A server on a loaded host that answers its health check late (or with 503 while it starts)
     is not reported unreachable; a refused connection is reported without waiting."""

@@ -8,13 +8,13 @@ import re
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
 from components import Context, component
+from tests.support.files import write
 from tests.support.servers import TeamServers, api, pg_bin
 
 pytestmark = [
@@ -66,12 +66,6 @@ def cli(servers, home, *args, timeout=240, wait=True, **env):
     if not wait:
         return subprocess.Popen(cmd, start_new_session=True, **kwargs)
     return subprocess.run(cmd, timeout=timeout, **kwargs)
-
-
-def write(tmp_path, text, name="p.yaml"):
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(text))
-    return path
 
 
 def mlflow_runs(servers, experiment):

@@ -2,13 +2,13 @@
 seeds (what an inconclusive verdict suggests) trains only the new seeds."""
 
 import math
-import textwrap
 
 import mlflow
 import pytest
 
 from flows.execute.runner import run
 from flows.plan.build import build
+from tests.support.files import write as write_file
 
 pytestmark = pytest.mark.slow
 
@@ -29,9 +29,7 @@ steps:
 
 
 def write(tmp_path, name):
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(textwrap.dedent(PIPELINE.format(name=name)))
-    return path
+    return write_file(tmp_path, PIPELINE.format(name=name), f"{name}.yaml")
 
 
 def metrics(result, experiment):
