@@ -35,8 +35,11 @@ class FeedForward(nn.Module):
         return self.net(x)
 
 
-class EncoderLayer(nn.Module):
-    """Self-attention then feed-forward, each with a residual and LayerNorm."""
+class _Layer(nn.Module):
+    """The parts of a layer: self-attention, cross-attention when ``cross``, feed-forward, one
+    LayerNorm per sub-layer (``norm1``, ``norm2``[, ``norm3``]) and the sub-layer output dropout."""
+
+    cross: bool = False
 
     def __init__(
         self,
@@ -54,9 +57,17 @@ class EncoderLayer(nn.Module):
         super().__init__()
         attn_p, ff_p = _inner(dropout, attention_dropout, ffn_dropout)
         self.self_attn = MultiHeadAttention(d_model, n_heads, attn_p, scale, naive)
+        if self.cross:
+            self.cross_attn = MultiHeadAttention(d_model, n_heads, attn_p, scale, naive)
         self.ff = FeedForward(d_model, d_ff, ff_p, activation)
         self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        if self.cross:
+            self.norm3 = nn.LayerNorm(d_model)
         self.drop, self.norm_first = nn.Dropout(dropout), norm_first
+
+
+class EncoderLayer(_Layer):
+    """Self-attention then feed-forward, each with a residual and LayerNorm."""
 
     def forward(self, x: Tensor, mask: Tensor | None = None, is_causal: bool = False) -> Tensor:
         if self.norm_first:
@@ -70,33 +81,14 @@ class EncoderLayer(nn.Module):
 KV = tuple[Tensor, Tensor]  # keys, values (B, n_heads, T, d_k)
 
 
-class DecoderLayer(nn.Module):
+class DecoderLayer(_Layer):
     """Masked self-attention, cross-attention over the encoder memory, feed-forward.
 
     With ``past`` (the keys/values of the positions already decoded) x holds only the new positions;
     their keys/values are appended and returned, so a decoding step costs O(t), not O(t^2).
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        dropout: float = 0.1,
-        norm_first: bool = False,
-        scale: bool = True,
-        naive: bool = False,
-        activation: str = "relu",
-        attention_dropout: float | None = None,
-        ffn_dropout: float | None = None,
-    ):
-        super().__init__()
-        attn_p, ff_p = _inner(dropout, attention_dropout, ffn_dropout)
-        self.self_attn = MultiHeadAttention(d_model, n_heads, attn_p, scale, naive)
-        self.cross_attn = MultiHeadAttention(d_model, n_heads, attn_p, scale, naive)
-        self.ff = FeedForward(d_model, d_ff, ff_p, activation)
-        self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(d_model) for _ in range(3))
-        self.drop, self.norm_first = nn.Dropout(dropout), norm_first
+    cross = True
 
     def _self(self, h: Tensor, mask: Tensor | None, is_causal: bool, past: KV | None) -> tuple[Tensor, KV | None]:
         if past is None:
@@ -133,8 +125,10 @@ class DecoderLayer(nn.Module):
         return self.norm3(x + self.drop(self.ff(x))), w, kv
 
 
-class Encoder(nn.Module):
-    """A stack of encoder layers (plus the final LayerNorm a pre-LN stack needs)."""
+class _Stack(nn.Module):
+    """``n_layers`` layers of one kind (``layer_type``) plus the final LayerNorm a pre-LN stack needs."""
+
+    layer_type: type[EncoderLayer | DecoderLayer]
 
     def __init__(
         self,
@@ -153,10 +147,16 @@ class Encoder(nn.Module):
         super().__init__()
         inner = dict(attention_dropout=attention_dropout, ffn_dropout=ffn_dropout)
         self.layers = nn.ModuleList(
-            EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first, scale, naive, activation, **inner)
+            self.layer_type(d_model, n_heads, d_ff, dropout, norm_first, scale, naive, activation, **inner)
             for _ in range(n_layers)
         )
         self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+
+
+class Encoder(_Stack):
+    """A stack of encoder layers (plus the final LayerNorm a pre-LN stack needs)."""
+
+    layer_type = EncoderLayer
 
     def forward(self, x: Tensor, mask: Tensor | None = None, is_causal: bool = False) -> Tensor:
         for layer in self.layers:
@@ -164,30 +164,10 @@ class Encoder(nn.Module):
         return self.norm(x)
 
 
-class Decoder(nn.Module):
+class Decoder(_Stack):
     """A stack of decoder layers; returns the last layer's cross-attention weights when asked."""
 
-    def __init__(
-        self,
-        n_layers: int,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        dropout: float = 0.1,
-        norm_first: bool = False,
-        scale: bool = True,
-        naive: bool = False,
-        activation: str = "relu",
-        attention_dropout: float | None = None,
-        ffn_dropout: float | None = None,
-    ):
-        super().__init__()
-        inner = dict(attention_dropout=attention_dropout, ffn_dropout=ffn_dropout)
-        self.layers = nn.ModuleList(
-            DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first, scale, naive, activation, **inner)
-            for _ in range(n_layers)
-        )
-        self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+    layer_type = DecoderLayer
 
     def cross_kv(self, memory: Tensor) -> list[KV]:
         """Project the encoder memory to every layer's cross-attention keys/values (once per batch)."""
