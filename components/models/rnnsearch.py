@@ -84,10 +84,21 @@ class RNNSearch(Generates, nn.Module):
         if cfg.attention != "bahdanau":
             raise ModelError(f"RNNSearch uses attention='bahdanau', got {cfg.attention!r}")
         self.config, self.removes = cfg, cfg.removes
-        H, E = cfg.hidden_size, cfg.embed_dim
+        H = cfg.hidden_size
         self.encoder = RNNEncoder(cfg, 1)
         K = self.encoder.output_size
         self.attn = BahdanauAttention(H, K, cfg.attention_dim or H)
+        self._decoder(cfg, K)
+        if getattr(cfg, "init_state", "both") == "backward" and cfg.bidirectional_encoder:
+            self.encoder.bridge_h = BackwardBridge(H)
+            if cfg.cell in HAS_CELL_STATE:
+                self.encoder.bridge_c = BackwardBridge(H)
+        self._paper_init()
+
+    def _decoder(self, cfg: Seq2SeqConfig, K: int) -> None:
+        """The decoder side both papers share, for a context of size K: target embedding, cell on
+        [E y_{i-1}; c_i], maxout deep output and the softmax layer."""
+        H, E = cfg.hidden_size, cfg.embed_dim
         self.embed = nn.Embedding(cfg.tgt_vocab_size, E, padding_idx=cfg.pad_id)
         self.cell = CELL[cfg.cell](E + K, H)
         if cfg.cell == "lstm":
@@ -98,11 +109,6 @@ class RNNSearch(Generates, nn.Module):
         self.deep = nn.Linear(H + E + K, 2 * self.maxout)  # t~_i = U_o s_{i-1} + V_o E y_{i-1} + C_o c_i
         self.drop = nn.Dropout(cfg.dropout)
         self.out = nn.Linear(self.maxout, cfg.tgt_vocab_size)
-        if getattr(cfg, "init_state", "both") == "backward" and cfg.bidirectional_encoder:
-            self.encoder.bridge_h = BackwardBridge(H)
-            if cfg.cell in HAS_CELL_STATE:
-                self.encoder.bridge_c = BackwardBridge(H)
-        self._paper_init()
 
     def _paper_init(self, scores=("attn.w1.weight", "attn.w2.weight"), zero=("attn.v.weight",)) -> None:
         """Apply the paper's initialisation when the config asks for it (then the LSTM forget bias again)."""
@@ -184,21 +190,12 @@ class RNNEncDec(RNNSearch):
         if cfg.bidirectional_encoder:
             raise ModelError("RNNencdec reads the source one way (c = tanh(V h_T)): set bidirectional_encoder false")
         self.config, self.removes = cfg, cfg.removes
-        H, E = cfg.hidden_size, cfg.embed_dim
+        H = cfg.hidden_size
         self.encoder = RNNEncoder(cfg, 1)
         K = H
         self.context = nn.Linear(H, K)  # c = tanh(V h_T)
         self.bridge = nn.Linear(K, H)  # s_0 = tanh(W_s c)
-        self.embed = nn.Embedding(cfg.tgt_vocab_size, E, padding_idx=cfg.pad_id)
-        self.cell = CELL[cfg.cell](E + K, H)
-        if cfg.cell == "lstm":
-            with torch.no_grad():
-                self.cell.bias_ih[H : 2 * H].fill_(cfg.forget_bias)
-                self.cell.bias_hh[H : 2 * H].zero_()
-        self.maxout = cfg.maxout_dim or H // 2
-        self.deep = nn.Linear(H + E + K, 2 * self.maxout)
-        self.drop = nn.Dropout(cfg.dropout)
-        self.out = nn.Linear(self.maxout, cfg.tgt_vocab_size)
+        self._decoder(cfg, K)
         self._paper_init(scores=(), zero=())
 
     def encode(self, src: Tensor, src_lengths: Tensor | None) -> dict[str, Tensor]:
