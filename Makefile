@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIPELINE ?= pipelines/four_bottlenecks.yaml
 PYTEST_ARGS ?= -n 2 --dist loadfile
 
-.PHONY: setup demo test lint check clean
+.PHONY: setup demo test test-fast lint check clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -21,6 +21,10 @@ demo: setup
 
 test: setup
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+# The loop to run first after a change: everything not marked slow or server (tests/README.md)
+test-fast: setup
+	$(VENV)/bin/pytest $(PYTEST_ARGS) -m "not slow and not server"
 
 lint: setup
 	$(VENV)/bin/ruff check flows components tests benchmarks

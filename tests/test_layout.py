@@ -113,6 +113,7 @@ def test_nothing_imports_the_cli_and_components_know_no_engine():
     assert not into_engine, into_engine
 
 
+@pytest.mark.slow
 def test_parsing_a_pipeline_loads_no_execution_code(tmp_path):
     import subprocess
     import sys

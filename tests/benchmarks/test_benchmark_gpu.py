@@ -5,6 +5,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # costly: see the fast loop in tests/README.md
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -15,6 +15,8 @@ import torch
 
 from components import Context, get
 
+pytestmark = pytest.mark.slow  # costly: see the fast loop in tests/README.md
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -241,6 +241,7 @@ NO_RUNS = re.compile(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["no-such-pipeline", "[red]x:100:", "", "x" * 300])
 def test_history_of_a_pipeline_that_never_ran(name, work):
     m = NO_RUNS.match(refused(["history", name]))

@@ -68,6 +68,7 @@ def test_a_computed_default_falls_back_to_importing_the_module(tmp_path, monkeyp
     assert comp.loaded and comp.parameters()["n"] == (int, 6, False)
 
 
+@pytest.mark.slow
 def test_check_and_plan_import_no_component_module_and_no_heavy_library(tmp_path):
     files = sorted(str(p) for p in (REPO / "pipelines").glob("*.yaml"))
     code = (

@@ -43,6 +43,8 @@ from components.report.vocabulary import CLAIM_KEYS, EVERY_CHECK_KEY, KINDS
 from flows.cli import app
 from flows.language.schema import pipeline_schema
 
+pytestmark = pytest.mark.slow  # costly: see the fast loop in tests/README.md
+
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = {p.name: p.read_text(encoding="utf-8") for p in sorted((REPO / "pipelines").glob("*.yaml"))}
 CORPUS = Path(__file__).parent / "fuzz_corpus"

@@ -66,6 +66,7 @@ def test_a_mapping_as_check_name_is_one_located_error(cli, tmp_path, home):
     ]
 
 
+@pytest.mark.slow
 def test_the_shipped_scorecard_with_a_mapping_as_check_name(cli, tmp_path, home):
     """The reported case: the first check of four_bottlenecks.yaml's scorecard given a mapping."""
     text = (REPO / "pipelines" / "four_bottlenecks.yaml").read_text()
@@ -251,6 +252,7 @@ def entries():
 @settings(
     max_examples=150, derandomize=True, database=None, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
+@pytest.mark.slow
 @given(expect=entries())
 def test_the_vocabulary_raises_only_scorecard_errors(expect):
     try:

@@ -6,6 +6,8 @@ import pytest
 
 from flows.plan.build import build
 
+pytestmark = pytest.mark.slow  # costly: see the fast loop in tests/README.md
+
 PIPELINE = Path(__file__).resolve().parents[2] / "pipelines" / "four_bottlenecks.yaml"
 SHARED = [
     "batch_size",

@@ -15,6 +15,8 @@ import pytest
 
 from tests.support.warm import wait_serving, warm_env
 
+pytestmark = pytest.mark.slow  # costly: see the fast loop in tests/README.md
+
 C = "tests.support.engine_components"
 
 

@@ -3,9 +3,12 @@ this folder's artifact root, and an existing store is never touched."""
 
 import sqlite3
 
+import pytest
+
 from flows.services import mlflow_db
 
 
+@pytest.mark.slow
 def test_a_new_store_is_copied_from_the_template_and_works(tmp_path, monkeypatch):
     monkeypatch.setenv("BOTTLENECKS_CACHE", str(tmp_path / "cache"))
     first = tmp_path / "a" / "mlflow.db"

@@ -14,6 +14,8 @@ import pytest
 
 from flows.services import prefect_server
 
+pytestmark = pytest.mark.slow  # costly: see the fast loop in tests/README.md
+
 REPO = Path(__file__).resolve().parents[2]
 USE = (
     "from flows import home; from flows.services import prefect_server; home.configure(); "

@@ -12,6 +12,8 @@ import pytest
 
 from tests.support.warm import wait_serving, warm_env
 
+pytestmark = pytest.mark.slow  # costly: see the fast loop in tests/README.md
+
 
 @pytest.fixture
 def base_env(tmp_path):

@@ -54,6 +54,7 @@ def test_pack_and_pad_round_trip_and_dtype_by_vocabulary():
     assert id_dtype(37000) == np.uint16 and id_dtype(65536) == np.uint16 and id_dtype(65537) == np.uint32
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shared_data() is None, reason="needs the shared Multi30k files")
 def test_parallel_encoding_gives_the_ids_of_one_process(tmp_path):
     base = shared_data() / "multi30k"

@@ -30,6 +30,7 @@ def digits_folder(tmp_path_factory):
     return run(tmp_path_factory.mktemp("digits"), "data.digits", seed=0)
 
 
+@pytest.mark.slow
 @needs_data
 def test_mnist_t10k_has_10000_images_with_the_right_labels(tmp_path):
     folder = run(

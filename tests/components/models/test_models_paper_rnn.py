@@ -8,6 +8,8 @@ from components.models import ModelError, build
 from components.models.init import orthogonal_blocks
 from components.models.rnnsearch import BackwardBridge, RNNEncDec, RNNPaperConfig, RNNSearch
 
+pytestmark = pytest.mark.slow  # costly: see the fast loop in tests/README.md
+
 torch.set_num_threads(1)
 BOS, EOS = 1, 2
 PAPER = {"src_vocab_size": 90, "tgt_vocab_size": 80}  # the papers' widths, a small vocabulary

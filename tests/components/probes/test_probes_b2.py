@@ -11,6 +11,8 @@ import torch
 from components import Context, get
 from components.train.checkpoint import save_model
 
+pytestmark = pytest.mark.slow  # costly: see the fast loop in tests/README.md
+
 sys.path.insert(0, str(Path(__file__).parents[1] / "train"))
 from test_train_standins import linear_rnn  # noqa: E402
 

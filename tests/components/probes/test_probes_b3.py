@@ -32,6 +32,7 @@ def cli(metric: str, refs: Path, hyps: Path) -> float:
     return float(out.stdout.strip())
 
 
+@pytest.mark.slow
 def test_bleu_matches_sacrebleu_cli_and_buckets_sum_to_total(trained, tmp_path):
     data, ckpts = trained
     ctx = Context(tmp_path)
@@ -48,6 +49,7 @@ def test_bleu_matches_sacrebleu_cli_and_buckets_sum_to_total(trained, tmp_path):
     assert {"source", "reference", "hyp_luong-tiny"} <= set(Path(out["samples"]).read_text().splitlines()[0].split(","))
 
 
+@pytest.mark.slow
 def test_capacity_reports_recall_per_length_bucket(trained, tmp_path):
     _, ckpts = trained
     ctx = RecordingContext(tmp_path)

@@ -12,6 +12,8 @@ from components import Context, get
 from components.probes.common import ProbeError
 from tests.support.recording import RecordingContext
 
+pytestmark = pytest.mark.slow  # costly: see the fast loop in tests/README.md
+
 
 @pytest.fixture(autouse=True)
 def one_thread():

@@ -25,6 +25,7 @@ def trained(tmp_path_factory):
     )
 
 
+@pytest.mark.slow
 def test_checkpoint_groups_merge_and_the_longest_sentence_is_shown_for_every_model(trained, tmp_path):
     data, ckpts = trained
     groups = [

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from components import Context, get
 
 EXPECT = [
@@ -20,6 +22,7 @@ def card(tmp_path, cell):
     return json.loads(open(out["scorecard"]).read())["architectures"]["rnn"]["B1"]
 
 
+@pytest.mark.slow
 def test_cell_min_seeds_lets_a_single_measurement_be_judged(tmp_path):
     # a count is compared as it is when the cell says exact
     cell = {"check": "equals", "value": "params.spread", "to": 0, "label": "constant", "min_seeds": 1, "exact": True}

@@ -74,6 +74,7 @@ def test_same_seed_same_weights_other_seed_differs(tmp_path):
     assert not all(torch.equal(a[k], c[k]) for k in a)
 
 
+@pytest.mark.slow
 def test_resume_after_sigkill_reaches_identical_weights(tmp_path):
     data = write_sequence_data(tmp_path / "data", n=128)
     params = dict(
