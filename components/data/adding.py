@@ -6,7 +6,8 @@ import numpy as np
 import torch
 
 from components.data.errors import DataError
-from components.data.tasks import check_counts, write_task
+from components.data.split_sizes import N_TEST, N_TRAIN, N_VALID
+from components.data.tasks import write_task
 from components.registry import component
 
 TOLERANCE = 0.04  # the paper counts a sequence as right when |error| < 0.04
@@ -39,7 +40,7 @@ def _batch(rng: np.random.Generator, n: int, min_len: int, max_len: int):
 
 @component("data.adding", outputs=["dataset"], bottleneck="B2")
 def adding(
-    ctx, *, seq_len: int = 100, n_train: int = 5000, n_valid: int = 500, n_test: int = 1000, seed: int = 0
+    ctx, *, seq_len: int = 100, n_train: int = N_TRAIN, n_valid: int = N_VALID, n_test: int = N_TEST, seed: int = 0
 ) -> dict:
     """Generate the adding problem: output 0.5 + (X1 + X2) / 4 for the two marked values.
 
@@ -56,7 +57,6 @@ def adding(
         raise DataError(
             f"seq_len must be >= 20 (one marked pair among the first 10, one among the first T/2), got {seq_len}"
         )
-    check_counts(n_train=n_train, n_valid=n_valid, n_test=n_test)
     max_len = seq_len + seq_len // 10
 
     def make(rng: np.random.Generator, n: int, split: str) -> dict[str, torch.Tensor]:
@@ -78,5 +78,4 @@ def adding(
         "label_rule": "y = 0.5 + (sum of x[t, 0] where x[t, 1] == 1) / 4; "
         "correct when |error| < 0.04; chance = accuracy of always answering 0.5",
     }
-    folder = write_task(ctx, make, {"train": n_train, "valid": n_valid, "test": n_test}, seed, meta)
-    return {"dataset": str(folder)}
+    return write_task(ctx, make, meta, n_train=n_train, n_valid=n_valid, n_test=n_test, seed=seed)

@@ -6,7 +6,8 @@ import numpy as np
 import torch
 
 from components.data.errors import DataError
-from components.data.tasks import check_counts, write_task
+from components.data.split_sizes import N_TEST, N_TRAIN, N_VALID
+from components.data.tasks import write_task
 from components.registry import component
 
 N_PREPS = 4  # "of", "near", "behind", "with": each intervening noun sits in a prepositional phrase
@@ -22,9 +23,9 @@ def agreement(
     adjectives: int = 8,
     train_attractor_prob: float = 0.5,
     test_attractor_prob: float = 1.0,
-    n_train: int = 5000,
-    n_valid: int = 500,
-    n_test: int = 1000,
+    n_train: int = N_TRAIN,
+    n_valid: int = N_VALID,
+    n_test: int = N_TEST,
     seed: int = 0,
 ) -> dict:
     """Generate agreement sentences: predict the number of the subject at the verb slot.
@@ -54,7 +55,6 @@ def agreement(
     for name, p in (("train_attractor_prob", train_attractor_prob), ("test_attractor_prob", test_attractor_prob)):
         if not 0.0 <= p <= 1.0:
             raise DataError(f"{name} must be a probability in [0, 1], got {p}")
-    check_counts(n_train=n_train, n_valid=n_valid, n_test=n_test)
     prep0, adj0 = 2 * nouns, 2 * nouns + N_PREPS
     pad_id = adj0 + adjectives
     seq_len = 1 + 2 * attractors + fillers
@@ -96,5 +96,4 @@ def agreement(
         "adjective_ids": [adj0, pad_id],
         "label_rule": "y = 1 if x[:, 0] is a plural noun (id in [nouns, 2 * nouns)) else 0",
     }
-    folder = write_task(ctx, make, {"train": n_train, "valid": n_valid, "test": n_test}, seed, meta)
-    return {"dataset": str(folder)}
+    return write_task(ctx, make, meta, n_train=n_train, n_valid=n_valid, n_test=n_test, seed=seed)

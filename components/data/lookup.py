@@ -6,7 +6,8 @@ import numpy as np
 import torch
 
 from components.data.errors import DataError
-from components.data.tasks import check_counts, write_task
+from components.data.split_sizes import N_TEST, N_TRAIN, N_VALID
+from components.data.tasks import write_task
 from components.registry import component
 
 
@@ -17,9 +18,9 @@ def multi_lookup(
     seq_len: int = 24,
     vocab: int = 16,
     offsets: list[int] = [1, 3, 6],
-    n_train: int = 5000,
-    n_valid: int = 500,
-    n_test: int = 1000,
+    n_train: int = N_TRAIN,
+    n_valid: int = N_VALID,
+    n_test: int = N_TEST,
     seed: int = 0,
 ) -> dict:
     """Generate multi-lookup: ``y[:, t, j] = x[:, t - offsets[j]]``, ``-100`` where ``t < offsets[j]``.
@@ -38,7 +39,6 @@ def multi_lookup(
         raise DataError(f"vocab must be >= 2 symbols, got {vocab}")
     if not offsets or min(offsets) < 1 or max(offsets) >= seq_len:
         raise DataError(f"offsets must be non-empty and in [1, seq_len - 1] = [1, {seq_len - 1}], got {offsets}")
-    check_counts(n_train=n_train, n_valid=n_valid, n_test=n_test)
 
     def make(rng: np.random.Generator, n: int, split: str) -> dict[str, torch.Tensor]:
         x = torch.from_numpy(rng.integers(0, vocab, size=(n, seq_len)))  # (N, T)
@@ -61,5 +61,4 @@ def multi_lookup(
         "chance": 1.0 / vocab,
         "label_rule": "y[:, t, j] = x[:, t - offsets[j]] for t >= offsets[j], -100 before",
     }
-    folder = write_task(ctx, make, {"train": n_train, "valid": n_valid, "test": n_test}, seed, meta)
-    return {"dataset": str(folder)}
+    return write_task(ctx, make, meta, n_train=n_train, n_valid=n_valid, n_test=n_test, seed=seed)

@@ -8,7 +8,8 @@ import numpy as np
 import torch
 
 from components.data.errors import DataError
-from components.data.tasks import check_counts, write_task
+from components.data.split_sizes import N_TEST, N_TRAIN, N_VALID
+from components.data.tasks import write_task
 from components.registry import component
 
 
@@ -19,9 +20,9 @@ def delayed_recall(
     lag: int = 20,
     vocab: int = 8,
     target: Literal["classify", "tag"] = "classify",
-    n_train: int = 5000,
-    n_valid: int = 500,
-    n_test: int = 1000,
+    n_train: int = N_TRAIN,
+    n_valid: int = N_VALID,
+    n_test: int = N_TEST,
     seed: int = 0,
 ) -> dict:
     """Generate the delayed-recall task: recall a token seen ``lag`` steps earlier.
@@ -42,7 +43,6 @@ def delayed_recall(
         raise DataError(f"lag must be >= 1, got {lag}")
     if vocab < 2:
         raise DataError(f"vocab must be >= 2 symbols, got {vocab}")
-    check_counts(n_train=n_train, n_valid=n_valid, n_test=n_test)
     seq_len = lag + 1 if target == "classify" else 2 * lag
 
     def make(rng: np.random.Generator, n: int, split: str) -> dict[str, torch.Tensor]:
@@ -71,5 +71,4 @@ def delayed_recall(
         "chance": 1.0 / vocab,
         "label_rule": rule,
     }
-    folder = write_task(ctx, make, {"train": n_train, "valid": n_valid, "test": n_test}, seed, meta)
-    return {"dataset": str(folder)}
+    return write_task(ctx, make, meta, n_train=n_train, n_valid=n_valid, n_test=n_test, seed=seed)

@@ -6,7 +6,8 @@ import numpy as np
 import torch
 
 from components.data.errors import DataError
-from components.data.tasks import check_counts, write_task
+from components.data.split_sizes import N_TEST, N_TRAIN, N_VALID
+from components.data.tasks import write_task
 from components.registry import component
 
 MAX_IDS = 1_000_000  # one embedding row per number: keep the table a sensible size
@@ -20,7 +21,14 @@ def digits_of(n: torch.Tensor, base: int, length: int) -> torch.Tensor:
 
 @component("data.spell", outputs=["dataset"], bottleneck="B1")
 def spell(
-    ctx, *, base: int = 4, length: int = 5, n_train: int = 5000, n_valid: int = 500, n_test: int = 1000, seed: int = 0
+    ctx,
+    *,
+    base: int = 4,
+    length: int = 5,
+    n_train: int = N_TRAIN,
+    n_valid: int = N_VALID,
+    n_test: int = N_TEST,
+    seed: int = 0,
 ) -> dict:
     """Generate the spelling task: from one number id, emit its ``length`` digits in base ``base``.
 
@@ -49,7 +57,6 @@ def spell(
         raise DataError(
             f"base ** length = {n_ids:,} numbers is more than {MAX_IDS:,} embedding rows: lower base or length"
         )
-    check_counts(n_train=n_train, n_valid=n_valid, n_test=n_test)
 
     def make(rng: np.random.Generator, n: int, split: str) -> dict[str, torch.Tensor]:
         x = torch.from_numpy(rng.integers(0, n_ids, size=n)).long()
@@ -67,5 +74,4 @@ def spell(
         "chance": 1.0 / base,
         "label_rule": f"y[:, t] = digit t of x in base {base}, most significant first",
     }
-    folder = write_task(ctx, make, {"train": n_train, "valid": n_valid, "test": n_test}, seed, meta)
-    return {"dataset": str(folder)}
+    return write_task(ctx, make, meta, n_train=n_train, n_valid=n_valid, n_test=n_test, seed=seed)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -31,11 +30,17 @@ def check_counts(**counts: int) -> None:
 def write_task(
     ctx,
     make: Callable[[np.random.Generator, int, str], dict[str, torch.Tensor]],
-    counts: dict[str, int],
-    seed: int,
     meta: dict[str, Any],
-) -> Path:
-    """Generate every split with ``make(rng, n, split)``, save it with ``meta.json``; return the folder."""
+    *,
+    n_train: int,
+    n_valid: int,
+    n_test: int,
+    seed: int,
+) -> dict[str, str]:
+    """Check the example counts, generate every split with ``make(rng, n, split)``, save it with
+    ``meta.json``; return the step's outputs (``dataset``: the folder)."""
+    check_counts(n_train=n_train, n_valid=n_valid, n_test=n_test)
+    counts = {"train": n_train, "valid": n_valid, "test": n_test}
     folder = ctx.path("dataset")
     splits = {name: make(split_rng(seed, name), n, name) for name, n in counts.items()}
     save_splits(folder, splits)
@@ -43,4 +48,4 @@ def write_task(
     write_meta(folder, meta)
     ctx.log_params({k: v for k, v in meta.items() if isinstance(v, (int, float, str, bool))})
     ctx.log_metrics({f"n_{k}": v for k, v in counts.items()})
-    return folder
+    return {"dataset": str(folder)}

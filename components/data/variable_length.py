@@ -6,7 +6,8 @@ import numpy as np
 import torch
 
 from components.data.errors import DataError
-from components.data.tasks import check_counts, write_task
+from components.data.split_sizes import N_TEST, N_TRAIN, N_VALID
+from components.data.tasks import write_task
 from components.registry import component
 
 
@@ -27,9 +28,9 @@ def variable_length(
     vocab: int = 4,
     min_len: int = 5,
     max_len: int = 50,
-    n_train: int = 5000,
-    n_valid: int = 500,
-    n_test: int = 1000,
+    n_train: int = N_TRAIN,
+    n_valid: int = N_VALID,
+    n_test: int = N_TEST,
     seed: int = 0,
 ) -> dict:
     """Generate sequences of random length labelled with their most frequent symbol.
@@ -47,7 +48,6 @@ def variable_length(
         raise DataError(f"vocab must be >= 2 symbols, got {vocab}")
     if not 1 <= min_len <= max_len:
         raise DataError(f"need 1 <= min_len <= max_len, got min_len={min_len}, max_len={max_len}")
-    check_counts(n_train=n_train, n_valid=n_valid, n_test=n_test)
     pad_id = vocab
 
     def make(rng: np.random.Generator, n: int, split: str) -> dict[str, torch.Tensor]:
@@ -71,5 +71,4 @@ def variable_length(
         "chance": 1.0 / vocab,
         "label_rule": "y = the symbol occurring most often in x[:length] (always unique)",
     }
-    folder = write_task(ctx, make, {"train": n_train, "valid": n_valid, "test": n_test}, seed, meta)
-    return {"dataset": str(folder)}
+    return write_task(ctx, make, meta, n_train=n_train, n_valid=n_valid, n_test=n_test, seed=seed)
