@@ -91,42 +91,11 @@ def test_cleaning_drops_duplicates_and_bad_ratios():
 @needs_data
 def test_separate_vocabularies_and_seeded_carving(tmp_path):
     files = {"train": [["val.en.gz", "val.de.gz"]]}
-    a, meta, folder = wmt(
-        tmp_path,
-        "a",
-        source="files",
-        data_dir=str(DATA / "multi30k"),
-        files=files,
-        joint=False,
-        valid_fraction=0.1,
-        test_fraction=0.2,
-        seed=1,
-        **NOCLEAN,
-    )
-    b, _, _ = wmt(
-        tmp_path,
-        "b",
-        source="files",
-        data_dir=str(DATA / "multi30k"),
-        files=files,
-        joint=False,
-        valid_fraction=0.1,
-        test_fraction=0.2,
-        seed=1,
-        **NOCLEAN,
-    )
-    c, _, _ = wmt(
-        tmp_path,
-        "c",
-        source="files",
-        data_dir=str(DATA / "multi30k"),
-        files=files,
-        joint=False,
-        valid_fraction=0.1,
-        test_fraction=0.2,
-        seed=2,
-        **NOCLEAN,
-    )
+    carved = dict(source="files", data_dir=str(DATA / "multi30k"), files=files, joint=False, **NOCLEAN)
+    carved |= {"valid_fraction": 0.1, "test_fraction": 0.2}  # valid and test carved from train
+    a, meta, folder = wmt(tmp_path, "a", seed=1, **carved)
+    b, _, _ = wmt(tmp_path, "b", seed=1, **carved)
+    c, _, _ = wmt(tmp_path, "c", seed=2, **carved)
     assert meta["counts"] == {"train": 710, "valid": 101, "test": 203}
     assert not meta["joint"] and (Path(folder) / "tokenizer.src.json").is_file()
     assert list(a["test"]["src"]) == list(b["test"]["src"]) != list(c["test"]["src"])
