@@ -14,6 +14,7 @@ PIPE = textwrap.dedent(f"""\
       quick: {{params: {{n: 2}}}}
       big: {{params: {{n: 10}}, steps: {{sum: {{with: {{scale: 3.0}}}}}}}}
       swap: {{steps: {{table: {{uses: {C}:total, with: {{values: [1, 2]}}}}}}}}
+      gpu: {{settings: {{seed: 7, devices: [0]}}, steps: {{sum: {{resources: {{gpu: 1}}}}}}}}
     steps:
       nums:
         uses: {C}:numbers
