@@ -274,7 +274,10 @@ def test_server_dying_mid_run_fails_clearly_and_rerun_resumes_from_cache(servers
     )
     home = tmp_path / "home"
     server = getattr(servers, dying)
-    proc = cli(servers, home, "run", str(path), wait=False)
+    # one retry a request instead of the product's three: the same failure, without a minute of
+    # back-off per request (docs/deployment.md, "A server that dies mid-run": the settings a user sets)
+    quick = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1", "PREFECT_CLIENT_MAX_RETRIES": "1"}
+    proc = cli(servers, home, "run", str(path), wait=False, **quick)
     try:
         wait_for(started.exists, 120, "the step to start")
         server.stop(kill=True)

@@ -257,7 +257,7 @@ class TeamServers:
                 "PREFECT_API_URL": self.prefect_url,
                 "BOTTLENECKS_HOME": str(home),
                 "PREFECT_HOME": str(home / "prefect"),
-                # no retry settings here: a dead server is tested with the product's defaults
+                # the product's retry settings, unless a test passes its own
                 "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
                 **extra,
             }

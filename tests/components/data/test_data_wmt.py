@@ -28,6 +28,7 @@ def wmt(tmp_path, sub="a", **params):
     return load_translation(out["dataset"]) + (out["dataset"],)
 
 
+@pytest.mark.slow
 @needs_data
 def test_newstest2014_gives_3003_pairs_equal_to_the_plain_extraction(tmp_path):
     nt = DATA / "wmt14-newstest"
@@ -56,6 +57,7 @@ def test_newstest2014_gives_3003_pairs_equal_to_the_plain_extraction(tmp_path):
     assert meta["counts"]["train"] + meta["counts"]["valid"] + sum(meta["dropped"].values()) == 3003
 
 
+@pytest.mark.slow
 @needs_data
 def test_multi30k_train_has_29000_pairs_and_ids_follow_the_contract(tmp_path):
     ds, meta, folder = wmt(tmp_path, source="files", data_dir=str(DATA / "multi30k"), files=M30K, **NOCLEAN)
