@@ -1,7 +1,15 @@
 """Planning: a validated pipeline expanded into step runs, before anything runs.
 
-    build.py      profiles, ``--set`` overrides, matrix expansion, references resolved, each
-                  component's parameters checked, the DAG and every step run's cache key
+``build()`` (``build.py``) is the face: it loads the file and runs the phases in order, each a
+private module of its own:
+
+    _profiles.py  profiles and ``--set`` overrides applied to the params and steps
+    _expand.py    matrix axes checked, and every step expanded into its instances
+    _refs.py      the step order from references and ``needs``, and each ``${...}`` resolved
+    _params.py    each step's component, and an instance's parameters checked against it
+    _place.py     how many GPUs each instance runs on (and re-placement at run start)
+    _keys.py      every instance's cache key and the plan's spec hash
+    _model.py     ``Plan``, ``Instance`` and the names every phase shares, alone so phases import it
     size.py       the bound on step runs and links, counted before anything is expanded
     resources.py  devices as resources: the GPUs a run gets and what each step asks for
 

@@ -84,3 +84,15 @@ def _axis_pos(step, step_axes: dict[str, list]):
         return step.node.pos
     longest = max(step_axes, key=lambda a: len(step_axes[a]))
     return step.matrix.vpos(longest)
+
+
+def refuse(pipe, axes: dict[str, dict[str, list]], ref_links: set[tuple[str, str]], settings: Settings, errors) -> None:
+    """Raise ``PipelineInvalid`` when ``pipe``'s plan would exceed the limits: checked before any
+    component is imported or any step expanded, so an oversized plan is refused, not built."""
+    steps = pipe.steps
+    links = [(c, p, True) for c, p in sorted(ref_links)]
+    links += [(s.id, n, False) for s in steps.values() for n in s.needs if n in steps and n != s.id]
+    root = pipe.root
+    where = root.kpos("settings") if "settings" in root else root.pos
+    if not check(axes, links, steps, settings, errors, where):
+        errors.raise_if_any()

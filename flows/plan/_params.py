@@ -1,0 +1,82 @@
+"""Each step's component, and a step instance's parameters checked against it (the component's
+parameter model), with one located error per refused parameter."""
+
+from __future__ import annotations
+
+import typing
+
+from pydantic import ValidationError
+
+from components.registry import Component, ComponentError, ParameterValueError, get
+from flows.language.errors import Collector
+from flows.language.spec import Pipeline, Step
+from flows.plan._model import Instance, any_value, suggest
+from flows.plan._refs import pending
+
+
+def components(pipe: Pipeline, errors: Collector) -> dict[str, Component]:
+    """The component each step uses, by step id; a name the registry refuses is an error."""
+    found: dict[str, Component] = {}
+    for step in pipe.steps.values():
+        try:
+            found[step.id] = get(step.uses)
+        except ComponentError as e:
+            errors.add(step.node.vpos("uses"), f"step {step.id!r}: {e}")
+    return found
+
+
+def type_name(ann) -> str:
+    """A parameter's annotation as a person reads it (``int``, ``list[int]``)."""
+    if ann is None:
+        return "a value"
+    if typing.get_args(ann) or not hasattr(ann, "__name__"):
+        return str(ann).replace("typing.", "")
+    return ann.__name__
+
+
+def validate(step: Step, comp: Component, inst: Instance, errors: Collector) -> None:
+    """Check ``inst``'s parameters against ``comp``; a parameter that holds a reference is checked
+    when it runs."""
+    concrete = {k: v for k, v in inst.params.items() if not any_value(v, pending)}
+    deferred = set(inst.params) - set(concrete)
+    try:
+        comp.params_model.model_validate(concrete)
+    except ValidationError as e:
+        for err in e.errors():
+            field_name = str(err["loc"][0]) if err["loc"] else ""
+            if field_name not in deferred:
+                _refuse(step, comp, err, field_name, errors)
+
+
+def _refuse(step: Step, comp: Component, err: dict, field_name: str, errors: Collector) -> None:
+    """Say, where the file sets it, why ``comp`` refused one parameter."""
+    fields = comp.params_model.model_fields
+    kind = err["type"]
+    loc = ".".join(str(p) for p in err["loc"])
+    if kind == "extra_forbidden":
+        names = list(fields)
+        errors.add(
+            step.with_.kpos(field_name),
+            f"step {step.id!r}: unknown parameter {field_name!r} for {comp.name}"
+            f"{suggest(field_name, names)}; parameters: {', '.join(names) or 'none'}",
+        )
+    elif kind == "missing":
+        where = step.node.kpos("with") if "with" in step.node else step.node.kpos("uses")
+        errors.add(
+            where,
+            f"step {step.id!r}: missing required parameter {field_name!r} "
+            f"({type_name(fields[field_name].annotation)}) for {comp.name}",
+        )
+    elif kind == "value_error" and isinstance(err.get("ctx", {}).get("error"), ParameterValueError):
+        # a parameter type's own check (a model name) says what is wrong in its own words
+        errors.add(
+            step.with_.vpos(field_name), f"step {step.id!r}: parameter {loc!r} of {comp.name}: {err['ctx']['error']}"
+        )
+    else:
+        ann = fields[field_name].annotation if field_name in fields else None
+        got = err.get("input")
+        got = repr(got) if len(repr(got)) <= 80 else repr(got)[:77] + "..."
+        errors.add(
+            step.with_.vpos(field_name),
+            f"step {step.id!r}: parameter {loc!r} of {comp.name} expects {type_name(ann)}: {err['msg']} (got {got})",
+        )
