@@ -23,7 +23,7 @@ from components.registry import ParameterValueError
 MODELS = Path(__file__).resolve().parent / "models"
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=None)  # every model file once a version: shipped() reads all ~26 in turn
 def _declared_in(path: Path, mtime_ns: int, size: int) -> frozenset[str]:
     tree = ast.parse(path.read_bytes(), str(path))
     found = set()
