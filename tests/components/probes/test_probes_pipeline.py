@@ -7,6 +7,7 @@ import pytest
 
 from flows.execute.runner import run
 from flows.plan.build import build
+from tests.support.mlflow_runs import children
 
 pytestmark = pytest.mark.slow
 
@@ -88,10 +89,7 @@ def test_every_probe_logs_metrics_and_plots_to_mlflow(tmp_path, home):
     assert result.ok, result.status
     diverged = result.outputs["exploding[lag=2]"]["summary"]
     assert diverged["diverged"] is True  # a result, and the eval after it still ran
-    runs = mlflow.search_runs(
-        experiment_names=["probes-e2e"], filter_string=f"tags.mlflow.parentRunId = '{result.parent_run_id}'"
-    )
-    by_name = {row["tags.mlflow.runName"]: row for _, row in runs.iterrows()}
+    by_name = children(result.parent_run_id, "probes-e2e")
     client = mlflow.MlflowClient()
     for step in (
         "long_lag",
