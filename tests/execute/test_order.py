@@ -7,8 +7,6 @@ import pytest
 from flows.execute.order import critical_path, estimate, fifo_makespan, submission_order
 from flows.plan.build import build
 
-pytestmark = pytest.mark.slow  # costly: see the fast loop in tests/README.md
-
 PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"
 
 # A long chain declared last (its steps at the end of the file) and short independent work first:

@@ -66,7 +66,6 @@ def test_a_mapping_as_check_name_is_one_located_error(cli, tmp_path, home):
     ]
 
 
-@pytest.mark.slow
 def test_the_shipped_scorecard_with_a_mapping_as_check_name(cli, tmp_path, home):
     """The reported case: the first check of four_bottlenecks.yaml's scorecard given a mapping."""
     text = (REPO / "pipelines" / "four_bottlenecks.yaml").read_text()

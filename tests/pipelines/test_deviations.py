@@ -11,8 +11,6 @@ from typer.testing import CliRunner
 from components.models import config as model_config
 from flows.plan.build import build
 
-pytestmark = pytest.mark.slow  # costly: see the fast loop in tests/README.md
-
 REPO = Path(__file__).resolve().parents[2]
 PIPELINE = REPO / "pipelines" / "four_bottlenecks.yaml"
 DOC = REPO / "docs" / "scale.md"

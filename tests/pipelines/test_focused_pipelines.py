@@ -10,8 +10,6 @@ import yaml
 from flows.plan.build import build
 from tests.support.scorecard_claims import seed_rule, unmeasured_references, unresolved
 
-pytestmark = pytest.mark.slow  # costly: see the fast loop in tests/README.md
-
 PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"
 FOCUSED = ["b1_hidden_state", "b2_gradients", "b3_bleu_by_length", "b4_sequential", "vit_patches", "ablations"]
 REF_KEYS = ("value", "a", "b", "base", "than", "to", "low", "high", "values", "minus", "y")

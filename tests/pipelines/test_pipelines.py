@@ -7,8 +7,6 @@ import yaml
 
 from flows.plan.build import build
 
-pytestmark = pytest.mark.slow  # costly: see the fast loop in tests/README.md
-
 PIPELINES = sorted((Path(__file__).resolve().parents[2] / "pipelines").glob("*.yaml"))
 
 

@@ -17,8 +17,6 @@ from components.report.refs import Resolver
 from flows.language.refs import Ref
 from flows.plan.build import Instance, Plan, build
 
-pytestmark = pytest.mark.slow  # costly: see the fast loop in tests/README.md
-
 PIPELINES = Path(__file__).resolve().parents[3] / "pipelines"
 SHIPPED = [
     "four_bottlenecks",
