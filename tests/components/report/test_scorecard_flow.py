@@ -11,6 +11,7 @@ import pytest
 from components import Context, component
 from flows.execute.runner import run
 from flows.plan.build import build
+from tests.support.mlflow_runs import children
 
 pytestmark = pytest.mark.slow
 ACC = {"rnn": (0.13, 0.26, 0.13), "lstm": (0.99, 0.99, 1.0)}
@@ -57,10 +58,7 @@ def test_scorecard_step_judges_matrixed_measurements_and_logs_to_mlflow(tmp_path
     claim4 = card["claims"][0]
     assert lag_runs <= set(claim4["run_id"]) and len(claim4["run_id"]) == 6
 
-    runs = mlflow.search_runs(
-        experiment_names=["scorecard-e2e"], filter_string=f"tags.mlflow.parentRunId = '{result.parent_run_id}'"
-    )
-    row = next(r for _, r in runs.iterrows() if r["tags.mlflow.runName"] == "card")
+    row = children(result.parent_run_id, "scorecard-e2e")["card"]
     assert row["metrics.claim/4"] == 1 and row["metrics.claim/5"] == 0.5 and row["metrics.claims/holds"] == 1
     assert row["metrics.arch/lstm/B2"] == pytest.approx((0.99 + 0.99 + 1.0) / 3)
     files = {a.path for a in mlflow.MlflowClient().list_artifacts(row["run_id"])}
