@@ -56,6 +56,66 @@ def teacher_forced(model, task: Task, idx: list[int], split: str) -> tuple[list[
     raise P.ProbeError(f"attention maps need a translation or digit-strip model, got task {task.kind!r}")
 
 
+def _diagonal(maps: list[np.ndarray], window: int) -> dict[str, float]:
+    """Mean attention near the diagonal, the same for uniform attention, and their ratio."""
+    pairs = [diagonal_mass(m, window) for m in maps]
+    mass, uniform = float(np.mean([p[0] for p in pairs])), float(np.mean([p[1] for p in pairs]))
+    return {"diag_mass": mass, "diag_mass_uniform": uniform, "diag_ratio": mass / uniform}
+
+
+def _draw_alignments(plt, maps: list[np.ndarray], inputs: dict[str, Any], shown: list[int], folder: str):
+    """Draw each shown example's (T, S) alignment, labelled with its source and target tokens."""
+    from components.data.io import load_tokenizer
+
+    words = lambda ids, side: [load_tokenizer(folder, side).id_to_token(int(t)) or "?" for t in ids]  # noqa: E731
+    fig, axes = plt.subplots(1, max(len(shown), 1), figsize=(4.5 * max(len(shown), 1), 4.5), squeeze=False)
+    for ax, i in zip(axes[0], shown):
+        m = maps[i]
+        ax.imshow(m, cmap="Greys", vmin=0, vmax=1)
+        ax.set_xticks(range(m.shape[1]), words(inputs["src"][i][: m.shape[1]], "src"), rotation=90, fontsize=7)
+        ax.set_yticks(range(m.shape[0]), words(inputs["tgt"][i][1 : m.shape[0] + 1], "tgt"), fontsize=7)
+        ax.set(title=f"example {i}")
+    return fig
+
+
+def _gaze(maps: list[np.ndarray], k: int, cols: int) -> dict[str, float]:
+    """Attention on the emitted digit's column band, chance, and the step-column correlation."""
+    col = np.arange(maps[0].shape[1]) % cols
+    band = (col * k) // cols  # which digit each region column covers
+    on, corr = [], []
+    for m in maps:  # m: (k, R)
+        on.append(np.mean([m[t, band == t].sum() for t in range(k)]))
+        centre = m @ col  # expected attended column per emission step
+        if np.std(centre) > 0:
+            corr.append(np.corrcoef(np.arange(k), centre)[0, 1])
+    return {
+        "gaze_on_digit": float(np.mean(on)),
+        "gaze_uniform": 1.0 / k,
+        "gaze_corr": float(np.mean(corr)) if corr else float("nan"),
+    }
+
+
+def _draw_gaze(plt, maps: list[np.ndarray], images, digits, shown: list[int], grid: tuple[int, int]):
+    """Draw each shown digit strip, then the gaze at every emission step over it."""
+    H, W = images.shape[-2:]
+    k = digits.shape[1]
+    fig, axes = plt.subplots(
+        max(len(shown), 1), k + 1, figsize=(2.2 * (k + 1), 1.6 * max(len(shown), 1)), squeeze=False
+    )
+    for r, i in enumerate(shown):
+        axes[r][0].imshow(images[i, 0], cmap="gray")
+        axes[r][0].set_title("".join(str(int(d)) for d in digits[i]), fontsize=8)
+        for t in range(k):
+            axes[r][t + 1].imshow(images[i, 0], cmap="gray")
+            heat = torch.tensor(maps[i][t]).view(1, 1, *grid)
+            up = torch.nn.functional.interpolate(heat, size=(H, W), mode="nearest")[0, 0]
+            axes[r][t + 1].imshow(up, cmap="jet", alpha=0.5)
+            axes[r][t + 1].set_title(f"digit {t + 1}", fontsize=8)
+    for ax in np.ravel(axes):
+        ax.axis("off")
+    return fig
+
+
 @component("probe.attention_maps", outputs=["summary", "plot"], bottleneck="B3")
 def attention_maps(
     ctx: Context,
@@ -89,51 +149,13 @@ def attention_maps(
     plt = P.pyplot()
     shown = [i for i in show if i < len(maps)]  # drawn examples come from the statistics' batch
     if task.kind == "translation":
-        pairs = [diagonal_mass(m, window) for m in maps]
-        summary["diag_mass"] = float(np.mean([p[0] for p in pairs]))
-        summary["diag_mass_uniform"] = float(np.mean([p[1] for p in pairs]))
-        summary["diag_ratio"] = summary["diag_mass"] / summary["diag_mass_uniform"]
-        from components.data.io import load_tokenizer
-
-        folder = str(data or info["data"])
-        words = lambda ids, side: [load_tokenizer(folder, side).id_to_token(int(t)) or "?" for t in ids]  # noqa: E731
-        fig, axes = plt.subplots(1, max(len(shown), 1), figsize=(4.5 * max(len(shown), 1), 4.5), squeeze=False)
-        for ax, i in zip(axes[0], shown):
-            m = maps[i]
-            ax.imshow(m, cmap="Greys", vmin=0, vmax=1)
-            ax.set_xticks(range(m.shape[1]), words(inputs["src"][i][: m.shape[1]], "src"), rotation=90, fontsize=7)
-            ax.set_yticks(range(m.shape[0]), words(inputs["tgt"][i][1 : m.shape[0] + 1], "tgt"), fontsize=7)
-            ax.set(title=f"example {i}")
+        summary |= _diagonal(maps, window)
+        fig = _draw_alignments(plt, maps, inputs, shown, str(data or info["data"]))
     else:
         images, digits = inputs["images"], inputs["digits"]
-        H, W = images.shape[-2:]
-        k = digits.shape[1]
-        rows, cols = region_columns(maps[0].shape[1], H, W)
-        col = np.arange(maps[0].shape[1]) % cols
-        band = (col * k) // cols  # which digit each region column covers
-        on, corr = [], []
-        for m in maps:  # m: (k, R)
-            on.append(np.mean([m[t, band == t].sum() for t in range(k)]))
-            centre = m @ col  # expected attended column per emission step
-            if np.std(centre) > 0:
-                corr.append(np.corrcoef(np.arange(k), centre)[0, 1])
-        summary["gaze_on_digit"] = float(np.mean(on))
-        summary["gaze_uniform"] = 1.0 / k
-        summary["gaze_corr"] = float(np.mean(corr)) if corr else float("nan")
-        fig, axes = plt.subplots(
-            max(len(shown), 1), k + 1, figsize=(2.2 * (k + 1), 1.6 * max(len(shown), 1)), squeeze=False
-        )
-        for r, i in enumerate(shown):
-            axes[r][0].imshow(images[i, 0], cmap="gray")
-            axes[r][0].set_title("".join(str(int(d)) for d in digits[i]), fontsize=8)
-            for t in range(k):
-                axes[r][t + 1].imshow(images[i, 0], cmap="gray")
-                heat = torch.tensor(maps[i][t]).view(1, 1, rows, cols)
-                up = torch.nn.functional.interpolate(heat, size=(H, W), mode="nearest")[0, 0]
-                axes[r][t + 1].imshow(up, cmap="jet", alpha=0.5)
-                axes[r][t + 1].set_title(f"digit {t + 1}", fontsize=8)
-        for ax in np.ravel(axes):
-            ax.axis("off")
+        grid = region_columns(maps[0].shape[1], *images.shape[-2:])
+        summary |= _gaze(maps, digits.shape[1], grid[1])
+        fig = _draw_gaze(plt, maps, images, digits, shown, grid)
     summary = P.flat(summary)
     P.log_summary(ctx, summary)
     return {"summary": summary, "plot": P.save_figure(ctx, fig, "attention_maps.png")}

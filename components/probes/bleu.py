@@ -207,6 +207,121 @@ def longest(src_text: list[str]) -> int:
     return max(range(len(src_text)), key=lambda i: (len(src_text[i].split()), -i))
 
 
+def _translate(ctx: Context, bar, label: str, ckpt: str, data, split: str, max_examples: int, decoding: dict):
+    """Translate the first ``max_examples`` sentences of a split with one checkpoint; return the
+    sources, references, detokenised hypotheses and the data's meta."""
+    folder = data or load_info(ckpt)["data"]
+    ds, meta = load_translation(folder)
+    part = ds[split]
+    n = len(part) if max_examples <= 0 else min(max_examples, len(part))
+    src_text, refs = list(part["src"][:n]), list(part["tgt"][:n])
+    model = load_model(ckpt, ctx.device)
+    bar.update(total=(bar.total or 0) + n, description=f"translate {label}")
+    ids = translate(model, list(part["src_ids"][:n]), meta, **decoding, device=ctx.device, on_batch=bar.advance)
+    return src_text, refs, detokenize(folder, ids), meta
+
+
+def _write_texts(ctx: Context, label: str, hyps: list[str], refs: list[str]) -> None:
+    """Write ``hyps.<label>.txt`` and ``refs.<label>.txt``, one sentence a line."""
+    for name, lines in (("hyps", hyps), ("refs", refs)):
+        path = ctx.path(f"{name}.{P.key(label)}.txt")
+        path.write_text("".join(line.replace("\n", " ") + "\n" for line in lines))
+        ctx.log_artifact(path)
+
+
+def _side_by_side(ctx: Context, example: dict, label: str, split: str, run: tuple) -> dict:
+    """Start the example at the first model's longest source sentence; add each model's output."""
+    src_text, refs, hyps = run
+    if not example and src_text:
+        i = longest(src_text)
+        example = {
+            "split": split,
+            "index": i,
+            "words": len(src_text[i].split()),
+            "source": src_text[i],
+            "reference": refs[i],
+            "hyps": {},
+        }
+    if example and example["index"] < len(src_text) and src_text[example["index"]] == example["source"]:
+        example["hyps"][label] = hyps[example["index"]]
+    elif example:  # another data folder: its sentence at that index is not the same source
+        ctx.log.warning("eval.bleu: %s was scored on other data; left out of the side-by-side example", label)
+    return example
+
+
+def _write_samples(ctx: Context, samples: dict[str, list[str]]) -> str:
+    """Write the sample translations, one column per model, as ``samples.csv``."""
+    import pandas as pd
+
+    table = ctx.path("samples.csv")
+    pd.DataFrame(samples).to_csv(table, index=False)
+    ctx.log_artifact(table)
+    return str(table)
+
+
+def _plot(summary: dict, curves: dict[str, list], names: list[str], tokenize: str, split: str, n_bootstrap: int):
+    """Draw BLEU against source length for every model, with its bootstrap band."""
+    plt = P.pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    x = np.arange(len(names))
+    for label, ys in curves.items():
+        (line,) = ax.plot(x, ys, "o-", label=label)
+        ci = [summary.get(P.key("bleu_ci", label, f"len_{b}")) for b in names]
+        if all(isinstance(c, (int, float)) for c in ci):  # sacrebleu's 95% bootstrap over the bucket's sentences
+            lo, hi = np.array(ys, float) - ci, np.array(ys, float) + ci
+            ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.15, linewidth=0)
+    counts = [summary[P.key("count", f"len_{b}")] for b in names]
+    ax.set_xticks(x, [f"{b}\n(n={c})" for b, c in zip(names, counts)], fontsize=8)
+    ax.set(
+        xlabel="source length (words)",
+        ylabel=f"BLEU ({tokenize})",
+        title=f"BLEU by source length ({split})"
+        + (f", 95% bootstrap bands ({n_bootstrap} resamples)" if n_bootstrap > 1 else ""),
+    )
+    ax.legend()
+    return fig
+
+
+def _write_example(ctx: Context, example: dict) -> str:
+    """Write the side-by-side example as ``examples.json``."""
+    examples = ctx.path("examples.json")
+    examples.write_text(json.dumps(example, indent=2, ensure_ascii=False) + "\n")
+    ctx.log_artifact(examples)
+    return str(examples)
+
+
+def _translate_all(
+    ctx: Context,
+    checkpoints: dict[str, str],
+    data,
+    split: str,
+    max_examples: int,
+    decoding: dict,
+    *,
+    tokenized: bool,
+    n_samples: int,
+):
+    """Translate with every checkpoint; return the runs (label -> sources, references, hypotheses),
+    the summary's ``n`` and ``bleu_tok`` entries, the sample table and the side-by-side example."""
+    example: dict[str, Any] = {}
+    summary: dict[str, Any] = {}
+    samples: dict[str, list[str]] = {}
+    runs: dict[str, tuple[list[str], list[str], list[str]]] = {}  # label -> (sources, references, hypotheses)
+    with ctx.progress(total=None, description="translate") as bar:  # sentences of every model
+        for label, ckpt in checkpoints.items():
+            src_text, refs, hyps, meta = _translate(ctx, bar, label, ckpt, data, split, max_examples, decoding)
+            _write_texts(ctx, label, hyps, refs)
+            runs[label] = (src_text, refs, hyps)
+            if tokenized:
+                summary[P.key("bleu_tok", label)] = tokenized_bleu(hyps, refs, meta.get("tgt_lang", "en"))
+            samples.setdefault("source", src_text[:n_samples])
+            samples.setdefault("reference", refs[:n_samples])
+            samples[f"hyp_{label}"] = hyps[:n_samples]
+            example = _side_by_side(ctx, example, label, split, runs[label])
+            summary["n"] = len(src_text)
+    return runs, summary, samples, example
+
+
 @component("eval.bleu", outputs=["summary", "plot", "samples", "examples"], bottleneck="B3")
 def eval_bleu(
     ctx: Context,
@@ -249,57 +364,12 @@ def eval_bleu(
     checkpoints = merge_checkpoints(checkpoints)
     if not checkpoints:
         raise P.ProbeError("eval.bleu: no checkpoints to evaluate")
-    example: dict[str, Any] = {}
-    summary: dict[str, Any] = {}
-    samples: dict[str, list[str]] = {}
-    runs: dict[str, tuple[list[str], list[str], list[str]]] = {}  # label -> (sources, references, hypotheses)
-    with ctx.progress(total=None, description="translate") as bar:  # sentences of every model
-        for label, ckpt in checkpoints.items():
-            folder = data or load_info(ckpt)["data"]
-            ds, meta = load_translation(folder)
-            part = ds[split]
-            n = len(part) if max_examples <= 0 else min(max_examples, len(part))
-            src_text, refs = list(part["src"][:n]), list(part["tgt"][:n])
-            model = load_model(ckpt, ctx.device)
-            bar.update(total=(bar.total or 0) + n, description=f"translate {label}")
-            ids = translate(
-                model,
-                list(part["src_ids"][:n]),
-                meta,
-                beam=beam,
-                length_penalty=length_penalty,
-                max_len_a=max_len_a,
-                max_len_b=max_len_b,
-                batch_size=batch_size,
-                device=ctx.device,
-                on_batch=bar.advance,
-            )
-            hyps = detokenize(folder, ids)
-            for name, lines in (("hyps", hyps), ("refs", refs)):
-                path = ctx.path(f"{name}.{P.key(label)}.txt")
-                path.write_text("".join(line.replace("\n", " ") + "\n" for line in lines))
-                ctx.log_artifact(path)
-            runs[label] = (src_text, refs, hyps)
-            if tokenized:
-                summary[P.key("bleu_tok", label)] = tokenized_bleu(hyps, refs, meta.get("tgt_lang", "en"))
-            samples.setdefault("source", src_text[:n_samples])
-            samples.setdefault("reference", refs[:n_samples])
-            samples[f"hyp_{label}"] = hyps[:n_samples]
-            if not example and n:
-                i = longest(src_text)
-                example = {
-                    "split": split,
-                    "index": i,
-                    "words": len(src_text[i].split()),
-                    "source": src_text[i],
-                    "reference": refs[i],
-                    "hyps": {},
-                }
-            if example and example["index"] < n and src_text[example["index"]] == example["source"]:
-                example["hyps"][label] = hyps[example["index"]]
-            elif example:  # another data folder: its sentence at that index is not the same source
-                ctx.log.warning("eval.bleu: %s was scored on other data; left out of the side-by-side example", label)
-            summary["n"] = n
+    decoding = dict(
+        beam=beam, length_penalty=length_penalty, max_len_a=max_len_a, max_len_b=max_len_b, batch_size=batch_size
+    )
+    runs, summary, samples, example = _translate_all(
+        ctx, checkpoints, data, split, max_examples, decoding, tokenized=tokenized, n_samples=n_samples
+    )
     with ctx.progress(total=None, description="score (paired bootstrap)"):
         scored, pairs = score_by_length(runs, buckets, tokenize, n_bootstrap, bootstrap_seed)
     summary |= scored
@@ -307,35 +377,12 @@ def eval_bleu(
     summary = P.flat(summary)
     P.log_summary(ctx, summary)  # the pairs' p-values and intervals are outputs for the scorecard, not metrics
     summary |= P.flat(pairs)
-    import pandas as pd
-
-    table = ctx.path("samples.csv")
-    pd.DataFrame(samples).to_csv(table, index=False)
-    ctx.log_artifact(table)
-    plt = P.pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4))
-    x = np.arange(len(names))
-    for label, ys in curves.items():
-        (line,) = ax.plot(x, ys, "o-", label=label)
-        ci = [summary.get(P.key("bleu_ci", label, f"len_{b}")) for b in names]
-        if all(isinstance(c, (int, float)) for c in ci):  # sacrebleu's 95% bootstrap over the bucket's sentences
-            lo, hi = np.array(ys, float) - ci, np.array(ys, float) + ci
-            ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.15, linewidth=0)
-    counts = [summary[P.key("count", f"len_{b}")] for b in names]
-    ax.set_xticks(x, [f"{b}\n(n={c})" for b, c in zip(names, counts)], fontsize=8)
-    ax.set(
-        xlabel="source length (words)",
-        ylabel=f"BLEU ({tokenize})",
-        title=f"BLEU by source length ({split})"
-        + (f", 95% bootstrap bands ({n_bootstrap} resamples)" if n_bootstrap > 1 else ""),
-    )
-    ax.legend()
-    examples = ctx.path("examples.json")
-    examples.write_text(json.dumps(example, indent=2, ensure_ascii=False) + "\n")
-    ctx.log_artifact(examples)
+    table = _write_samples(ctx, samples)
+    fig = _plot(summary, curves, names, tokenize, split, n_bootstrap)
+    examples = _write_example(ctx, example)
     return {
         "summary": summary,
         "plot": P.save_figure(ctx, fig, "bleu_by_length.png"),
-        "samples": str(table),
-        "examples": str(examples),
+        "samples": table,
+        "examples": examples,
     }

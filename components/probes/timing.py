@@ -69,6 +69,112 @@ def _half_width(sd: float, n: int) -> float:
     return float(stats.t.ppf(0.975, n - 1) * sd / n**0.5)
 
 
+def _check(models: dict, overrides: dict, lengths: list[int]) -> None:
+    """Refuse overrides for labels that name no model, and lengths that are not positive."""
+    unknown = set(overrides) - set(models)
+    if unknown:
+        raise P.ProbeError(f"overrides for {sorted(unknown)} name no model; models are {sorted(models)}")
+    if not lengths or min(lengths) < 1:
+        raise P.ProbeError(f"lengths must be positive sequence lengths, got {lengths}")
+
+
+def _log_setup(ctx: Context, dtype: str, threads: int) -> None:
+    """Record where the times were measured: device, dtype, threads, torch and the CPU."""
+    ctx.log_params(
+        {
+            "device": ctx.device,
+            "dtype": dtype,
+            "threads": threads,
+            "torch": torch.__version__,
+            "cpu": platform.processor() or platform.machine(),
+        }
+    )
+
+
+def _shape(name: str, overrides: dict[str, Any], lengths: list[int]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Return the model's overrides (position tables long enough) and its structure."""
+    ov = dict(overrides)
+    fields = accepted_fields(name)
+    if fields and "max_len" in fields:  # learned / sinusoidal tables must cover the longest T
+        ov.setdefault("max_len", max(lengths))
+    return ov, structure(build_model(name, ov))
+
+
+def _measure(spec: dict, device: str) -> dict:
+    """Time in one worker process; off CUDA, measure memory in another (exact malloc accounting)."""
+    result = _run_worker({**spec, "mode": "time"})
+    if not device.startswith("cuda"):
+        memory = _run_worker({**spec, "mode": "memory"}, EXACT_MALLOC_ENV)
+        for r, m in zip(result["rows"], memory["rows"]):
+            r["peak_bytes"] = m["peak_bytes"]
+        result["memory_method"] = memory["memory_method"]
+    return result
+
+
+def _record(ctx: Context, summary: dict, label: str, name: str, shape: dict, result: dict, repeats: int) -> list[dict]:
+    """Turn one model's measurements into table rows, summary entries and per-T metrics."""
+    rows = []
+    for r in result["rows"]:
+        T = r["T"]
+        per_layer, path = sequential_steps(shape["family"], T, shape["layers"])
+        row = {
+            "model": label,
+            "variant": name,
+            "T": T,
+            "seconds": r["seconds"],
+            "memory_mb": r["peak_bytes"] / 2**20,
+            "seq_steps": path,
+            "seq_steps_per_layer": per_layer,
+            "flops_per_layer": flops_per_layer(shape["family"], T, shape["width"], shape["kernel"]),
+        }
+        rows.append(row)
+        for k in ("seconds", "memory_mb", "seq_steps", "seq_steps_per_layer", "flops_per_layer"):
+            summary[P.key("time_s" if k == "seconds" else k, label, f"T_{T}")] = row[k]
+        if r.get("sd_s") is not None:  # 95% half-width of a time from its repeats (Student t)
+            summary[P.key("time_s_ci", label, f"T_{T}")] = _half_width(r["sd_s"], repeats)
+        ctx.log_metrics({P.key("time_s", label): row["seconds"], P.key("memory_mb", label): row["memory_mb"]}, T)
+    return rows
+
+
+def _fit(summary: dict, label: str, rows: list[dict], fit_min: int) -> None:
+    """Fit one model's log-log time and memory exponents on T >= fit_min."""
+    fit = [r for r in rows if r["T"] >= fit_min]
+    for what, col in (("time_exp", "seconds"), ("memory_exp", "memory_mb")):
+        k, half = P.loglog_fit([r["T"] for r in fit], [r[col] for r in fit])
+        summary[P.key(what, label)] = k
+        summary[P.key(f"{what}_ci", label)] = half  # the fit's 95% half-width: verdicts weigh it
+
+
+def _write_table(ctx: Context, rows: list[dict]) -> str:
+    """Write every model's rows as ``timing.csv``."""
+    import pandas as pd
+
+    table = ctx.path("timing.csv")
+    pd.DataFrame(rows).to_csv(table, index=False)
+    ctx.log_artifact(table)
+    return str(table)
+
+
+def _plot(curves: dict[str, list[dict]], summary: dict, device: str, threads: int):
+    """Draw time and memory against T on log-log axes, each model labelled with its exponent."""
+    plt = P.pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for label, rs in curves.items():
+        Ts = [r["T"] for r in rs]
+        axes[0].loglog(Ts, [r["seconds"] for r in rs], "o-", label=f"{label} (k={summary[P.key('time_exp', label)]})")
+        mem = [max(r["memory_mb"], 1e-3) for r in rs]
+        axes[1].loglog(Ts, mem, "o-", label=f"{label} (k={summary[P.key('memory_exp', label)]})")
+    axes[0].set(
+        xlabel="sequence length T",
+        ylabel="fwd+bwd seconds (best of repeats)",
+        title=f"time ({device}, {threads} thr)",
+    )
+    axes[1].set(xlabel="sequence length T", ylabel="peak memory MiB", title=summary["memory_method"])
+    for ax in axes:
+        ax.legend(fontsize=8)
+    return fig
+
+
 @component("probe.timing", outputs=["summary", "plot", "table"], bottleneck="B4")
 def timing(
     ctx: Context,
@@ -100,97 +206,24 @@ def timing(
         ``threads``; ``plot`` (log-log) and ``table`` (CSV).
     """
     overrides = overrides or {}
-    unknown = set(overrides) - set(models)
-    if unknown:
-        raise P.ProbeError(f"overrides for {sorted(unknown)} name no model; models are {sorted(models)}")
-    if not lengths or min(lengths) < 1:
-        raise P.ProbeError(f"lengths must be positive sequence lengths, got {lengths}")
+    _check(models, overrides, lengths)
     summary: dict[str, Any] = {"threads": threads, "batch": batch, "repeats": repeats}
-    ctx.log_params(
-        {
-            "device": ctx.device,
-            "dtype": dtype,
-            "threads": threads,
-            "torch": torch.__version__,
-            "cpu": platform.processor() or platform.machine(),
-        }
-    )
+    _log_setup(ctx, dtype, threads)
+    common = {"lengths": lengths, "batch": batch, "warmup": warmup, "repeats": repeats, "threads": threads}
+    common |= {"dtype": dtype, "device": ctx.device, "seed": seed}
     rows, curves = [], {}
     with ctx.progress(total=len(models), description="timing") as bar:
         for label, name in models.items():
             bar.update(description=f"timing {label}")
-            ov = dict(overrides.get(label, {}))
-            fields = accepted_fields(name)
-            if fields and "max_len" in fields:  # learned / sinusoidal tables must cover the longest T
-                ov.setdefault("max_len", max(lengths))
-            shape = structure(build_model(name, ov))
-            spec = {
-                "model": name,
-                "overrides": ov,
-                "lengths": lengths,
-                "batch": batch,
-                "warmup": warmup,
-                "repeats": repeats,
-                "threads": threads,
-                "dtype": dtype,
-                "device": ctx.device,
-                "seed": seed,
-            }
-            result = _run_worker({**spec, "mode": "time"})
-            if not ctx.device.startswith("cuda"):
-                memory = _run_worker({**spec, "mode": "memory"}, EXACT_MALLOC_ENV)
-                for r, m in zip(result["rows"], memory["rows"]):
-                    r["peak_bytes"] = m["peak_bytes"]
-                result["memory_method"] = memory["memory_method"]
+            ov, shape = _shape(name, overrides.get(label, {}), lengths)
+            result = _measure({"model": name, "overrides": ov, **common}, ctx.device)
             summary["memory_method"] = result["memory_method"]
-            for r in result["rows"]:
-                T = r["T"]
-                per_layer, path = sequential_steps(shape["family"], T, shape["layers"])
-                row = {
-                    "model": label,
-                    "variant": name,
-                    "T": T,
-                    "seconds": r["seconds"],
-                    "memory_mb": r["peak_bytes"] / 2**20,
-                    "seq_steps": path,
-                    "seq_steps_per_layer": per_layer,
-                    "flops_per_layer": flops_per_layer(shape["family"], T, shape["width"], shape["kernel"]),
-                }
-                rows.append(row)
-                for k in ("seconds", "memory_mb", "seq_steps", "seq_steps_per_layer", "flops_per_layer"):
-                    summary[P.key("time_s" if k == "seconds" else k, label, f"T_{T}")] = row[k]
-                if r.get("sd_s") is not None:  # 95% half-width of a time from its repeats (Student t)
-                    summary[P.key("time_s_ci", label, f"T_{T}")] = _half_width(r["sd_s"], repeats)
-                ctx.log_metrics(
-                    {P.key("time_s", label): row["seconds"], P.key("memory_mb", label): row["memory_mb"]}, T
-                )
-            fit = [r for r in rows if r["model"] == label and r["T"] >= fit_min]
-            for what, col in (("time_exp", "seconds"), ("memory_exp", "memory_mb")):
-                k, half = P.loglog_fit([r["T"] for r in fit], [r[col] for r in fit])
-                summary[P.key(what, label)] = k
-                summary[P.key(f"{what}_ci", label)] = half  # the fit's 95% half-width: verdicts weigh it
-            curves[label] = [r for r in rows if r["model"] == label]
+            curves[label] = _record(ctx, summary, label, name, shape, result, repeats)
+            _fit(summary, label, curves[label], fit_min)
+            rows += curves[label]
             bar.advance()
     summary = P.flat(summary)
     P.log_summary(ctx, summary)
-    import pandas as pd
-
-    table = ctx.path("timing.csv")
-    pd.DataFrame(rows).to_csv(table, index=False)
-    ctx.log_artifact(table)
-    plt = P.pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for label, rs in curves.items():
-        Ts = [r["T"] for r in rs]
-        axes[0].loglog(Ts, [r["seconds"] for r in rs], "o-", label=f"{label} (k={summary[P.key('time_exp', label)]})")
-        mem = [max(r["memory_mb"], 1e-3) for r in rs]
-        axes[1].loglog(Ts, mem, "o-", label=f"{label} (k={summary[P.key('memory_exp', label)]})")
-    axes[0].set(
-        xlabel="sequence length T",
-        ylabel="fwd+bwd seconds (best of repeats)",
-        title=f"time ({ctx.device}, {threads} thr)",
-    )
-    axes[1].set(xlabel="sequence length T", ylabel="peak memory MiB", title=summary["memory_method"])
-    for ax in axes:
-        ax.legend(fontsize=8)
-    return {"summary": summary, "plot": P.save_figure(ctx, fig, "timing.png"), "table": str(table)}
+    table = _write_table(ctx, rows)
+    fig = _plot(curves, summary, ctx.device, threads)
+    return {"summary": summary, "plot": P.save_figure(ctx, fig, "timing.png"), "table": table}
