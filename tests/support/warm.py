@@ -25,6 +25,8 @@ def warm_env(folder: Path, *pythonpath: Path, **extra: str) -> Iterator[dict[str
     a runtime folder of its own; every zygote it started is stopped afterwards."""
     runtime = Path(tempfile.mkdtemp(prefix="bn-", dir="/tmp"))  # a socket path must stay short
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "MLFLOW_", "BOTTLENECKS_"))}
+    if "PREFECT_API_URL" in os.environ:  # the suite's Prefect server (conftest.py): no temporary one per command
+        env["PREFECT_API_URL"] = os.environ["PREFECT_API_URL"]
     env.update(
         {
             "BOTTLENECKS_DAEMON": "on",
