@@ -66,6 +66,17 @@ def plan_cmd(
     home.configure()
     plan = plan_or_exit(pipeline, profile, set_)
     selected = _select(plan, only)
+    cached = _cached(plan)
+    if json_out:
+        _print_json(plan, selected, cached)
+    elif params:
+        _print_params(plan, selected, cached)
+    else:
+        _print_table(plan, selected, cached)
+
+
+def _cached(plan) -> dict[str, bool]:
+    """Whether each step run would come from the cache: its key is stored and nothing before it reruns."""
     from flows.execute.cache import StepCache
 
     cache = StepCache(home.home())
@@ -76,32 +87,41 @@ def plan_cmd(
         if not hit:
             would_run.add(iid)
         cached[iid] = bool(hit)
-    if json_out:
-        rows = [
-            {
-                "id": iid,
-                "step": inst.step.id,
-                "component": inst.component.name,
-                "after": list(inst.deps),
-                "cached": cached[iid],
-                "key": inst.key,
-                "params": _plain(inst.params),
-            }
-            for iid, inst in plan.instances.items()
-            if iid in selected
-        ]
-        print(json.dumps(rows, indent=2, default=str))
-        return
-    if params:
-        for iid, inst in plan.instances.items():
-            if iid not in selected:
-                continue
-            after = ", ".join(inst.deps) or "-"
-            status = "cached" if cached[iid] else "will run"
-            out.print(f"[bold]{escape(iid)}[/]  {inst.component.name}  after {escape(after)}  {status}")
-            for name, value in _plain(inst.params).items():
-                out.print(f"    {name}: {json.dumps(value, default=str)}", markup=False, highlight=False)
-        return
+    return cached
+
+
+def _print_json(plan, selected: set[str], cached: dict[str, bool]) -> None:
+    """Print the selected step runs as JSON: id, step, component, after, cached, key, params."""
+    rows = [
+        {
+            "id": iid,
+            "step": inst.step.id,
+            "component": inst.component.name,
+            "after": list(inst.deps),
+            "cached": cached[iid],
+            "key": inst.key,
+            "params": _plain(inst.params),
+        }
+        for iid, inst in plan.instances.items()
+        if iid in selected
+    ]
+    print(json.dumps(rows, indent=2, default=str))
+
+
+def _print_params(plan, selected: set[str], cached: dict[str, bool]) -> None:
+    """Print each selected step run's line, then its parameters as resolved, one a line."""
+    for iid, inst in plan.instances.items():
+        if iid not in selected:
+            continue
+        after = ", ".join(inst.deps) or "-"
+        status = "cached" if cached[iid] else "will run"
+        out.print(f"[bold]{escape(iid)}[/]  {inst.component.name}  after {escape(after)}  {status}")
+        for name, value in _plain(inst.params).items():
+            out.print(f"    {name}: {json.dumps(value, default=str)}", markup=False, highlight=False)
+
+
+def _print_table(plan, selected: set[str], cached: dict[str, bool]) -> None:
+    """Print the selected step runs as a table, then the profile's description."""
     table = Table(title=f"{plan.name} (profile {plan.profile or '-'})")
     for col in ("step run", "component", "after", "cache", "key"):
         table.add_column(col)

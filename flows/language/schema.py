@@ -28,10 +28,9 @@ def _with_schema(comp) -> dict[str, Any]:
     return out
 
 
-def pipeline_schema() -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) of a pipeline file with every registered component."""
-    comps = registry()
-    step_props = {
+def _step_properties(comps: dict[str, Any]) -> dict[str, Any]:
+    """The keys a step may have: uses, with, matrix, needs, retries, cache, resources, description."""
+    return {
         "uses": {
             "type": "string",
             "description": "registered component name or package.module:function",
@@ -58,6 +57,10 @@ def pipeline_schema() -> dict[str, Any]:
         },
         "description": {"type": "string"},
     }
+
+
+def _step(comps: dict[str, Any], step_props: dict[str, Any]) -> dict[str, Any]:
+    """A step: its keys, with ``with:`` checked against the schema of the component it uses."""
     conditions = [
         {
             "if": {"properties": {"uses": {"const": name}}, "required": ["uses"]},
@@ -65,19 +68,42 @@ def pipeline_schema() -> dict[str, Any]:
         }
         for name, comp in sorted(comps.items())
     ]
-    step = {
+    return {
         "type": "object",
         "properties": step_props,
         "required": ["uses"],
         "additionalProperties": False,
         "allOf": conditions,
     }
-    settings = settings_schema()
+
+
+def _profiles(settings: dict[str, Any], step_props: dict[str, Any]) -> dict[str, Any]:
+    """Named profiles: a description, params, settings and per-step overrides of a few keys."""
     profile_step = {
         "type": "object",
         "additionalProperties": False,
         "properties": {k: step_props[k] for k in PROFILE_STEP_KEYS},
     }
+    return {
+        "type": "object",
+        "additionalProperties": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "description": {"type": "string"},
+                "params": {"type": "object"},
+                "settings": settings,
+                "steps": {"type": "object", "additionalProperties": profile_step},
+            },
+        },
+    }
+
+
+def pipeline_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a pipeline file with every registered component."""
+    comps = registry()
+    step_props = _step_properties(comps)
+    settings = settings_schema()
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "bottlenecks pipeline",
@@ -90,19 +116,7 @@ def pipeline_schema() -> dict[str, Any]:
             "params": {"type": "object", "description": "pipeline-wide values, overridable with --set"},
             "settings": settings,
             "default_profile": {"type": "string"},
-            "profiles": {
-                "type": "object",
-                "additionalProperties": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "properties": {
-                        "description": {"type": "string"},
-                        "params": {"type": "object"},
-                        "settings": settings,
-                        "steps": {"type": "object", "additionalProperties": profile_step},
-                    },
-                },
-            },
+            "profiles": _profiles(settings, step_props),
             "schedule": {
                 "type": "object",
                 "required": ["cron"],
@@ -114,7 +128,7 @@ def pipeline_schema() -> dict[str, Any]:
             "steps": {
                 "type": "object",
                 "minProperties": 1,
-                "additionalProperties": step,
+                "additionalProperties": _step(comps, step_props),
                 "propertyNames": {"pattern": r"^[A-Za-z0-9_-]+$"},
             },
         },

@@ -110,26 +110,27 @@ def _text_keys(node: YMap, what: str, errors: Collector) -> None:
         del node[key]
 
 
-def parse(root: Any, file: str, errors: Collector) -> Pipeline | None:
-    """Check the structure of a loaded file and return a ``Pipeline`` (None if unusable)."""
+def _top_level(root: Any, errors: Collector) -> bool:
+    """Report an empty file, a top level that is not a mapping (False: nothing to parse), and
+    unknown or missing top-level keys."""
     if root is None:
         errors.add((1, 1), "the file is empty; a pipeline needs at least 'name' and 'steps'")
-        return None
+        return False
     if not isinstance(root, YMap):
         pos = getattr(root, "pos", (1, 1))
         errors.add(pos, f"the top level must be a mapping with 'name' and 'steps', got {type(root).__name__}")
-        return None
+        return False
     _unknown_keys(root, TOP_KEYS, "top-level", errors)
     for required in ("name", "steps"):
         if required not in root:
             errors.add(root.pos, f"missing required top-level key {required!r}")
-    name = root.get("name")
-    if "name" in root and not isinstance(name, str):
+    if "name" in root and not isinstance(root.get("name"), str):
         errors.add(root.vpos("name"), "'name' must be a string")
-    params = _mapping(root, "params", errors, "'params'")
-    _text_keys(params, "param", errors)
-    settings = _mapping(root, "settings", errors, "'settings'")
-    _check_settings(settings, errors)
+    return True
+
+
+def _profiles(root: YMap, errors: Collector) -> YMap:
+    """Check every profile's keys and settings; drop a step override's bad ``uses:`` (reported)."""
     profiles = _mapping(root, "profiles", errors, "'profiles'")
     _text_keys(profiles, "profile", errors)
     for pname, prof in profiles.items():
@@ -142,23 +143,68 @@ def parse(root: Any, file: str, errors: Collector) -> Pipeline | None:
         for sid, over in over_steps.items() if isinstance(over_steps, YMap) else ():
             if isinstance(over, YMap) and not _uses_ok(over, str(sid), errors):
                 del over["uses"]  # reported; the override is not applied
+    return profiles
+
+
+def _default_profile(root: YMap, profiles: YMap, errors: Collector) -> str | None:
+    """Return ``default_profile`` when it is text (None otherwise), reporting one that names no profile."""
     default_profile = root.get("default_profile")
     if default_profile is not None and not isinstance(default_profile, str):  # never looked up or suggested
         errors.add(
             root.vpos("default_profile"), f"default_profile must be the name of a profile, got {_what(default_profile)}"
         )
-        default_profile = None
-    elif default_profile is not None and default_profile not in profiles:
+        return None
+    if default_profile is not None and default_profile not in profiles:
         errors.add(
             root.vpos("default_profile"),
             f"default_profile {default_profile!r} is not a profile{suggest(default_profile, profiles)}",
         )
-    schedule = None
-    if "schedule" in root:
-        schedule = _mapping(root, "schedule", errors, "'schedule'")
-        _unknown_keys(schedule, SCHEDULE_KEYS, "schedule", errors)
-        if "cron" not in schedule:
-            errors.add(schedule.pos, "schedule needs a 'cron' expression, e.g. cron: \"0 2 * * *\"")
+    return default_profile
+
+
+def _schedule(root: YMap, errors: Collector) -> YMap | None:
+    """Return the ``schedule:`` mapping (None when absent), checking its keys and its cron."""
+    if "schedule" not in root:
+        return None
+    schedule = _mapping(root, "schedule", errors, "'schedule'")
+    _unknown_keys(schedule, SCHEDULE_KEYS, "schedule", errors)
+    if "cron" not in schedule:
+        errors.add(schedule.pos, "schedule needs a 'cron' expression, e.g. cron: \"0 2 * * *\"")
+    return schedule
+
+
+def _steps(root: YMap, errors: Collector) -> dict[str, Step]:
+    """Parse every step of a non-empty ``steps:`` mapping."""
+    steps = root.get("steps")
+    if "steps" not in root:
+        return {}
+    if not isinstance(steps, YMap):
+        errors.add(
+            root.vpos("steps"), "'steps' must be a mapping of step id to step (e.g. 'train: {uses: train.model}')"
+        )
+        return {}
+    if not steps:
+        errors.add(root.vpos("steps"), "'steps' is empty; add at least one step")
+    parsed = {}
+    for sid, node in steps.items():
+        step = _parse_step(str(sid), node, steps, errors)
+        if step is not None:
+            parsed[step.id] = step
+    return parsed
+
+
+def parse(root: Any, file: str, errors: Collector) -> Pipeline | None:
+    """Check the structure of a loaded file and return a ``Pipeline`` (None if unusable)."""
+    if not _top_level(root, errors):
+        return None
+    name = root.get("name")
+    params = _mapping(root, "params", errors, "'params'")
+    _text_keys(params, "param", errors)
+    settings = _mapping(root, "settings", errors, "'settings'")
+    _check_settings(settings, errors)
+    profiles = _profiles(root, errors)
+    default_profile = _default_profile(root, profiles, errors)
+    schedule = _schedule(root, errors)
     pipe = Pipeline(
         file=file,
         name=name if isinstance(name, str) else "pipeline",
@@ -170,19 +216,7 @@ def parse(root: Any, file: str, errors: Collector) -> Pipeline | None:
         schedule=schedule,
         root=root,
     )
-    steps = root.get("steps")
-    if "steps" in root:
-        if not isinstance(steps, YMap):
-            errors.add(
-                root.vpos("steps"), "'steps' must be a mapping of step id to step (e.g. 'train: {uses: train.model}')"
-            )
-        elif not steps:
-            errors.add(root.vpos("steps"), "'steps' is empty; add at least one step")
-        else:
-            for sid, node in steps.items():
-                step = _parse_step(str(sid), node, steps, errors)
-                if step is not None:
-                    pipe.steps[step.id] = step
+    pipe.steps.update(_steps(root, errors))
     return pipe
 
 
