@@ -374,6 +374,19 @@ def serve(path: Path, entry: str, modules: list[str]) -> None:
     if threads:  # forking with other threads alive could copy a held lock into every child
         print(f"zygote: not serving, threads started at import: {threads}", flush=True)
         return
+    server = _listen(path)
+    try:
+        _serve_loop(server, lock, files, env, main)
+    finally:
+        try:
+            if path.exists() and server.fileno() >= 0:
+                path.unlink()
+        except OSError:
+            pass
+
+
+def _listen(path: Path) -> socket.socket:
+    """Bind the socket at ``path`` (in place of a stale file); children are reaped, SIGTERM exits."""
     try:
         path.unlink()
     except FileNotFoundError:
@@ -384,62 +397,79 @@ def serve(path: Path, entry: str, modules: list[str]) -> None:
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
     print(f"zygote {os.getpid()} serving {path} (idle timeout {idle_seconds():.0f} s)", flush=True)
+    return server
+
+
+def _serve_loop(server: socket.socket, lock, files: dict, env: dict[str, str], main: Callable[[], None]) -> None:
+    """Answer status and stop requests, and fork a child per command, until idle, stopped or stale."""
     idle = idle_seconds()
     last = time.monotonic()  # when it last served a command (a status or a failed request does not count)
-    try:
-        while True:
-            server.settimeout(max(0.01, idle - (time.monotonic() - last)))
-            try:
-                conn, _ = server.accept()
-            except socket.timeout:
-                print("zygote: idle, exiting", flush=True)
-                return
-            conn.settimeout(10)
-            try:
-                request, fds = _recv(conn, with_fds=True)
-            except (OSError, EOFError, ValueError):
-                conn.close()
-                continue
-            if request.get("stop"):
-                _send(conn, {"stopped": os.getpid()})
-                conn.close()
-                return
-            if request.get("status"):
-                try:
-                    _send(conn, {"pid": os.getpid(), "idle": round(time.monotonic() - last, 1)})
-                except OSError:
-                    pass
-                conn.close()
-                for fd in fds:
-                    os.close(fd)
-                continue
-            last = time.monotonic()
-            why = changed(files)
-            if why is None and stable_env(request.get("env", {})) != env:
-                why = "the environment differs"
-            if why is not None or len(fds) != 3:
-                _send(conn, {"stale": why or "no terminal descriptors"})
-                conn.close()
-                for fd in fds:
-                    os.close(fd)
-                if why is not None:
-                    print(f"zygote: stale ({why}), exiting", flush=True)
-                    return
-                continue
-            pid = os.fork()
-            if pid == 0:
-                server.close()
-                lock.close()
-                _child(conn, request, fds, main)  # never returns
-            for fd in fds:
-                os.close(fd)
-            conn.close()
-    finally:
+    while True:
+        server.settimeout(max(0.01, idle - (time.monotonic() - last)))
         try:
-            if path.exists() and server.fileno() >= 0:
-                path.unlink()
-        except OSError:
-            pass
+            conn, _ = server.accept()
+        except socket.timeout:
+            print("zygote: idle, exiting", flush=True)
+            return
+        conn.settimeout(10)
+        try:
+            request, fds = _recv(conn, with_fds=True)
+        except (OSError, EOFError, ValueError):
+            conn.close()
+            continue
+        if request.get("stop"):
+            _send(conn, {"stopped": os.getpid()})
+            conn.close()
+            return
+        if request.get("status"):
+            _answer_status(conn, fds, last)
+            continue
+        last = time.monotonic()
+        why = _staleness(request, files, env)
+        if why is not None or len(fds) != 3:
+            _send(conn, {"stale": why or "no terminal descriptors"})
+            _let_go(conn, fds)
+            if why is not None:
+                print(f"zygote: stale ({why}), exiting", flush=True)
+                return
+            continue
+        _fork(server, lock, conn, request, fds, main)
+
+
+def _let_go(conn: socket.socket, fds: list[int]) -> None:
+    """Close a request's connection and the descriptors it passed."""
+    conn.close()
+    for fd in fds:
+        os.close(fd)
+
+
+def _answer_status(conn: socket.socket, fds: list[int], last: float) -> None:
+    """Say this zygote's pid and how long since it last served a command."""
+    try:
+        _send(conn, {"pid": os.getpid(), "idle": round(time.monotonic() - last, 1)})
+    except OSError:
+        pass
+    _let_go(conn, fds)
+
+
+def _staleness(request: dict, files: dict[str, tuple[int, int]], env: dict[str, str]) -> str | None:
+    """Why a command cannot run here: a module file changed since preload, or its environment differs."""
+    why = changed(files)
+    if why is None and stable_env(request.get("env", {})) != env:
+        why = "the environment differs"
+    return why
+
+
+def _fork(server: socket.socket, lock, conn: socket.socket, request: dict, fds: list[int], main) -> None:
+    """Fork the command's process; the zygote closes its copies of the descriptors and connection."""
+    pid = os.fork()
+    if pid == 0:
+        server.close()
+        lock.close()
+        _child(conn, request, fds, main)  # never returns
+    for fd in fds:
+        os.close(fd)
+    conn.close()
 
 
 def _child(conn: socket.socket, request: dict, fds: list[int], main: Callable[[], None]) -> None:
