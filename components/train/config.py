@@ -15,7 +15,10 @@ from pydantic import BaseModel, ConfigDict
 from components.model_names import ModelName
 
 # Parameters that may change between a killed run and its restart without invalidating the state.
-RESUMABLE_CHANGES = {"steps", "eval_every", "checkpoint_every", "log_every", "compile", "prefetch"}
+RESUMABLE_CHANGES = {
+    *("steps", "checkpoint_every", "log_every", "compile", "prefetch"),
+    *("eval_every", "eval_batches", "eval_bleu"),  # evaluation changes no weights
+}
 
 
 class TrainError(ValueError):
@@ -41,6 +44,16 @@ class TrainConfig(BaseModel):
             device runs out of memory (the step is retried, nothing is lost); on a CPU, one pass per
             micro-batch. A given number also doubles on running out of memory. The summary's
             ``passes_per_step`` says what was used.
+        eval_every: learning curves. Every run logs ``train/loss``, ``train/acc``, ``train/grad_norm``,
+            ``train/lr`` and ``train/tokens_per_s`` every ``log_every`` steps, and at each evaluation
+            ``valid/loss``, ``valid/acc`` (``valid/acc_all`` where the task has it) and, for
+            translation, ``valid/bleu`` (see ``eval_bleu``): the same keys for every model and task.
+            None (the default): evaluate at 5 evenly spaced steps and at the end; N: every N steps and
+            at the end; 0: only at the end, as the summary's ``valid_loss``/``valid_acc``, with no
+            ``valid/*`` curve. The end's point is the full valid split (the averaged model with
+            ``average_last``); the points before it read the first ``eval_batches`` valid batches.
+            Evaluation does not change training (same weights), and the summary's
+            ``tokens_per_s`` leaves its time out (``eval_seconds`` says how long it took).
         average_last: keep the weights of the last N checkpoints (every ``checkpoint_every`` steps,
             the final one included) and evaluate and save their average.
     """
@@ -70,7 +83,9 @@ class TrainConfig(BaseModel):
     clip_value: float = 1.0
     max_loss: float | None = None  # also count a loss above this as divergence (CE rarely hits Inf)
     seed: int = 0
-    eval_every: int = 0  # 0: evaluate only at the end
+    eval_every: int | None = None  # None: 5 evenly spaced valid/* points and the end; 0: only the end
+    eval_batches: int = 0  # valid batches per point before the end; 0: the whole split
+    eval_bleu: int = 64  # translation: valid/bleu on the first N valid sentences (greedy); 0: no BLEU
     eval_batch_size: int = 256
     checkpoint_every: int = 100
     log_every: int = 10
@@ -82,8 +97,14 @@ class TrainConfig(BaseModel):
 
     def check(self) -> None:
         """Raise TrainError for a value out of its bounds (the types are pydantic's to check)."""
-        if min(self.steps, self.eval_every, self.checkpoint_every) < 0 or min(self.batch_size, self.log_every) < 1:
-            raise TrainError("steps, eval_every and checkpoint_every must be >= 0; batch_size and log_every >= 1")
+        if (
+            min(self.steps, self.eval_every or 0, self.checkpoint_every, self.eval_batches, self.eval_bleu) < 0
+            or min(self.batch_size, self.log_every) < 1
+        ):
+            raise TrainError(
+                "steps, eval_every, eval_batches, eval_bleu and checkpoint_every must be >= 0; "
+                "batch_size and log_every >= 1"
+            )
         if self.accumulate < 1 or self.average_last < 0 or (self.prefetch is not None and self.prefetch < 0):
             raise TrainError(
                 f"accumulate must be >= 1 and average_last, prefetch >= 0; got accumulate={self.accumulate}, "

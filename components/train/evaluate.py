@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import islice
+
 import torch
 from torch import nn
 
@@ -9,8 +11,11 @@ from components.train.tasks import Task
 
 
 @torch.no_grad()
-def evaluate(model: nn.Module, task: Task, split: str, batch_size: int = 256) -> dict[str, float]:
-    """Return {"loss", "acc"} averaged over the split (token-weighted for sequence outputs).
+def evaluate(
+    model: nn.Module, task: Task, split: str, batch_size: int = 256, max_batches: int | None = None
+) -> dict[str, float]:
+    """Return {"loss", "acc"} averaged over the split, or its first ``max_batches`` batches
+    (token-weighted for sequence outputs).
 
     Tasks with several outputs per step (targets (B, T, J)) also get ``acc_all``: the fraction of
     steps where every scored output is right; generate tasks (one-to-many) get it per sequence.
@@ -18,7 +23,7 @@ def evaluate(model: nn.Module, task: Task, split: str, batch_size: int = 256) ->
     was_training = model.training
     model.eval()
     total_loss, correct, counted, all_right, steps = 0.0, 0, 0, 0, 0
-    for batch in task.eval_batches(split, batch_size):
+    for batch in islice(task.eval_batches(split, batch_size), max_batches):
         out, y = task.outputs(model, batch)
         loss, c, n = task.score(out, y)
         n = int(n)

@@ -9,6 +9,7 @@ from typing import Any
 from components import Context
 from components.train import checkpoint as C
 from components.train.average import average_checkpoints
+from components.train.curves import log_end
 from components.train.evaluate import evaluate
 from components.train.example import io_example
 from components.train.loop import Trained
@@ -29,6 +30,7 @@ def finish(ctx: Context, run: Run, done: Trained) -> dict[str, Any]:
         for k, v in evaluate(run.net, run.task, split, run.cfg.eval_batch_size).items():
             summary[f"{split}_{k}"] = v
     summary = _finite_or_none(summary)
+    summary["eval_seconds"] = round(done.eval_seconds + log_end(ctx, run, done.step, summary), 3)
     ctx.log_metrics(
         {k: float(v) for k, v in summary.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
         | {"diverged": float(summary["diverged"])}
@@ -48,7 +50,8 @@ def _summary(run: Run, done: Trained, seconds: float) -> dict[str, Any]:
         "params": run.n_params,
         "resumed_from_step": run.start,
         "precision": run.precision,
-        "tokens_per_s": round(done.tokens / done.seconds, 1) if done.tokens else None,
+        # training throughput: the learning curve's evaluations left out
+        "tokens_per_s": round(done.tokens / (done.seconds - done.eval_seconds), 1) if done.tokens else None,
     }
 
 

@@ -9,7 +9,7 @@ import torch
 
 from components import Context, Progress
 from components.train import precision as P
-from components.train.evaluate import evaluate
+from components.train.curves import eval_steps, log_point
 from components.train.monitor import Divergence, Window
 from components.train.optim import clip_gradients
 from components.train.prefetch import Prefetcher
@@ -27,6 +27,7 @@ class Trained:
     tokens: int  # this process's tokens (or examples), for the summary's throughput
     seconds: float  # this process's wall time in the loop
     cpu_seconds: float  # this process's CPU time (all threads) in the loop
+    eval_seconds: float  # of ``seconds``, the time spent evaluating the learning curve's points
 
 
 def train_loop(ctx: Context, run: Run) -> Trained:
@@ -37,7 +38,8 @@ def train_loop(ctx: Context, run: Run) -> Trained:
     # image shifts draw from the global RNG: only pure batch functions may run ahead on a thread
     depth = 0 if cfg.shift else _prefetch_depth(cfg.prefetch, run.cuda)
     watch = Divergence(ctx.device, cfg.max_loss, cfg.log_every if run.cuda else 1)
-    window, tokens, diverged = Window(ctx.device), 0, None
+    window, tokens, diverged, evaluating = Window(ctx.device), 0, None, 0.0
+    points = eval_steps(cfg.eval_every, cfg.steps)
     t0, cpu0 = time.perf_counter(), time.process_time()
     step = run.start
     loader = Prefetcher(run.batches, run.start * cfg.accumulate, depth, pin=run.cuda)
@@ -62,10 +64,12 @@ def train_loop(ctx: Context, run: Run) -> Trained:
             tokens += n_tokens
             if logging_step:
                 _log_train(ctx, run, window, grad_norm, step, bar)
-            _evaluate_and_save(ctx, run, step, run.elapsed + time.perf_counter() - t0)
+            spent = _evaluate_and_save(ctx, run, step, run.elapsed + time.perf_counter() - t0, points)
+            window.t0 += spent  # train/tokens_per_s counts training time only
+            evaluating += spent
             bar.advance()
     seconds, cpu_seconds = time.perf_counter() - t0, time.process_time() - cpu0
-    return Trained(step, diverged[0] if diverged else None, backward.passes, tokens, seconds, cpu_seconds)
+    return Trained(step, diverged[0] if diverged else None, backward.passes, tokens, seconds, cpu_seconds, evaluating)
 
 
 def _log_train(ctx: Context, run: Run, window: Window, grad_norm, step: int, bar: Progress) -> None:
@@ -80,16 +84,15 @@ def _log_train(ctx: Context, run: Run, window: Window, grad_norm, step: int, bar
     )
 
 
-def _evaluate_and_save(ctx: Context, run: Run, step: int, seconds: float) -> None:
-    """Evaluate on the valid split every ``eval_every`` steps; save the state every ``checkpoint_every``."""
-    cfg = run.cfg
-    if cfg.eval_every and step % cfg.eval_every == 0:
-        valid = evaluate(run.net, run.task, "valid", cfg.eval_batch_size)
-        run.net.train()  # evaluate left it in eval mode
-        ctx.log_metrics({f"valid/{k}": v for k, v in valid.items()}, step)
-        run.history["valid"] = valid
+def _evaluate_and_save(ctx: Context, run: Run, step: int, seconds: float, points: frozenset[int]) -> float:
+    """Log the learning curve's point at ``step`` if it is one of ``points``; save the state every
+    ``checkpoint_every``. Return the seconds spent evaluating."""
+    cfg, spent = run.cfg, 0.0
+    if step in points:
+        run.history["valid"], spent = log_point(ctx, run, step)
     if cfg.checkpoint_every and step % cfg.checkpoint_every == 0 and step < cfg.steps:
         run.save(step, seconds)
+    return spent
 
 
 def _prefetch_depth(prefetch: int | None, cuda: bool) -> int:

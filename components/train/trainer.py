@@ -29,8 +29,9 @@ def train_model(ctx: Context, cfg: TrainConfig) -> dict:
 
     Returns:
         ``checkpoint`` (model file for ``load_model``) and ``summary`` (final valid/test loss and
-        accuracy, diverged, diverged_step, steps, seconds, params, tokens_per_s: source
-        tokens, or examples, per second of this process's training).
+        accuracy, diverged, diverged_step, steps, seconds, eval_seconds (the learning curve's
+        share of them), params, tokens_per_s: source tokens, or examples, per second of this
+        process's training).
     """
     cfg.check()
     with _determinism(cfg.deterministic, ctx.device), P.tf32(ctx.device.startswith("cuda")):

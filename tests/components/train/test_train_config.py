@@ -7,7 +7,7 @@ import pytest
 from components import Context, get
 from components.train.config import TrainConfig, TrainError
 
-BOUNDS = "steps, eval_every and checkpoint_every must be >= 0; batch_size and log_every >= 1"
+BOUNDS = "steps, eval_every, eval_batches, eval_bleu and checkpoint_every must be >= 0; batch_size and log_every >= 1"
 
 
 @pytest.mark.parametrize(
