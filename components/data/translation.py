@@ -39,60 +39,24 @@ def write_translation(
     in that many processes (None: one, where ``encode_batch`` may still use the tokenizer's threads).
     """
     import datasets
-    from datasets import Dataset, DatasetDict, Features, Sequence, Value
+    from datasets import DatasetDict
 
     datasets.disable_progress_bars()  # a save per split would flood the step's log
     folder = ctx.path("dataset")
-    joint = tgt_tok is src_tok
     vocab = max(src_tok.get_vocab_size(), tgt_tok.get_vocab_size())
     dtype = str(id_dtype(vocab))
-    features = Features(
-        {
-            "src": Value("string"),
-            "tgt": Value("string"),
-            "src_ids": Sequence(Value(dtype)),
-            "tgt_ids": Sequence(Value(dtype)),
-        }
-    )
     parts, counts, hist, longest = {}, {}, {}, {}
     for name in SPLITS:
         pairs = splits.get(name, [])
         if not pairs:
             raise DataError(f"split {name!r} is empty: give it files or a non-zero fraction to carve from train")
-        src, tgt = [p[0] for p in pairs], [p[1] for p in pairs]
-        procs = num_proc if num_proc and len(pairs) >= 5_000 * num_proc else None  # a pool for small splits costs more
-        parts[name] = Dataset.from_dict({"src": src, "tgt": tgt}).map(
-            _encode,
-            batched=True,
-            batch_size=5_000,
-            num_proc=procs,
-            features=features,
-            fn_kwargs={"src_tok": src_tok, "tgt_tok": tgt_tok},
-            new_fingerprint=f"encode-{name}",
-        )
+        parts[name] = _encode_split(name, pairs, src_tok, tgt_tok, dtype, num_proc)
         counts[name] = len(pairs)
-        hist[name] = length_histogram(src)
-        for side in ("src", "tgt"):
-            arrays = TokenArrays.from_arrow(parts[name].data.table.column(f"{side}_ids"), vocab)
-            arrays.save(folder / "arrays", f"{name}.{side}")
-            longest.setdefault(name, []).append(int(arrays.lengths.max()))  # [src, tgt] ids per example
+        hist[name] = length_histogram([p[0] for p in pairs])
+        longest[name] = _save_arrays(folder, name, parts[name], vocab)
     DatasetDict(parts).save_to_disk(str(folder / "data"))
-    if joint:
-        src_tok.save(str(folder / "tokenizer.json"))
-    else:
-        src_tok.save(str(folder / "tokenizer.src.json"))
-        tgt_tok.save(str(folder / "tokenizer.tgt.json"))
-    meta = {
-        "kind": "translation",
-        "src_lang": src_lang,
-        "tgt_lang": tgt_lang,
-        "joint": joint,
-        "src_vocab_size": src_tok.get_vocab_size(),
-        "tgt_vocab_size": tgt_tok.get_vocab_size(),
-        "pad_id": PAD_ID,
-        "unk_id": UNK_ID,
-        "bos_id": BOS_ID,
-        "eos_id": EOS_ID,
+    _save_tokenizers(folder, src_tok, tgt_tok)
+    meta = _meta(src_tok, tgt_tok, src_lang, tgt_lang) | {
         "counts": counts,
         "length_histogram": hist,
         "longest_ids": longest,
@@ -103,3 +67,63 @@ def write_translation(
     ctx.log_metrics({f"n_{k}": v for k, v in counts.items()})
     ctx.log_metrics({"src_vocab_size": meta["src_vocab_size"], "tgt_vocab_size": meta["tgt_vocab_size"]})
     return folder
+
+
+def _encode_split(name: str, pairs: list[tuple[str, str]], src_tok, tgt_tok, dtype: str, num_proc: int | None):
+    """Encode one split's pairs into a ``Dataset`` of text and ids (a process pool for large splits)."""
+    from datasets import Dataset, Features, Sequence, Value
+
+    features = Features(
+        {
+            "src": Value("string"),
+            "tgt": Value("string"),
+            "src_ids": Sequence(Value(dtype)),
+            "tgt_ids": Sequence(Value(dtype)),
+        }
+    )
+    src, tgt = [p[0] for p in pairs], [p[1] for p in pairs]
+    procs = num_proc if num_proc and len(pairs) >= 5_000 * num_proc else None  # a pool for small splits costs more
+    return Dataset.from_dict({"src": src, "tgt": tgt}).map(
+        _encode,
+        batched=True,
+        batch_size=5_000,
+        num_proc=procs,
+        features=features,
+        fn_kwargs={"src_tok": src_tok, "tgt_tok": tgt_tok},
+        new_fingerprint=f"encode-{name}",
+    )
+
+
+def _save_arrays(folder: Path, name: str, part, vocab: int) -> list[int]:
+    """Save a split's ids as memory-mapped arrays; return the longest [src, tgt] ids per example."""
+    longest = []
+    for side in ("src", "tgt"):
+        arrays = TokenArrays.from_arrow(part.data.table.column(f"{side}_ids"), vocab)
+        arrays.save(folder / "arrays", f"{name}.{side}")
+        longest.append(int(arrays.lengths.max()))
+    return longest
+
+
+def _save_tokenizers(folder: Path, src_tok, tgt_tok) -> None:
+    """Save one ``tokenizer.json`` for a joint vocabulary, else ``tokenizer.src.json`` and ``.tgt.json``."""
+    if tgt_tok is src_tok:
+        src_tok.save(str(folder / "tokenizer.json"))
+    else:
+        src_tok.save(str(folder / "tokenizer.src.json"))
+        tgt_tok.save(str(folder / "tokenizer.tgt.json"))
+
+
+def _meta(src_tok, tgt_tok, src_lang: str, tgt_lang: str) -> dict[str, Any]:
+    """The languages, vocabularies and special ids of a translation dataset."""
+    return {
+        "kind": "translation",
+        "src_lang": src_lang,
+        "tgt_lang": tgt_lang,
+        "joint": tgt_tok is src_tok,
+        "src_vocab_size": src_tok.get_vocab_size(),
+        "tgt_vocab_size": tgt_tok.get_vocab_size(),
+        "pad_id": PAD_ID,
+        "unk_id": UNK_ID,
+        "bos_id": BOS_ID,
+        "eos_id": EOS_ID,
+    }
