@@ -9,7 +9,10 @@ length, control characters, 64-bit integers here; values, nesting and alias expa
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+import stat
 from pathlib import Path
 
 import yaml
@@ -79,15 +82,25 @@ _CHAR_NAMES = {0: "NUL"}
 
 
 def read(path: Path, errors: Collector) -> str | None:
-    """Read a pipeline file as UTF-8 text of at most ``MAX_BYTES``; None (with an error) if not."""
-    if path.is_dir():
-        errors.add((1, 1), "this is a directory, not a pipeline file")
-        return None
+    """Read a pipeline file as UTF-8 text of at most ``MAX_BYTES``; None (with an error) if not.
+
+    Only a regular file is read: a pipe, socket or device may block or never end, so its type is
+    checked before opening, and the file is opened without blocking and checked again once open."""
     try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_BYTES + 1)  # bounded: a device or pipe may never end
+        kind = _not_a_file(os.stat(path).st_mode)
+        if kind is None:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+            with open(fd, "rb") as f:
+                kind = _not_a_file(os.fstat(fd).st_mode)  # replaced since the first look
+                raw = None if kind else f.read(MAX_BYTES + 1)  # bounded: a file may grow while read
     except OSError as e:
-        errors.add((1, 1), f"cannot read pipeline file: {e.strerror}")
+        errors.add((1, 1), _unreadable(e))
+        return None
+    except ValueError:  # a NUL or a lone surrogate: no file system takes such a name
+        errors.add((1, 1), f"the file name holds a character no file name can hold; {_GIVE_A_FILE}")
+        return None
+    if kind is not None:
+        errors.add((1, 1), f"this is {kind}, not a pipeline file; {_GIVE_A_FILE}")
         return None
     if len(raw) > MAX_BYTES:
         errors.add(
@@ -107,6 +120,36 @@ def read(path: Path, errors: Collector) -> str | None:
             "are YAML text in UTF-8",
         )
         return None
+
+
+_GIVE_A_FILE = "give the path of a pipeline's .yaml file"
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def _not_a_file(mode: int) -> str | None:
+    """What a path is when it is not a regular file ("a directory", "a named pipe (FIFO)"...)."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((kind for test, kind in _KINDS if test(mode)), "a special file")
+
+
+def _unreadable(e: OSError) -> str:
+    """Why a path cannot be read, and what to do about it, in a user's words."""
+    fixes = {
+        errno.ENOENT: "check the path (it is relative to the current folder)",
+        errno.ENAMETOOLONG: "a name in a path may have at most 255 bytes (a whole path 4,096); check the path",
+        errno.ELOOP: "symbolic links here lead back to themselves in a loop; point the link at a pipeline file",
+        errno.EACCES: "make the file readable (chmod u+r) or run as a user who may read it",
+        errno.ENOTDIR: "a part of the path before the file name is a file, not a folder; check the path",
+    }
+    fix = fixes.get(e.errno, _GIVE_A_FILE)
+    return f"cannot read pipeline file: {e.strerror or e}; {fix}"
 
 
 def _check_text(text: str, errors: Collector) -> bool:
@@ -185,7 +228,7 @@ def _convert(node, loader, errors: Collector):
     if node.tag == _INT and not _int_fits(node.value):
         errors.add(
             _pos(node),
-            f"integer {_clip(node.value)} does not fit in 64 bits (|n| < 2**63); quote it if it is meant as text",
+            f"integer {clip(node.value)} does not fit in 64 bits (|n| < 2**63); quote it if it is meant as text",
         )
         return None
     try:
@@ -194,7 +237,7 @@ def _convert(node, loader, errors: Collector):
         errors.add(_pos(node), f"invalid value: {e.problem}")
         return None
     except ValueError as e:  # e.g. a timestamp with a month 13
-        errors.add(_pos(node), f"invalid value {_clip(node.value)}: {e}")
+        errors.add(_pos(node), f"invalid value {clip(node.value)}: {e}")
         return None
 
 
@@ -242,5 +285,6 @@ def _int_fits(text: str) -> bool:
     return -(2**63) <= value < 2**63
 
 
-def _clip(text: str, most: int = 40) -> str:
+def clip(text: str, most: int = 40) -> str:
+    """``text``, or its start and its length when longer than ``most`` characters."""
     return text if len(text) <= most else f"{text[: most - 12]}... ({len(text):,} characters)"

@@ -7,7 +7,7 @@ from typing import Any
 
 from flows.language.errors import MAX_ERRORS, Collector, Located, PipelineInvalid
 from flows.language.spec import PROFILE_STEP_KEYS, Pipeline, check_resources, overlay
-from flows.language.yamlload import YList, YMap, load
+from flows.language.yamlload import YList, YMap, clip, load
 from flows.plan._model import holds_reference, suggest
 
 NO_REFERENCES = "params are plain values and cannot contain ${...} references"
@@ -119,7 +119,7 @@ def apply_overrides(pipe: Pipeline, sets: list[str], params: dict, errors: Colle
             continue
         arg = _Set(i, item, key, len(item) - len(raw))
         refused = len(errors.errors)
-        value = _override_value(raw, i, arg.offset, errors)
+        value = _override_value(raw, arg, errors)
         if len(errors.errors) > refused:
             continue  # applied, a refused value would add a second error where it is used
         value = _at_set(value, i, arg.offset)
@@ -154,17 +154,23 @@ def _set_step_param(arg: _Set, value: Any, pipe: Pipeline, params: dict, errors:
     step.with_ = overlay(step.with_, over)
 
 
-def _override_value(raw: str, i: int, offset: int, errors: Collector) -> Any:
+def _override_value(raw: str, arg: _Set, errors: Collector) -> Any:
     """A ``--set`` value read as YAML within the file bounds (schedules pass them from the file);
-    text that is not valid YAML stays text."""
+    text YAML cannot parse is refused, naming the ``--set``, its key and its text."""
     if not raw.strip():
         return ""
     found = Collector("--set")
     value = load(raw, found)
-    bounds = [e for e in found.errors if not e.message.startswith(("YAML syntax error", "tab character"))]
-    for e in bounds:
-        errors.errors.append(Located("--set", i, offset + e.col, e.message))
-    return raw if found.errors and not bounds else value
+    for e in found.errors:
+        message = e.message
+        if message.startswith(("YAML syntax error", "tab character")):
+            message = (
+                f"--set {arg.key}={clip(raw)}: the value is not valid YAML "
+                f"({message.removeprefix('YAML syntax error: ')}); quote it to mean text, as in "
+                f"--set '{arg.key}=\"...\"'"
+            )
+        errors.errors.append(Located("--set", arg.i, arg.offset + e.col, message))
+    return value
 
 
 def _at_set(value: Any, i: int, offset: int) -> Any:

@@ -120,6 +120,7 @@ SETS = {
         "n=&a [*a]",
         "--set:1:7: alias *a is used inside its own anchor; recursive structures are not allowed",
     ),
+    "a value that is not YAML": ("n=[[[", "--set:1:3: --set n=[[[: the value is not valid YAML"),
     "a params reference": pytest.param("n=${params.n}", "--set:1:3: "),
     "a step output reference": pytest.param("n=${a.total}", "--set:1:3: "),
 }
@@ -147,18 +148,20 @@ def test_an_unknown_profile_is_one_error_and_exit_2(command, profile, work):
 
 
 # -- the pipeline path ----------------------------------------------------------------------------
+GIVE = "give the path of a pipeline's .yaml file"
 PATHS = {
-    "a folder": ("dir.yaml", "dir.yaml:1:1: this is a directory, not a pipeline file"),
-    "a missing file": ("missing.yaml", "missing.yaml:1:1: cannot read pipeline file: No such file or directory"),
+    "a folder": ("dir.yaml", "dir.yaml:1:1: this is a directory, not a pipeline file; " + GIVE),
+    "a missing file": (
+        "missing.yaml",
+        "missing.yaml:1:1: cannot read pipeline file: No such file or directory; "
+        "check the path (it is relative to the current folder)",
+    ),
     "a binary file": (
         "binary.yaml",
         "binary.yaml:1:1: the file is not UTF-8 text (byte 0x89 cannot start a "
         "character); is it a binary file? Pipelines are YAML text in UTF-8",
     ),
-    "the null device": (
-        os.devnull,
-        f"{os.devnull}:1:1: the file is empty; a pipeline needs at least 'name' and 'steps'",
-    ),
+    "the null device": (os.devnull, f"{os.devnull}:1:1: this is a character device, not a pipeline file; " + GIVE),
 }
 
 
@@ -183,7 +186,10 @@ def unreadable(work):
 @pytest.mark.parametrize("command", COMMANDS)
 def test_an_unreadable_pipeline_is_one_error_and_exit_2(command, unreadable):
     line = refused([command, unreadable.name], SUMMARY[command])
-    assert line == "secret.yaml:1:1: cannot read pipeline file: Permission denied"
+    assert line == (
+        "secret.yaml:1:1: cannot read pipeline file: Permission denied; make the file readable (chmod u+r) "
+        "or run as a user who may read it"
+    )
 
 
 # -- run: refused before anything starts ----------------------------------------------------------
