@@ -16,6 +16,54 @@ def recall(hyp: list[int], ref: list[int]) -> float:
     return sum(h == r for h, r in zip(hyp, ref)) / max(len(ref), 1)
 
 
+def _decode(ctx: Context, bar, label: str, ckpt: str, data, split: str, max_examples: int, batch_size: int):
+    """Decode a split greedily with one checkpoint; return hypotheses, references (no BOS/EOS) and
+    source lengths (no EOS)."""
+    ds, meta = load_translation(data or load_info(ckpt)["data"])
+    part = ds[split]
+    n = len(part) if max_examples <= 0 else min(max_examples, len(part))
+    src, tgt = list(part["src_ids"][:n]), list(part["tgt_ids"][:n])
+    bar.update(total=(bar.total or 0) + n, description=f"recall {label}")
+    hyps = translate(
+        load_model(ckpt, ctx.device), src, meta, batch_size=batch_size, device=ctx.device, on_batch=bar.advance
+    )
+    bos, eos = int(meta["bos_id"]), int(meta["eos_id"])
+    refs = [[t for t in ids if t not in (bos, eos)] for ids in tgt]
+    lengths = [len([t for t in ids if t != eos]) for ids in src]
+    return hyps, refs, lengths
+
+
+def _score(summary: dict, label: str, hyps, refs, lengths: list[int], buckets: list[int]) -> list[float]:
+    """Add one model's recall overall and per bucket, exact matches and the longest/shortest ratio;
+    return its recall per bucket."""
+    accs = [recall(h, r) for h, r in zip(hyps, refs)]
+    exact = [float(h == r) for h, r in zip(hyps, refs)]
+    summary[P.key("acc", label)] = sum(accs) / max(len(accs), 1)
+    curve = []
+    for b in bucket_names(buckets):
+        idx = [i for i, L in enumerate(lengths) if bucket_of(L, buckets) == b]
+        summary[P.key("count", f"len_{b}")] = len(idx)
+        a = sum(accs[i] for i in idx) / len(idx) if idx else float("nan")
+        summary[P.key("acc", label, f"len_{b}")] = a
+        summary[P.key("exact", label, f"len_{b}")] = sum(exact[i] for i in idx) / len(idx) if idx else float("nan")
+        curve.append(a)
+    filled = [a for a in curve if a == a]
+    summary[P.key("ratio", label)] = filled[-1] / filled[0] if len(filled) > 1 and filled[0] > 0 else float("nan")
+    return curve
+
+
+def _plot(curves: dict[str, list[float]], names: list[str]):
+    """Draw token recall against source length, one line per model."""
+    plt = P.pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for label, ys in curves.items():
+        ax.plot(range(len(names)), ys, "o-", label=label)
+    ax.set_xticks(range(len(names)), names)
+    ax.set(xlabel="source length (tokens)", ylabel="token recall", ylim=(0, 1.02), title="recall against input length")
+    ax.legend()
+    return fig
+
+
 @component("probe.capacity", outputs=["summary", "plot"], bottleneck="B1")
 def capacity(
     ctx: Context,
@@ -36,46 +84,13 @@ def capacity(
         ``summary``: ``acc/<label>/len_<a-b>``, ``exact/<label>/len_<a-b>``, ``count/len_<a-b>``,
         ``acc/<label>`` overall and ``ratio/<label>`` = longest-bucket / shortest-bucket recall.
     """
-    names = bucket_names(buckets)
     summary: dict[str, Any] = {}
     curves = {}
     with ctx.progress(total=None, description="recall") as bar:  # sentences of every model
         for label, ckpt in checkpoints.items():
-            ds, meta = load_translation(data or load_info(ckpt)["data"])
-            part = ds[split]
-            n = len(part) if max_examples <= 0 else min(max_examples, len(part))
-            src, tgt = list(part["src_ids"][:n]), list(part["tgt_ids"][:n])
-            bar.update(total=(bar.total or 0) + n, description=f"recall {label}")
-            hyps = translate(
-                load_model(ckpt, ctx.device), src, meta, batch_size=batch_size, device=ctx.device, on_batch=bar.advance
-            )
-            bos, eos = int(meta["bos_id"]), int(meta["eos_id"])
-            refs = [[t for t in ids if t not in (bos, eos)] for ids in tgt]
-            lengths = [len([t for t in ids if t != eos]) for ids in src]
-            accs = [recall(h, r) for h, r in zip(hyps, refs)]
-            exact = [float(h == r) for h, r in zip(hyps, refs)]
-            summary[P.key("acc", label)] = sum(accs) / max(len(accs), 1)
-            curves[label] = []
-            for b in names:
-                idx = [i for i, L in enumerate(lengths) if bucket_of(L, buckets) == b]
-                summary[P.key("count", f"len_{b}")] = len(idx)
-                a = sum(accs[i] for i in idx) / len(idx) if idx else float("nan")
-                summary[P.key("acc", label, f"len_{b}")] = a
-                summary[P.key("exact", label, f"len_{b}")] = (
-                    sum(exact[i] for i in idx) / len(idx) if idx else float("nan")
-                )
-                curves[label].append(a)
-            filled = [a for a in curves[label] if a == a]
-            summary[P.key("ratio", label)] = (
-                filled[-1] / filled[0] if len(filled) > 1 and filled[0] > 0 else float("nan")
-            )
+            hyps, refs, lengths = _decode(ctx, bar, label, ckpt, data, split, max_examples, batch_size)
+            curves[label] = _score(summary, label, hyps, refs, lengths, buckets)
     summary = P.flat(summary)
     P.log_summary(ctx, summary)
-    plt = P.pyplot()
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for label, ys in curves.items():
-        ax.plot(range(len(names)), ys, "o-", label=label)
-    ax.set_xticks(range(len(names)), names)
-    ax.set(xlabel="source length (tokens)", ylabel="token recall", ylim=(0, 1.02), title="recall against input length")
-    ax.legend()
+    fig = _plot(curves, bucket_names(buckets))
     return {"summary": summary, "plot": P.save_figure(ctx, fig, "capacity.png")}

@@ -79,6 +79,58 @@ class PeakRSS:
 EXACT_MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "65536", "MALLOC_TRIM_THRESHOLD_": "0"}
 
 
+def _fwd_bwd(model, x) -> None:
+    """One training step's work: forward, backward of the summed output, gradients dropped."""
+    out = model(x)
+    out = out[0] if isinstance(out, (tuple, list)) else out
+    out.float().sum().backward()
+    model.zero_grad(set_to_none=True)
+
+
+def _memory_row(model, x, T: int, rss: PeakRSS) -> dict:
+    """Peak resident bytes of one step at length T."""
+    peaks = []
+    for _ in range(2):  # the lower of two: fragmentation only ever adds resident pages
+        rss.reset()
+        _fwd_bwd(model, x)
+        peaks.append(rss.peak())
+    return {"T": T, "peak_bytes": min(peaks)}
+
+
+def _time_row(model, x, T: int, spec: dict, cuda: bool) -> dict:
+    """Best, median and spread of the repeats' seconds at length T (on CUDA, the allocator's peak too)."""
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    if cuda:
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+    for _ in range(spec["warmup"]):
+        _fwd_bwd(model, x)
+    sync()
+    times = []
+    for _ in range(spec["repeats"]):
+        t0 = time.perf_counter()
+        _fwd_bwd(model, x)
+        sync()
+        times.append(time.perf_counter() - t0)
+    row = {"T": T, "seconds": min(times), "median_s": statistics.median(times)}
+    if len(times) > 1:
+        row["sd_s"] = statistics.stdev(times)  # the repeats' spread: the verdicts' timing uncertainty
+    if cuda:
+        row["peak_bytes"] = torch.cuda.max_memory_allocated() - before
+    return row
+
+
+def _memory_method(cuda: bool, rss: PeakRSS | None) -> str | None:
+    """How peak memory was measured (None: a CPU time pass measures none)."""
+    if cuda:
+        return "cuda.max_memory_allocated"
+    if rss is not None:
+        exact = all(os.environ.get(k) == v for k, v in EXACT_MALLOC_ENV.items())
+        return rss.method + (", glibc mmap threshold 64 KiB" if exact else "")
+    return None
+
+
 def measure(spec: dict) -> dict:
     """Return per-T best and median seconds (``mode: time``) or peak bytes (``mode: memory``) of fwd+bwd.
 
@@ -95,54 +147,13 @@ def measure(spec: dict) -> dict:
     torch.manual_seed(spec["seed"])
     model = build_model(spec["model"], spec["overrides"]).to(device=device, dtype=dtype).train()
     cuda = device.startswith("cuda")
-    sync = torch.cuda.synchronize if cuda else (lambda: None)
-
-    def step(x):
-        out = model(x)
-        out = out[0] if isinstance(out, (tuple, list)) else out
-        out.float().sum().backward()
-        model.zero_grad(set_to_none=True)
-
-    rows = []
     rss = None if cuda or spec["mode"] == "time" else PeakRSS()
+    rows = []
     for T in sorted(spec["lengths"]):
         x = random_inputs(model, spec["batch"], T, spec["seed"]).to(device)
         x = x.to(dtype) if x.dtype.is_floating_point else x
-        if rss is not None:
-            peaks = []
-            for _ in range(2):  # the lower of two: fragmentation only ever adds resident pages
-                rss.reset()
-                step(x)
-                peaks.append(rss.peak())
-            rows.append({"T": T, "peak_bytes": min(peaks)})
-            continue
-        if cuda:
-            torch.cuda.empty_cache()
-            torch.cuda.reset_peak_memory_stats()
-            before = torch.cuda.memory_allocated()
-        for _ in range(spec["warmup"]):
-            step(x)
-        sync()
-        times = []
-        for _ in range(spec["repeats"]):
-            t0 = time.perf_counter()
-            step(x)
-            sync()
-            times.append(time.perf_counter() - t0)
-        row = {"T": T, "seconds": min(times), "median_s": statistics.median(times)}
-        if len(times) > 1:
-            row["sd_s"] = statistics.stdev(times)  # the repeats' spread: the verdicts' timing uncertainty
-        if cuda:
-            row["peak_bytes"] = torch.cuda.max_memory_allocated() - before
-        rows.append(row)
-    if cuda:
-        method = "cuda.max_memory_allocated"
-    elif rss is not None:
-        exact = all(os.environ.get(k) == v for k, v in EXACT_MALLOC_ENV.items())
-        method = rss.method + (", glibc mmap threshold 64 KiB" if exact else "")
-    else:
-        method = None
-    return {"rows": rows, "memory_method": method}
+        rows.append(_memory_row(model, x, T, rss) if rss is not None else _time_row(model, x, T, spec, cuda))
+    return {"rows": rows, "memory_method": _memory_method(cuda, rss)}
 
 
 if __name__ == "__main__":

@@ -97,12 +97,15 @@ def _experiment_id(client, pipeline: str) -> str:
         names = sorted(e.name for e in client.search_experiments(max_results=200))
         from components.imports import suggest
 
-        raise HistoryError(
-            f"no runs of pipeline {pipeline!r} in the MLflow store "
-            f"{_tracking_uri()}{suggest(pipeline, names)}; the experiment is named after the "
-            "pipeline's 'name:' (run it first, or point MLFLOW_TRACKING_URI at the right server)"
-        )
+        raise _no_runs(pipeline, suggest(pipeline, names))
     return exp.experiment_id
+
+
+def _no_runs(pipeline: str, hint: str = "") -> HistoryError:
+    return HistoryError(
+        f"no runs of pipeline {pipeline!r} in the MLflow store {_tracking_uri()}{hint}; the experiment is named "
+        "after the pipeline's 'name:' (run it first, or point MLFLOW_TRACKING_URI at the right server)"
+    )
 
 
 def _tracking_uri() -> str:
@@ -115,6 +118,11 @@ def parent_runs(pipeline: str, last: int) -> list:
     """The newest ``last`` parent runs of ``pipeline``, oldest first, as MLflow ``Run`` objects."""
     import mlflow
 
+    from flows.services.mlflow_db import database_file
+
+    store = database_file(_tracking_uri())
+    if store is not None and not store.exists():  # reading must not create the local store
+        raise _no_runs(pipeline)
     client = mlflow.MlflowClient()
     exp = _experiment_id(client, pipeline)
     quoted = pipeline.replace("'", "\\'")
