@@ -153,6 +153,16 @@ def test_plain_set_values_still_read_as_yaml(tmp_path, home):
     assert build(path, sets=['name="[[["']).params["name"] == "[[["  # quoted: text, as the message says
 
 
+# -- commands that only read -------------------------------------------------------------------------
+def test_history_of_a_new_folder_creates_no_store(tmp_path, monkeypatch):
+    store = tmp_path / ".bottlenecks" / "mlflow.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{store}")
+    result = CliRunner().invoke(app, ["history", "nothing-here", "--no-plot"])
+    assert result.exit_code == 2, result.output
+    assert f"no runs of pipeline 'nothing-here' in the MLflow store sqlite:///{store};" in result.output
+    assert not store.exists()
+
+
 # -- whatever the input: an end, exit 0 or 2, no traceback -------------------------------------------
 CHARACTERS = st.characters(blacklist_categories=("Cs",), blacklist_characters="/\x00")
 # odd characters (line breaks, escapes, accents), and names past the file system's 255 bytes
