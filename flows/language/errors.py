@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# what ``str.splitlines`` breaks a line at (and a terminal too, for \n and \r), written as escapes
-_LINE_BREAKS = {ord(c): c.encode("unicode_escape").decode() for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"}
+# what ``str.splitlines`` breaks a line at, and every control character (a terminal acts on ESC,
+# BEL, \r... in a file name), written as escapes
+_CONTROLS = [*range(0x20), 0x7F, *range(0x80, 0xA0), 0x2028, 0x2029]
+_ESCAPES = {c: chr(c).encode("unicode_escape").decode() for c in _CONTROLS}
 
 
 @dataclass(frozen=True)
@@ -18,8 +20,9 @@ class Located:
     message: str
 
     def __str__(self) -> str:
-        """One line, whatever the message quotes (a key or a name written over two lines)."""
-        return f"{self.file}:{self.line}:{self.col}: {self.message}".translate(_LINE_BREAKS)
+        """One line, whatever the message quotes (a key or a name written over two lines, a terminal
+        escape), its control characters written as escapes."""
+        return f"{self.file}:{self.line}:{self.col}: {self.message}".translate(_ESCAPES)
 
 
 class PipelineInvalid(Exception):

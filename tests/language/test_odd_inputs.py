@@ -132,6 +132,14 @@ def test_an_enormous_file_is_read_only_up_to_the_limit(cli, tmp_path, home):
     )
 
 
+def test_control_characters_in_a_name_are_printed_as_escapes(cli, tmp_path, home):
+    """A terminal would act on them: colour the rest of the line, ring, move the cursor."""
+    path = tmp_path / "x\x1b[31mred\x07\r.yaml"
+    path.mkdir()
+    shown = str(path).replace("\x1b", "\\x1b").replace("\x07", "\\x07").replace("\r", "\\r")
+    assert f"{shown}:1:1: this is a directory, not a pipeline file; {GIVE}" in refused(cli, str(path))
+
+
 # -- --set -------------------------------------------------------------------------------------------
 def test_a_set_value_that_is_not_yaml_names_the_set_its_key_and_its_text(cli, tmp_path, home):
     path = tmp_path / "p.yaml"
