@@ -36,6 +36,17 @@ class ComponentError(Exception):
     """A component could not be found, loaded or called with these parameters."""
 
 
+# what a component can show, and what the engine does with the output each role names
+SHOW_ROLES = {
+    "headline": "one line of text: printed after the run, and the description of the Prefect artifact",
+    "description": "Markdown (a .md file or the text): the MLflow parent run's description",
+    "artifact": "Markdown (a .md file or the text): a Markdown artifact on the Prefect flow run",
+    "console": "printed after the run: a .md file or text, or [output, 'module:function'] to render it",
+    "figures": "image files (a list, or name -> path): logged on the parent run under figures/ (promote=True)",
+    "verdicts": "a JSON file of the run's verdicts: named on the parent run for `bottlenecks history`",
+}
+
+
 class ParameterValueError(ValueError):
     """Raised by a parameter type's own validator (a model name) with a message that says what is
     wrong and how to fix it; the pipeline's error shows that message as it is."""
@@ -56,6 +67,7 @@ class Component:
     bottleneck: str | None = None
     promote: bool = False
     tags: dict[str, str] = field(default_factory=dict)
+    shows: dict[str, Any] = field(default_factory=dict)  # display role -> output (see SHOW_ROLES)
     module: str = ""
     _doc: str | None = field(default=None, repr=False)
     config: type[BaseModel] | None = None  # the parameters' class, passed as one validated instance
@@ -96,6 +108,12 @@ class Component:
         steps, while an edit to the report code leaves them cached.
         """
         return f"{self.version}+{_source_digest(self.module)}"
+
+    def shown(self, role: str, outputs: dict[str, Any]) -> Any:
+        """The value of the output this component shows as ``role``, or None when it shows none."""
+        declared = self.shows.get(role)
+        name = declared[0] if isinstance(declared, (list, tuple)) else declared
+        return outputs.get(name) if name is not None and isinstance(outputs, dict) else None
 
     def parameters(self) -> dict[str, tuple[Any, Any, bool]]:
         """Map parameter name to (annotation, default, required)."""
@@ -290,6 +308,29 @@ def _model_name(name: str) -> str:
     return "Params_" + "".join(c if c.isalnum() else "_" for c in name)
 
 
+def _checked_shows(name: str, shows: dict[str, Any] | None, outputs: tuple[str, ...]) -> dict[str, Any]:
+    """``shows`` as declared, after checking each role is known and names a declared output."""
+    shows = dict(shows or {})
+    for role, value in shows.items():
+        if role not in SHOW_ROLES:
+            raise ComponentError(
+                f"component {name!r}: shows= has an unknown role {role!r}{suggest(role, set(SHOW_ROLES))}; "
+                f"roles: {', '.join(SHOW_ROLES)}"
+            )
+        renderer = role == "console" and isinstance(value, (list, tuple))
+        if renderer and not (len(value) == 2 and all(isinstance(v, str) for v in value) and ":" in value[1]):
+            raise ComponentError(
+                f"component {name!r}: shows console as {value!r}; give an output name or [output, 'module:function']"
+            )
+        output = value[0] if renderer else value
+        if output not in outputs:
+            raise ComponentError(
+                f"component {name!r}: shows {role} as {output!r}, which is not among its outputs "
+                f"{list(outputs)}{suggest(str(output), set(outputs))}"
+            )
+    return shows
+
+
 def component(
     name: str,
     *,
@@ -297,6 +338,7 @@ def component(
     version: str = "1",
     bottleneck: str | None = None,
     promote: bool = False,
+    shows: dict[str, Any] | None = None,
     config: type[BaseModel] | None = None,
 ) -> Callable[[Callable], Callable]:
     """Register ``fn`` as the component ``name``.
@@ -313,7 +355,15 @@ def component(
             once (type, default, doc); the function is ``fn(ctx, cfg: ThatClass)`` and receives the
             validated instance. Unknown keys are errors as for keyword parameters, and the class's
             docstring is shown with the component's.
+        shows: what the engine displays for this component, as display role -> one of its
+            ``outputs`` (a literal dict, read from source like the rest): ``headline`` (a line
+            printed after the run), ``description`` (Markdown for the MLflow parent run),
+            ``artifact`` (Markdown for the Prefect flow run), ``console`` (printed after the run;
+            ``[output, "module:function"]`` renders it with ``fn(value, terminal) -> [str | Rich
+            renderable]``), ``figures`` (images logged on the parent run under ``figures/``) and
+            ``verdicts`` (the JSON file ``bottlenecks history`` reads reasons from). See SHOW_ROLES.
     """
+    declared_shows = _checked_shows(name, shows, tuple(outputs))
 
     def register(fn: Callable) -> Callable:
         if name in _REGISTRY and _REGISTRY[name]._fn is not fn:
@@ -331,6 +381,7 @@ def component(
             params_model=_params_model(name, fn, config),
             bottleneck=bottleneck,
             promote=promote,
+            shows=declared_shows,
             config=config,
         )
         fn.component = _REGISTRY[name]  # type: ignore[attr-defined]
@@ -422,6 +473,7 @@ def _declared(name: str, module: str) -> Component:
             params_model=_declared_params(name, found),
             bottleneck=kw.get("bottleneck"),
             promote=kw.get("promote", False),
+            shows=_checked_shows(name, kw.get("shows"), tuple(kw.get("outputs", ()))),
             module=module,
             _doc=found.doc,
             config=kw.get("config"),

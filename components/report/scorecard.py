@@ -16,11 +16,12 @@ from components.report.checks import DEVICE, FAILS, HOLDS, INCONCLUSIVE, NOT_MEA
 from components.report.claims import judge
 from components.report.html import to_html
 from components.report.markdown import to_markdown
+from components.report.note import summary as note_of
 from components.report.refs import Resolver
 from components.report.rows import expand, fill, validate_architectures
 from components.report.rules import SPREAD_FACTOR
 from components.report.stats import ALPHA, holm
-from components.report.text import COUNT_KEYS
+from components.report.text import COUNT_KEYS, headline
 from components.report.vocabulary import validate_expectations
 
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -43,7 +44,19 @@ Expectations = Annotated[list[dict[str, Any]], _checked(validate_expectations)]
 Architectures = Annotated[dict[str, dict[str, Any]] | None, _checked(validate_architectures)]
 
 
-@component("report.scorecard", outputs=["scorecard", "summary", "markdown", "html"], promote=True)
+@component(
+    "report.scorecard",
+    outputs=["scorecard", "summary", "markdown", "html", "headline", "note", "figures"],
+    promote=True,
+    shows={
+        "headline": "headline",
+        "description": "note",
+        "artifact": "markdown",
+        "console": ["scorecard", "components.report.console:render"],
+        "figures": "figures",
+        "verdicts": "scorecard",
+    },
+)
 def scorecard(
     ctx: Context,
     *,
@@ -109,7 +122,8 @@ def scorecard(
     }
     json_path, md_path, html_path = ctx.path("scorecard.json"), ctx.path("scorecard.md"), ctx.path("scorecard.html")
     json_path.write_text(json.dumps(card, indent=2, allow_nan=False) + "\n")
-    md_path.write_text(to_markdown(card))
+    markdown = to_markdown(card)
+    md_path.write_text(markdown)
     html_path.write_text(to_html(card, pngs))
     for p in (json_path, md_path, html_path):
         ctx.log_artifact(p)
@@ -117,7 +131,15 @@ def scorecard(
     ctx.log_params(
         {"scorecard.device": device, "scorecard.min_seeds": min_seeds, "scorecard.spread_factor": spread_factor}
     )
-    return {"scorecard": str(json_path), "summary": summary, "markdown": str(md_path), "html": str(html_path)}
+    return {
+        "scorecard": str(json_path),
+        "summary": summary,
+        "markdown": str(md_path),
+        "html": str(html_path),
+        "headline": headline(summary),
+        "note": note_of(markdown),  # the parent run's description
+        "figures": pngs,  # the plots its HTML embeds, by name
+    }
 
 
 def family(claims: list[dict[str, Any]]) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -107,7 +106,7 @@ def run(
             "runs marked KILLED; rerun to resume from the cache and the checkpoints"
         )
         raise typer.Exit(result.exit_code)
-    _print_reports(result)
+    _print_reports(plan, result)
     if not result.ok:
         for iid, message in result.errors.items():
             err.print(f"[red]step {escape(iid)} failed:[/] {escape(message)}")
@@ -184,23 +183,37 @@ def _component_logs_to(console: Console) -> None:
     logger.propagate = False
 
 
-def _print_reports(result) -> None:
-    """Print the scorecard of any report step in the run: Rich tables on a terminal, its Markdown
-    (one claim a line) when the output is piped or redirected."""
-    for outputs in result.outputs.values():
-        path = outputs.get("scorecard") if isinstance(outputs, dict) else None
-        if isinstance(path, str) and path.endswith(".json") and Path(path).exists():
-            print_scorecard(json.loads(Path(path).read_text()))
+def _print_reports(plan, result) -> None:
+    """What the run's reports declare they show: each headline on stderr with the status lines,
+    each console value on stdout (rendered on a terminal, as text when piped or redirected)."""
+    from flows.track import reports
+
+    for shown in reports.shown(plan, result, "headline"):
+        err.print(f"[bold]{escape(shown.step)}:[/] {escape(str(shown.value))}")
+    for shown in reports.shown(plan, result, "console"):
+        show_on_console(shown.value, reports.renderer(shown.component))
 
 
-def print_scorecard(card: dict) -> None:
-    """Print one scorecard to stdout, as tables on a terminal and as Markdown otherwise."""
-    if not out.is_terminal:
-        from components.report.markdown import to_markdown
+def show_on_console(value, renderer: str | None = None) -> None:
+    """Print one report's console value to stdout: through its ``module:function`` renderer
+    (``fn(value, terminal)`` -> texts and Rich renderables), else as Markdown (a .md file or text),
+    rendered on a terminal."""
+    from flows.track import reports
 
-        out.print(to_markdown(card), markup=False, highlight=False, soft_wrap=True, end="")
-        return
-    from components.report import render_architectures, render_table
+    terminal = out.is_terminal
+    if renderer is not None:
+        from components.imports import import_function
 
-    out.print(render_table(card))
-    out.print(render_architectures(card))
+        parts = import_function(renderer)(value, terminal)
+    else:
+        text = reports.markdown(value)
+        if text is None:
+            return
+        from rich.markdown import Markdown
+
+        parts = [Markdown(text) if terminal else text]
+    for part in parts:
+        if isinstance(part, str):
+            out.print(part, markup=False, highlight=False, soft_wrap=True, end="" if part.endswith("\n") else "\n")
+        else:
+            out.print(part)

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 
 from flows.execute._result import RunResult, counts, stopped
 from flows.plan.build import Plan
+from flows.track import reports
 from flows.track.note import run_note
 from flows.track.runs import Tracker, flatten, git_commit
 
@@ -31,14 +34,31 @@ def open_parent(plan: Plan, tracker: Tracker, executor: str) -> str:
 
 def promote_reports(plan: Plan, result: RunResult, tracker: Tracker) -> None:
     """Copy the files and metrics of steps whose component is a report (``promote=True``) onto
-    the parent run, where users look first."""
+    the parent run, where users look first: the figures it shows under ``figures/``, and the name
+    of its verdicts file as a tag (``bottlenecks history`` reads reasons there)."""
+    parent = result.parent_run_id
     for iid, outputs in result.outputs.items():
-        if not plan.instances[iid].component.promote:
+        component = plan.instances[iid].component
+        if not component.promote:
             continue
-        tracker.copy_results(outputs["run_id"], result.parent_run_id, params=False)
+        tracker.copy_results(outputs["run_id"], parent, params=False)
         for value in outputs.values():
             if isinstance(value, str) and os.path.isfile(value):
-                tracker.client.log_artifact(result.parent_run_id, value)
+                tracker.client.log_artifact(parent, value)
+        _log_figures(tracker, parent, reports.figures(component.shown("figures", outputs)))
+        verdicts = component.shown("verdicts", outputs)
+        if isinstance(verdicts, str) and os.path.isfile(verdicts):
+            tracker.log(parent, tags={reports.VERDICTS_TAG: os.path.basename(verdicts)})
+
+
+def _log_figures(tracker: Tracker, run_id: str, named: dict[str, str]) -> None:
+    """Log image files under ``figures/`` on ``run_id``, each as the name given."""
+    if not named:
+        return
+    with tempfile.TemporaryDirectory() as folder:
+        for name, path in named.items():
+            shutil.copyfile(path, os.path.join(folder, name))
+        tracker.client.log_artifacts(run_id, folder, "figures")
 
 
 def close_parent(plan: Plan, result: RunResult, tracker: Tracker, interrupted: str | None) -> None:

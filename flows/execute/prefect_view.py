@@ -1,5 +1,6 @@
 """The Prefect side of a run: a readable flow-run name and tags, each step's story through the
-task run's logger, and the results (scorecard, MLflow link, a failed step's error) as artifacts.
+task run's logger, and the results (what reports declare, the MLflow link, a failed step's error)
+as artifacts.
 
 Workers (processes, Dask workers) have no Prefect context: their events come back to the flow
 process (``flows/execute/pool.py``, the Dask event topic), where ``StepLogs`` writes them with the
@@ -254,27 +255,19 @@ class ProgressArtifacts:
 
 
 def publish_results(plan, result, experiment_id: str) -> None:
-    """On the flow run: each report step's scorecard as Markdown, and a link to the MLflow parent run."""
+    """On the flow run: the Markdown each report declares as its ``artifact``, described by its
+    ``headline``, and a link to the MLflow parent run."""
     from prefect.artifacts import create_link_artifact, create_markdown_artifact
 
-    from flows.track import links
+    from flows.track import links, reports
 
     base = _slug(f"{plan.name}-{plan.profile}" if plan.profile else plan.name)
-    for iid, outputs in sorted(result.outputs.items()):
-        inst = plan.instances.get(iid)
-        path = outputs.get("markdown") if inst is not None and inst.component.promote else None
-        if not (isinstance(path, str) and path.endswith(".md") and os.path.isfile(path)):
+    for shown in reports.shown(plan, result, "artifact"):
+        markdown = reports.markdown(shown.value)
+        if markdown is None:
             continue
-        summary = outputs.get("summary") or {}
-        try:
-            from components.report.text import headline
-
-            head = headline(summary)
-        except (KeyError, TypeError):
-            head = "scorecard"
-        with open(path, encoding="utf-8") as f:
-            markdown = f.read()
-        create_markdown_artifact(markdown, key=_slug(f"{base}-{iid}"), description=f"{iid}: {head}")
+        head = shown.component.shown("headline", result.outputs[shown.step]) or shown.component.name
+        create_markdown_artifact(markdown, key=_slug(f"{base}-{shown.step}"), description=f"{shown.step}: {head}")
     create_link_artifact(
         links.mlflow_run(experiment_id, result.parent_run_id),
         link_text=f"MLflow parent run {result.parent_run_id}",

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from flows.track import reports
 from flows.track.environment import differences, from_tags
 
 INFO_COLUMNS = ("start_time", "status")
@@ -150,7 +151,7 @@ def _child_metrics(experiment_id: str, run_id: str) -> dict[str, float]:
     return out
 
 
-def _scorecard_globs(rows: list[dict[str, float]]) -> list[str]:
+def _claim_globs(rows: list[dict[str, float]]) -> list[str]:
     """Default to the step runs that judged claims (the scorecard), when there are any."""
     judged = {name.rsplit("/claim", 1)[0] for row in rows for name in row if CLAIM.search(name) or "/claims/" in name}
     return sorted(f"{glob.escape(step)}/*" for step in judged)  # step runs may be 'report[seed=0]'
@@ -170,7 +171,7 @@ def table(pipeline: str, last: int = 10, metrics: list[str] | None = None) -> pd
     else:
         rows = [_child_metrics(r.info.experiment_id, r.info.run_id) for r in runs]
         if not metrics:
-            metrics = _scorecard_globs(rows)
+            metrics = _claim_globs(rows)
     ids = [r.info.run_id for r in runs]
     values = pd.DataFrame(rows, index=ids)
     if metrics:
@@ -292,16 +293,16 @@ def _verdict_change(frame: pd.DataFrame, metric: str, now: float, previous: floa
 
 
 def _evidence(metric: str, previous_run: str, newest_run: str) -> str:
-    """`` (before: <reason>; now: <reason>)`` from the runs' scorecard.json, when both have one."""
+    """`` (before: <reason>; now: <reason>)`` from the runs' verdicts files, when either has one."""
     claim_id = metric.rsplit("claim/", 1)[-1]
     reasons = [_reason(run, claim_id) for run in (previous_run, newest_run)]
     if not any(reasons):
         return ""
-    return f" (before: {reasons[0] or 'no scorecard'}; now: {reasons[1] or 'no scorecard'})"
+    return f" (before: {reasons[0] or 'no reason recorded'}; now: {reasons[1] or 'no reason recorded'})"
 
 
 def _reason(run_id: str, claim_id: str, most: int = 400) -> str | None:
-    card = _scorecard(run_id)
+    card = _verdicts(run_id)
     for claim in (card or {}).get("claims", []):
         if str(claim.get("id")) == claim_id:
             reason = str(claim.get("reason") or "")
@@ -309,16 +310,18 @@ def _reason(run_id: str, claim_id: str, most: int = 400) -> str | None:
     return None
 
 
-def _scorecard(run_id: str) -> dict | None:
-    """The scorecard.json a parent run carries (the report step's copy), or None."""
+def _verdicts(run_id: str) -> dict | None:
+    """The verdicts file a parent run names (its report's copy, ``shows={"verdicts": ...}``), or None."""
     import json
     import tempfile
 
     import mlflow
 
     try:
+        client = mlflow.MlflowClient()
+        name = client.get_run(run_id).data.tags.get(reports.VERDICTS_TAG, reports.LEGACY_VERDICTS)
         with tempfile.TemporaryDirectory() as tmp:
-            path = mlflow.MlflowClient().download_artifacts(run_id, "scorecard.json", tmp)
+            path = client.download_artifacts(run_id, name, tmp)
             return json.loads(Path(path).read_text())
     except Exception:  # noqa: BLE001  (no artifact, or an unreadable one: no evidence to show)
         return None

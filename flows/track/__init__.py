@@ -2,7 +2,8 @@
 
     runs.py     the ``Tracker``: one parent run per pipeline run, one nested run per step run,
                 and the step context components log through
-    note.py     the parent run's description (the scorecard, or what the run did)
+    note.py     the parent run's description (what reports declare, or what the run did)
+    reports.py  what each report step shows (``shows=`` on ``@component``), for every view
     links.py    where to follow a run: its MLflow and Prefect pages
     zombies.py  runs a dead process left RUNNING, marked KILLED
     environment.py  the machine, devices, library versions and commit a run's numbers came from

@@ -18,6 +18,8 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 
+pytestmark = pytest.mark.slow  # costly: see the fast loop in tests/README.md
+
 REPO = Path(__file__).resolve().parents[2]
 FOUR = REPO / "pipelines" / "four_bottlenecks.yaml"
 runner = CliRunner()
@@ -85,11 +87,13 @@ def _card() -> dict:
 def test_a_piped_runs_scorecard_has_each_claim_on_one_line(tmp_path, capsys):
     from types import SimpleNamespace
 
+    from components.registry import get
     from flows.cli.run import _print_reports
 
     path = tmp_path / "scorecard.json"
     path.write_text(json.dumps(_card()))
-    _print_reports(SimpleNamespace(outputs={"report": {"scorecard": str(path)}, "other": 3}))
+    plan = SimpleNamespace(instances={"report": SimpleNamespace(component=get("report.scorecard"))})
+    _print_reports(plan, SimpleNamespace(outputs={"report": {"scorecard": str(path)}}))
     text = capsys.readouterr().out
     for n, verdict in ((1, "holds"), (2, "fails"), (3, "not measured")):
         (line,) = [x for x in text.splitlines() if f"claim {n}: " in x]
@@ -103,10 +107,12 @@ def test_the_piped_scorecard_of_a_run_goes_through_the_cli_as_markdown(tmp_path)
     """The same through the command's own stdout (CliRunner's is not a terminal)."""
     import typer
 
-    from flows.cli.run import print_scorecard
+    from flows.cli.run import show_on_console
 
+    path = tmp_path / "scorecard.json"
+    path.write_text(json.dumps(_card()))
     probe = typer.Typer()
-    probe.command()(lambda: print_scorecard(_card()))
+    probe.command()(lambda: show_on_console(str(path), "components.report.console:render"))
     result = runner.invoke(probe, [])
     assert result.exit_code == 0, result.output
     assert sum(1 for x in result.output.splitlines() if x.startswith("| ") and LONG in x) == 3, result.output

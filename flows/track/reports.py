@@ -1,0 +1,68 @@
+"""What a run's reports show: each step whose component declares a display role (``shows=`` on
+``@component``, roles in ``components.registry.SHOW_ROLES``), with the value of the output that
+role names. The engine renders these values and knows no report by name."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+VERDICTS_TAG = "verdicts_file"  # the parent run's tag naming its verdicts artifact
+LEGACY_VERDICTS = "scorecard.json"  # what a parent run recorded before the tag carried the name
+
+
+@dataclass
+class Shown:
+    """One step's value for one display role."""
+
+    step: str  # the step instance
+    value: Any
+    component: Any  # its components.registry.Component
+
+
+def shown(plan, result, role: str) -> list[Shown]:
+    """The step instances of ``result`` whose component shows ``role``, in the plan's order."""
+    found = []
+    for iid, inst in plan.instances.items():
+        value = inst.component.shown(role, result.outputs.get(iid) or {})
+        if value is not None:
+            found.append(Shown(iid, value, inst.component))
+    return found
+
+
+def markdown(value: Any) -> str | None:
+    """The Markdown a shown value stands for: a ``.md`` file's text, or the text itself."""
+    if not isinstance(value, str):
+        return None
+    if value.endswith(".md"):
+        return Path(value).read_text(encoding="utf-8") if os.path.isfile(value) else None
+    return value
+
+
+def renderer(component) -> str | None:
+    """The ``module:function`` a component names to render its console value, if any."""
+    declared = component.shows.get("console")
+    return declared[1] if isinstance(declared, (list, tuple)) else None
+
+
+def figures(value: Any) -> dict[str, str]:
+    """File name -> path of the image files a shown ``figures`` value names (a list of paths, or
+    name -> path); names become file names, keeping the image's extension."""
+    if isinstance(value, dict):
+        named = {str(k): v for k, v in value.items()}
+    elif isinstance(value, list):
+        named = {os.path.splitext(os.path.basename(str(p)))[0]: p for p in value}
+    else:
+        return {}
+    out = {}
+    for name, path in named.items():
+        if isinstance(path, str) and os.path.isfile(path):
+            stem = base = re.sub(r"[^A-Za-z0-9_.=-]+", "_", name).strip("_") or "figure"
+            ext, n = os.path.splitext(path)[1], 2
+            while stem + ext in out:  # two steps' plot.png
+                stem, n = f"{base}-{n}", n + 1
+            out[stem + ext] = path
+    return out
