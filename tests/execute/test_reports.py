@@ -1,6 +1,7 @@
 """A report shows what its component declares (``shows=`` on ``@component``), and a user's report
 shows itself as the shipped scorecard does: its headline after `bottlenecks run`, its Markdown as
-the MLflow parent run's description and as a Prefect artifact, its figures on the parent run."""
+the MLflow parent run's description and as a Prefect artifact, its figures on the parent run, its
+verdicts where `bottlenecks history` reads reasons."""
 
 import json
 from uuid import UUID
@@ -14,6 +15,7 @@ from typer.testing import CliRunner
 from components import Context, component
 from components.registry import SHOW_ROLES, ComponentError, get
 from flows.cli import app
+from flows.ops import history
 
 C = "tests.support.engine_components"
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(16)
@@ -22,9 +24,16 @@ PAGE = "# Brief\n\nThe numbers add up to **6**.\n"
 
 @component(
     "reporttest.brief",
-    outputs=["line", "page", "plots"],
+    outputs=["line", "page", "plots", "judged"],
     promote=True,
-    shows={"headline": "line", "description": "page", "artifact": "page", "console": "page", "figures": "plots"},
+    shows={
+        "headline": "line",
+        "description": "page",
+        "artifact": "page",
+        "console": "page",
+        "figures": "plots",
+        "verdicts": "judged",
+    },
 )
 def brief(ctx: Context, *, total: float) -> dict:
     """Say what the numbers add up to, in one line and on a page, with a plot."""
@@ -32,7 +41,9 @@ def brief(ctx: Context, *, total: float) -> dict:
     page.write_text(f"# Brief\n\nThe numbers add up to **{total:g}**.\n")
     plot = ctx.path("total.png")
     plot.write_bytes(PNG)
-    return {"line": f"the numbers add up to {total:g}", "page": str(page), "plots": [str(plot)]}
+    judged = ctx.path("judged.json")
+    judged.write_text(json.dumps({"claims": [{"id": "1", "verdict": "holds", "reason": f"they add up to {total:g}"}]}))
+    return {"line": f"the numbers add up to {total:g}", "page": str(page), "plots": [str(plot)], "judged": str(judged)}
 
 
 PIPELINE = f"""\
@@ -69,6 +80,7 @@ def test_a_users_report_shows_its_headline_description_artifact_and_figures(tmp_
     assert parent.data.tags["mlflow.note.content"] == PAGE
     figures = [a.path for a in mlflow.MlflowClient().list_artifacts(parent_id, "figures")]
     assert figures == ["figures/total.png"]
+    assert history._reason(parent_id, "1") == "they add up to 6"  # through the verdicts file it names
 
     page = _artifacts(parent.data.tags["prefect_flow_run_id"])["user-report-brief"]
     assert page.type == "markdown" and page.description == "brief: the numbers add up to 6"
