@@ -9,6 +9,7 @@ length, control characters, 64-bit integers here; values, nesting and alias expa
 
 from __future__ import annotations
 
+import codecs
 import errno
 import os
 import re
@@ -112,6 +113,9 @@ def read(path: Path, errors: Collector) -> str | None:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:
+        if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+            errors.add((1, 1), "the file is UTF-16 text (it starts with a UTF-16 byte order mark); save it as UTF-8")
+            return None
         good = raw[: e.start].decode("utf-8")
         errors.add(
             _index_pos(good, len(good)),

@@ -122,6 +122,15 @@ def test_a_file_that_is_not_utf8(cli, tmp_path, home):
     )
 
 
+def test_a_file_in_utf16(cli, tmp_path, home):
+    path = tmp_path / "p.yaml"
+    path.write_text(STEP, encoding="utf-16")  # what some Windows editors save
+    assert (
+        f"{path}:1:1: the file is UTF-16 text (it starts with a UTF-16 byte order mark); save it as UTF-8"
+        in refused(cli, str(path))
+    )
+
+
 def test_an_enormous_file_is_read_only_up_to_the_limit(cli, tmp_path, home):
     path = tmp_path / "p.yaml"
     with open(path, "wb") as f:
