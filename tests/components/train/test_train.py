@@ -24,11 +24,6 @@ from test_train_standins import RECORDED_DTYPES, write_sequence_data  # noqa: E4
 MODEL = "test_train_standins:tiny_rnn"
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    torch.set_num_threads(1)
-
-
 def test_learns_and_returns_a_loadable_checkpoint(tmp_path):
     data = write_sequence_data(tmp_path / "data")
     out = get("train.model")(

@@ -18,18 +18,9 @@ from test_train_standins import write_sequence_data  # noqa: E402
 MODEL = "test_train_standins:tiny_rnn"
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    torch.set_num_threads(1)
-
-
 @pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    root = tmp_path_factory.mktemp("curves")
-    mt = get("data.synthetic_translation")(
-        Context(root / "mt"), vocab=8, min_len=2, max_len=8, n_train=64, n_valid=8, n_test=8
-    )["dataset"]
-    return {"classify": str(write_sequence_data(root / "seq", n=96)), "translation": mt}
+def data(tmp_path_factory, mt):
+    return {"classify": str(write_sequence_data(tmp_path_factory.mktemp("seq"), n=96)), "translation": mt}
 
 
 def _train(tmp_path, name: str, **params) -> tuple[Context, dict]:

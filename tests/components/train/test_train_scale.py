@@ -15,19 +15,6 @@ from components.train.precision import choose
 from components.train.tasks import Task, TranslationBatches
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    torch.set_num_threads(1)
-
-
-@pytest.fixture(scope="module")
-def mt(tmp_path_factory):
-    root = tmp_path_factory.mktemp("mt")
-    return get("data.synthetic_translation")(
-        Context(root), vocab=12, min_len=2, max_len=12, n_train=200, n_valid=16, n_test=16
-    )["dataset"]
-
-
 def _weights(out):
     return torch.load(out["checkpoint"], weights_only=False)["state_dict"]
 
