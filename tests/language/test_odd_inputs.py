@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from flows.plan.build import build
-from tests.language.test_fuzz import bounded
+from tests.language.test_fuzz import LONG, bounded
 
 C = "tests.support.engine_components"
 STEP = f"name: t\nsteps:\n  a: {{uses: '{C}:numbers'}}\n"
@@ -184,10 +184,11 @@ def test_history_of_a_new_folder_creates_no_store(tmp_path, monkeypatch):
 CHARACTERS = st.characters(blacklist_categories=("Cs",), blacklist_characters="/\x00")
 # odd characters (line breaks, escapes, accents), and names past the file system's 255 bytes
 NAMES = st.text(CHARACTERS, min_size=1, max_size=40) | st.text(CHARACTERS, min_size=200, max_size=400)
+# 60 fixed cases each by default; BOTTLENECKS_FUZZ_EXAMPLES=N draws N at random (as test_fuzz.py)
 FUZZ = settings(
-    max_examples=60,
+    max_examples=LONG or 60,
     deadline=None,
-    derandomize=True,
+    derandomize=not LONG,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
