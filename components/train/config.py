@@ -16,8 +16,14 @@ from components.model_names import ModelName
 
 # Parameters that may change between a killed run and its restart without invalidating the state.
 RESUMABLE_CHANGES = {
-    *("steps", "checkpoint_every", "log_every", "compile", "prefetch"),
-    *("eval_every", "eval_batches", "eval_bleu"),  # evaluation changes no weights
+    "steps",
+    "eval_every",
+    "eval_batches",
+    "eval_bleu",
+    "checkpoint_every",
+    "log_every",
+    "compile",
+    "prefetch",
 }
 
 

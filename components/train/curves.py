@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import time
 
+import torch
+
 from components import Context
 from components.train.evaluate import evaluate
 from components.train.prepare import Run
@@ -30,6 +32,8 @@ def eval_steps(eval_every: int | None, steps: int) -> frozenset[int]:
 def log_point(ctx: Context, run: Run, step: int) -> tuple[dict[str, float], float]:
     """Evaluate on (the first ``eval_batches`` batches of) the valid split and log ``valid/*`` at
     ``step``; return the loss and accuracy, and the seconds it took."""
+    if run.cuda:
+        torch.cuda.synchronize()  # the queued training steps are not evaluation time
     t0 = time.perf_counter()
     cfg = run.cfg
     valid = evaluate(run.net, run.task, "valid", cfg.eval_batch_size, cfg.eval_batches or None)

@@ -39,7 +39,9 @@ def test_a_value_out_of_bounds_is_a_train_error_before_anything_runs(tmp_path, b
 
 def test_a_resumed_run_may_change_only_the_resumable_settings():
     base = TrainConfig(data="d", model="lstm-small", steps=10)
-    same = TrainConfig(data="d", model="lstm-small", steps=20, eval_every=5, log_every=1, prefetch=0)
+    same = TrainConfig(
+        data="d", model="lstm-small", steps=20, eval_every=5, eval_batches=2, eval_bleu=0, log_every=1, prefetch=0
+    )
     other = TrainConfig(data="d", model="lstm-small", steps=10, lr=0.1)
     assert base.fingerprint() == same.fingerprint() != other.fingerprint()
 
