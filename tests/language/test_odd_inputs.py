@@ -5,6 +5,7 @@ file and what is wrong, never a hang or a traceback; and `history` reads without
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 
@@ -113,6 +114,24 @@ def test_an_unreadable_file(cli, tmp_path, home):
     )
 
 
+def test_a_file_the_system_will_not_open(cli, tmp_path, home, monkeypatch):
+    """The same refusal where mode 000 does not stop a reader (root): the system says no."""
+    path = tmp_path / "p.yaml"
+    path.write_text(STEP)
+    real_open = os.open
+
+    def deny(file, *args, **kwargs):
+        if os.fspath(file) == str(path):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", deny)
+    assert (
+        f"{path}:1:1: cannot read pipeline file: Permission denied; make the file readable (chmod u+r) "
+        "or run as a user who may read it" in refused(cli, str(path))
+    )
+
+
 def test_a_file_that_is_not_utf8(cli, tmp_path, home):
     path = tmp_path / "p.yaml"
     path.write_bytes("name: t\n# caf\u00e9\n".encode("latin-1"))
@@ -171,6 +190,17 @@ def test_plain_set_values_still_read_as_yaml(tmp_path, home):
 
 
 # -- commands that only read -------------------------------------------------------------------------
+def test_the_history_of_a_new_folder_reads_no_store_into_being(tmp_path, monkeypatch):
+    from flows.ops import history
+
+    store = tmp_path / ".bottlenecks" / "mlflow.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{store}")
+    with pytest.raises(history.HistoryError, match="no runs of pipeline 'nothing-here' in the MLflow store"):
+        history.table("nothing-here")
+    assert not store.exists()
+
+
+@pytest.mark.slow  # the whole command: imports Prefect, asks the servers
 def test_history_of_a_new_folder_creates_no_store(tmp_path, monkeypatch):
     store = tmp_path / ".bottlenecks" / "mlflow.db"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{store}")
