@@ -52,10 +52,12 @@ def test_a_name_longer_than_the_file_system_allows(cli, tmp_path, home):
         )
 
 
-def test_a_named_pipe_is_refused_without_waiting_for_a_writer(cli, tmp_path, home):
+@pytest.mark.parametrize("command", ["check", "plan", "run"])
+def test_a_named_pipe_is_refused_without_waiting_for_a_writer(command, cli, tmp_path, home):
     path = tmp_path / "p.yaml"
     os.mkfifo(path)
-    assert f"{path}:1:1: this is a named pipe (FIFO), not a pipeline file; {GIVE}" in refused(cli, str(path))
+    expected = f"{path}:1:1: this is a named pipe (FIFO), not a pipeline file; {GIVE}"
+    assert expected in refused(cli, str(path), command=command)
 
 
 def test_a_socket(cli, tmp_path, home):
