@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 
 # what ``str.splitlines`` breaks a line at, and every control character (a terminal acts on ESC,
 # BEL, \r... in a file name), written as escapes
@@ -53,3 +54,16 @@ class Collector:
     def raise_if_any(self) -> None:
         if self.errors:
             raise PipelineInvalid(self.errors)
+
+
+def kind(value) -> str:
+    """A value's kind in the words of YAML, as a message names it: a mapping, a list, a string..."""
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, bool):
+        return "true or false"
+    kinds = ((str, "a string"), (int, "an integer"), (float, "a number"), (date, "a date"), (bytes, "binary data"))
+    kinds += ((type(None), "nothing (null)"),)
+    return next((name for types, name in kinds if isinstance(value, types)), "a value")

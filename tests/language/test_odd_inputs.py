@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from flows.cli import app
+from flows.language.errors import Collector, kind
+from flows.language.yamlload import load
 from flows.plan.build import build
 from tests.language.test_fuzz import LONG, bounded
 
@@ -189,6 +191,26 @@ def test_plain_set_values_still_read_as_yaml(tmp_path, home):
     plan = build(path, sets=sets)
     assert plan.params == {"name": "hello, world", "lr": "1e-3", "seeds": [0, 1]}  # YAML 1.1: 1e-3 is text
     assert build(path, sets=['name="[[["']).params["name"] == "[[["  # quoted: text, as the message says
+
+
+# -- messages in the user's words --------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("{a: 1}", "a mapping"),
+        ("[1]", "a list"),
+        ("x", "a string"),
+        ("3", "an integer"),
+        ("0.5", "a number"),
+        ("yes", "true or false"),
+        ("~", "nothing (null)"),
+        ("2026-12-03", "a date"),
+        ("!!binary aGk=", "binary data"),
+    ],
+)
+def test_every_yaml_value_has_a_kind_in_words(text, expected):
+    errors = Collector("x")
+    assert kind(load(text, errors)) == expected and not errors.errors
 
 
 # -- commands that only read -------------------------------------------------------------------------
