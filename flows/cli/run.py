@@ -37,6 +37,21 @@ def run(
     """
     home.configure()
     plan = plan_or_exit(pipeline, profile, set_)
+    _apply_options(plan, workers, executor, cluster)
+    require_servers(after="nothing was run.")
+    executor = _start(plan, use_cache=not no_cache)
+    _component_logs_to(err)
+    err.print(
+        f"[bold]{escape(plan.name)}[/] profile={plan.profile or '-'} steps={len(plan.instances)} "
+        f"workers={plan.settings.workers} executor={plan.settings.executor} "
+        f"tracking={os.environ.get('MLFLOW_TRACKING_URI')}"
+    )
+    result = _execute(plan, executor, use_cache=not no_cache)
+    _summarise(plan, result)
+
+
+def _apply_options(plan, workers: int | None, executor: str | None, cluster: str | None) -> None:
+    """``--workers``, ``--executor`` and ``--cluster`` over the pipeline's settings (exit 2 if invalid)."""
     if workers is not None:
         if workers < 1:
             fail(f"--workers must be at least 1, got {workers}", 2)
@@ -49,18 +64,19 @@ def run(
             fail(f"--cluster must be a scheduler address such as tcp://HOST:8786, got {cluster!r}", 2)
         if cluster:
             plan.settings.cluster = {**(plan.settings.cluster or {}), "address": cluster}
-    require_servers(after="nothing was run.")
+
+
+def _start(plan, use_cache: bool):
+    """While Prefect's server boots: import the engine, open the tracking store, start the workers
+    the uncached steps need; then wait for the server. Returns the executor."""
     background = _use_background_prefect()
     _refresh_prefect_settings()
-    from flows.execute.cache import no_room_behind
     from flows.execute.executors import ExecutorError
-    from flows.execute.runner import run as run_plan  # imports Prefect and MLflow while the server boots
-    from flows.execute.runner import start_executor
-    from flows.execute.view import StepView
+    from flows.execute.runner import start_executor  # imports Prefect and MLflow while the server boots
 
-    _open_tracking_store()  # also while the server boots
-    try:  # the workers the uncached steps need start importing now, also while the server boots
-        executor = start_executor(plan, use_cache=not no_cache)
+    _open_tracking_store()
+    try:
+        executor = start_executor(plan, use_cache=use_cache)
     except ExecutorError as e:
         fail(str(e), after="nothing was run.")
     if background:
@@ -69,17 +85,18 @@ def run(
         except BaseException:
             executor.close()
             raise
+    return executor
 
-    _component_logs_to(err)
-    err.print(
-        f"[bold]{escape(plan.name)}[/] profile={plan.profile or '-'} steps={len(plan.instances)} "
-        f"workers={plan.settings.workers} executor={plan.settings.executor} "
-        f"tracking={os.environ.get('MLFLOW_TRACKING_URI')}"
-    )
+
+def _execute(plan, executor, use_cache: bool):
+    """Run the plan; an executor that cannot start or a full disk ends the command with a message."""
+    from flows.execute.cache import no_room_behind
+    from flows.execute.executors import ExecutorError
+    from flows.execute.runner import run as run_plan
+    from flows.execute.view import StepView
+
     try:
-        result = run_plan(
-            plan, use_cache=not no_cache, view=StepView(list(plan.instances), console=err), executor=executor
-        )
+        return run_plan(plan, use_cache=use_cache, view=StepView(list(plan.instances), console=err), executor=executor)
     except ExecutorError as e:
         executor.close()
         fail(str(e), after="nothing was run.")
@@ -89,6 +106,10 @@ def run(
             raise
         executor.close()
         fail(message, after="steps that finished are in the cache; a rerun reuses them.")
+
+
+def _summarise(plan, result) -> None:
+    """What ran, where to look, what the reports show, and what failed; exit 1 if a step failed."""
     if result.zombies:  # runs a dead process had left RUNNING, marked KILLED at the start
         from flows.track.zombies import summary
 
