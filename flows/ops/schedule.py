@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from flows import home
+from flows.language.errors import Collector, kind
+from flows.language.yamlload import load
 
 home.configure()
 
@@ -107,10 +109,14 @@ def _as_sets(parameters: Any, file: str) -> list[str]:
     if parameters is None:
         return []
     if not isinstance(parameters, dict):
-        raise ScheduleError(
-            f"{file}: schedule.parameters must be a mapping of param to value, got {type(parameters).__name__}"
-        )
-    return [f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in parameters.items()]
+        raise ScheduleError(f"{file}: schedule.parameters must be a mapping of param to value, got {kind(parameters)}")
+    return [f"{k}={v if _reads_back(v) else json.dumps(v)}" for k, v in parameters.items()]
+
+
+def _reads_back(value: Any) -> bool:
+    """Whether a ``--set`` reads the text ``value`` back as itself ('/data', not '[[[', 'a: b' or '12')."""
+    found = Collector("--set")
+    return isinstance(value, str) and load(value, found) == value and not found.errors
 
 
 def spec_from_file(

@@ -7,7 +7,14 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from flows.language.errors import PipelineInvalid
-from flows.ops.schedule import ScheduleError, deployment_name, spec_from_deployment, spec_from_file, to_deployment
+from flows.ops.schedule import (
+    ScheduleError,
+    _as_sets,
+    deployment_name,
+    spec_from_deployment,
+    spec_from_file,
+    to_deployment,
+)
 from tests.support.files import write as write_file
 
 C = "tests.support.engine_components"
@@ -150,3 +157,11 @@ def test_a_slow_or_starting_server_is_asked_again_and_a_refused_one_fails_at_onc
     started = time.monotonic()
     why = connect._health(closed_url() + "/health", timeout=0.5, patience=20)
     assert why and "refused" in why.lower() and time.monotonic() - started < 10  # not the 20 s of patience
+
+
+def test_text_parameters_reach_the_run_as_text():
+    """A --set reads its value as YAML: text that would read as something else goes quoted."""
+    parameters = {"a": "/data", "b": "[[[", "c": "x: y", "d": "12", "e": 3, "f": [1, "a b"], "g": ""}
+    assert _as_sets(parameters, "p.yaml") == ["a=/data", 'b="[[["', 'c="x: y"', 'd="12"', "e=3", 'f=[1, "a b"]', 'g=""']
+    with pytest.raises(ScheduleError, match="schedule.parameters must be a mapping of param to value, got a list"):
+        _as_sets([1, 2], "p.yaml")
