@@ -83,6 +83,7 @@ def trainer(data: str, model_name: str, steps: int, batch_size: int, lr: float, 
             batch_size=batch_size,
             lr=lr,
             checkpoint_every=checkpoint_every,
+            eval_every=0,  # the loop alone, as the bare loop: no learning-curve points
         )
     return out["summary"]["seconds"]
 
@@ -149,7 +150,7 @@ def translation_ratio(args) -> dict:
 
         tok_old = real_tokens(TranslationBatches(src, tgt, task.pad_id, 0, per_batch, None))
         tok_new = real_tokens(TranslationBatches(src, tgt, task.pad_id, 0, 1, args.max_tokens))
-        kw = dict(model=args.model, steps=args.steps, lr=1e-3, checkpoint_every=0)
+        kw = dict(model=args.model, steps=args.steps, lr=1e-3, checkpoint_every=0, eval_every=0)
         old, new = [], []
         for i in range(args.repeats + 1):  # the first round warms up (imports, allocator) and is dropped
             with tempfile.TemporaryDirectory() as work:
@@ -205,6 +206,7 @@ def projection_ratio(args) -> dict:
             batch_size=args.batch_size,
             lr=1e-3,
             checkpoint_every=0,
+            eval_every=0,
             prefetch=0,
         )
         kept, full = [], []
@@ -356,7 +358,7 @@ def trainer_family(data: str, model_name: str, kw: dict, steps: int, cpu: bool) 
     with tempfile.TemporaryDirectory() as work:
         t0 = clock()
         out = get("train.model")(
-            Context(Path(work)), data=data, model=model_name, steps=steps, checkpoint_every=0, **kw
+            Context(Path(work)), data=data, model=model_name, steps=steps, checkpoint_every=0, eval_every=0, **kw
         )
         total = clock() - t0
     loop = out["summary"]["cpu_seconds" if cpu else "seconds"]
