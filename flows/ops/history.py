@@ -5,7 +5,7 @@ run), and a trend plot.
 A claim's verdict (metric ``claim/<id>``: holds 1, inconclusive 0.5, fails 0, device-dependent
 -1, not measured -2) compared with the run before: ``holds -> fails`` is a regression; any other
 change (``holds <-> inconclusive``, ``inconclusive <-> fails``, ``fails -> holds``) is a change,
-shown with the scorecard's reasons on both sides; a change that came with another environment
+shown with the report's reasons on both sides (its verdicts file); a change that came with another environment
 (the parent runs' ``env.*`` tags differ in a field that moves figures: machine, CPU, GPU, torch,
 CUDA, library versions) is marked as such instead, with the fields that differ, since the
 machine alone can move a figure.
@@ -32,7 +32,7 @@ from flows.track import reports
 from flows.track.environment import differences, from_tags
 
 INFO_COLUMNS = ("start_time", "status")
-CLAIM = re.compile(r"(^|/)claim/[^/]+$")  # scorecard verdicts, coded as below
+CLAIM = re.compile(r"(^|/)claim/[^/]+$")  # a report's verdicts, coded as below
 CLAIM_STATS = re.compile(r"(^|/)claim/[^/]+/")  # a claim's margin, interval and p-values: shown, not banded
 VERDICTS = {1.0: "holds", 0.5: "inconclusive", 0.0: "fails", -1.0: "device-dependent", -2.0: "not measured"}
 REGRESSIONS = ("threshold", "regression", "failed", "killed")  # kinds that make `history` exit 1
@@ -152,7 +152,7 @@ def _child_metrics(experiment_id: str, run_id: str) -> dict[str, float]:
 
 
 def _claim_globs(rows: list[dict[str, float]]) -> list[str]:
-    """Default to the step runs that judged claims (the scorecard), when there are any."""
+    """Default to the step runs that judged claims (a report), when there are any."""
     judged = {name.rsplit("/claim", 1)[0] for row in rows for name in row if CLAIM.search(name) or "/claims/" in name}
     return sorted(f"{glob.escape(step)}/*" for step in judged)  # step runs may be 'report[seed=0]'
 
@@ -319,12 +319,17 @@ def _verdicts(run_id: str) -> dict | None:
 
     try:
         client = mlflow.MlflowClient()
-        name = client.get_run(run_id).data.tags.get(reports.VERDICTS_TAG, reports.LEGACY_VERDICTS)
+        name = client.get_run(run_id).data.tags.get(reports.VERDICTS_TAG)
+        # a run recorded before the tag named its file: any JSON artifact at its root that holds claims
+        names = [name] if name else [a.path for a in client.list_artifacts(run_id) if a.path.endswith(".json")]
         with tempfile.TemporaryDirectory() as tmp:
-            path = client.download_artifacts(run_id, name, tmp)
-            return json.loads(Path(path).read_text())
+            for candidate in names:
+                card = json.loads(Path(client.download_artifacts(run_id, candidate, tmp)).read_text())
+                if isinstance(card, dict) and isinstance(card.get("claims"), list):
+                    return card
     except Exception:  # noqa: BLE001  (no artifact, or an unreadable one: no evidence to show)
         return None
+    return None
 
 
 def _relative(value: float, median: float) -> float:

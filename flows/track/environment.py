@@ -1,7 +1,7 @@
 """The environment a run's numbers came from: machine, devices, library versions, threads, commit.
 
 ``describe()`` is what the parent run (``environment.json`` and ``env.*`` tags, ``as_tags``/``from_tags``)
-and ``scorecard.json`` record, so that ``bottlenecks history`` can tell a verdict that changed with the
+and a report's verdicts file record, so that ``bottlenecks history`` can tell a verdict that changed with the
 machine or a library from one that changed with the code (``differences``). It names no host:
 ``machine_id`` is a salted hash of the OS's machine id, enough to tell two machines of one kind apart
 and useless for finding either. Components do not import it: they ask ``ctx.environment()``, which
@@ -153,7 +153,7 @@ def _torch_info_light() -> dict[str, Any]:
     return {
         "torch": version,
         "cuda": cuda,
-        "cudnn": None,  # needs torch imported: the scorecard's record (a worker's) has it
+        "cudnn": None,  # needs torch imported: a report's record (made in a worker) has it
         "cpu_capability": None,
         "torch_threads": None,
         "gpu_model": ", ".join(sorted(set(names))) or None,

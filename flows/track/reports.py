@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 VERDICTS_TAG = "verdicts_file"  # the parent run's tag naming its verdicts artifact
-LEGACY_VERDICTS = "scorecard.json"  # what a parent run recorded before the tag carried the name
 
 
 @dataclass
