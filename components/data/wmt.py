@@ -31,6 +31,69 @@ def _read_files(files: dict[str, list[list[str]]], data_dir: str, encoding: str)
     return out
 
 
+def _read_hub(dataset, config, src_lang, tgt_lang, hf_splits, streaming, max_pairs, seed, cache_dir):
+    """Load each of ``hf_splits`` from the Hub; ``max_pairs`` samples train only."""
+    unknown = set(hf_splits) - set(SPLITS)
+    if unknown or "train" not in hf_splits:
+        raise DataError(f"hf_splits needs a 'train' entry and only train/valid/test, got {sorted(hf_splits)}")
+    raw = {
+        ours: load_hub_pairs(
+            dataset,
+            config,
+            spec,
+            src_lang,
+            tgt_lang,
+            streaming=streaming,
+            max_pairs=max_pairs if ours == "train" else None,
+            seed=seed,
+            cache_dir=cache_dir,
+        )
+        for ours, spec in hf_splits.items()
+    }
+    return raw, {"source": "hf", "dataset": dataset, "config": config, "hf_splits": dict(hf_splits)}
+
+
+def _read_local(files, data_dir, encoding, max_pairs, seed):
+    """Read local files; ``max_pairs`` keeps a seeded sample of train."""
+    if "train" not in files:
+        raise DataError("source: files needs files.train (a list of [src_file, tgt_file]) to train the tokenizer")
+    raw = _read_files(files, data_dir, encoding)
+    if max_pairs is not None and max_pairs < len(raw["train"]):
+        raw["train"] = split_pairs(raw["train"], {"sample": max_pairs / len(raw["train"])}, seed)["sample"]
+    return raw, {"source": "files", "files": {k: [list(e) for e in v] for k, v in files.items()}}
+
+
+def _clean_and_split(raw, max_len, max_ratio, dedup, valid_fraction, test_fraction, seed):
+    """Clean train, then carve the splits not given from it; return the splits and the drop counts."""
+    train, dropped = clean_pairs(raw.pop("train"), max_len, max_ratio, dedup)
+    if not train:
+        raise DataError(
+            f"no training pairs left after cleaning (removed: {dropped}): check the files "
+            f"or loosen max_len={max_len} / max_ratio={max_ratio}"
+        )
+    carve = {name: frac for name, frac in (("valid", valid_fraction), ("test", test_fraction)) if name not in raw}
+    return {**split_pairs(train, carve, seed), **raw}, dropped
+
+
+def _train_tokenizers(ctx, texts, joint, vocab_size, min_frequency, lowercase):
+    """Train one joint BPE or one per side; warn when a vocabulary outgrows its budget."""
+    if joint:
+        src_tok = tgt_tok = train_bpe([t for pair in texts for t in pair], vocab_size, min_frequency, lowercase)
+    else:
+        src_tok = train_bpe([s for s, _ in texts], vocab_size, min_frequency, lowercase)
+        tgt_tok = train_bpe([t for _, t in texts], vocab_size, min_frequency, lowercase)
+    for side, tok in (("src", src_tok), ("tgt", tgt_tok)):
+        if tok.get_vocab_size() > vocab_size:  # BPE keeps every character it saw, whatever the budget
+            ctx.log.warning(
+                "%s vocabulary has %d entries, more than vocab_size=%d: the training text has "
+                "that many distinct characters",
+                side,
+                tok.get_vocab_size(),
+                vocab_size,
+            )
+    return src_tok, tgt_tok
+
+
 @component("data.wmt", outputs=["dataset"], bottleneck="B3")
 def wmt(
     ctx,
@@ -92,72 +155,18 @@ def wmt(
         raise DataError(f"max_pairs must be >= 1 (or null for all pairs), got {max_pairs}")
     with ctx.progress(total=4, description="data: read") as bar:  # read, clean, BPE, encode
         if source == "hf":
-            config = config or default_config(src_lang, tgt_lang)
-            unknown = set(hf_splits) - set(SPLITS)
-            if unknown or "train" not in hf_splits:
-                raise DataError(f"hf_splits needs a 'train' entry and only train/valid/test, got {sorted(hf_splits)}")
-            raw = {
-                ours: load_hub_pairs(
-                    dataset,
-                    config,
-                    spec,
-                    src_lang,
-                    tgt_lang,
-                    streaming=streaming,
-                    max_pairs=max_pairs if ours == "train" else None,
-                    seed=seed,
-                    cache_dir=cache_dir,
-                )
-                for ours, spec in hf_splits.items()
-            }
-            origin = {"source": "hf", "dataset": dataset, "config": config, "hf_splits": dict(hf_splits)}
+            hub = (dataset, config or default_config(src_lang, tgt_lang), src_lang, tgt_lang)
+            raw, origin = _read_hub(*hub, hf_splits, streaming, max_pairs, seed, cache_dir)
         else:
-            if "train" not in files:
-                raise DataError(
-                    "source: files needs files.train (a list of [src_file, tgt_file]) to train the tokenizer"
-                )
-            raw = _read_files(files, data_dir, encoding)
-            if max_pairs is not None and max_pairs < len(raw["train"]):
-                raw["train"] = split_pairs(raw["train"], {"sample": max_pairs / len(raw["train"])}, seed)["sample"]
-            origin = {"source": "files", "files": {k: [list(e) for e in v] for k, v in files.items()}}
-
+            raw, origin = _read_local(files, data_dir, encoding, max_pairs, seed)
         bar.update(completed=1, description="data: clean")
-        train, dropped = clean_pairs(raw.pop("train"), max_len, max_ratio, dedup)
-        if not train:
-            raise DataError(
-                f"no training pairs left after cleaning (removed: {dropped}): check the files "
-                f"or loosen max_len={max_len} / max_ratio={max_ratio}"
-            )
-        carve = {name: frac for name, frac in (("valid", valid_fraction), ("test", test_fraction)) if name not in raw}
-        splits = {**split_pairs(train, carve, seed), **raw}
-
-        texts = splits["train"]
-        bar.update(completed=2, description=f"data: BPE on {len(texts)} pairs")
-        if joint:
-            src_tok = tgt_tok = train_bpe([t for pair in texts for t in pair], vocab_size, min_frequency, lowercase)
-        else:
-            src_tok = train_bpe([s for s, _ in texts], vocab_size, min_frequency, lowercase)
-            tgt_tok = train_bpe([t for _, t in texts], vocab_size, min_frequency, lowercase)
-        for side, tok in (("src", src_tok), ("tgt", tgt_tok)):
-            if tok.get_vocab_size() > vocab_size:  # BPE keeps every character it saw, whatever the budget
-                ctx.log.warning(
-                    "%s vocabulary has %d entries, more than vocab_size=%d: the training text has "
-                    "that many distinct characters",
-                    side,
-                    tok.get_vocab_size(),
-                    vocab_size,
-                )
+        splits, dropped = _clean_and_split(raw, max_len, max_ratio, dedup, valid_fraction, test_fraction, seed)
+        bar.update(completed=2, description=f"data: BPE on {len(splits['train'])} pairs")
+        src_tok, tgt_tok = _train_tokenizers(ctx, splits["train"], joint, vocab_size, min_frequency, lowercase)
         ctx.log_metrics({f"dropped/{k}": v for k, v in dropped.items()})
         bar.update(completed=3, description="data: encode")
-        folder = write_translation(
-            ctx,
-            splits,
-            src_tok,
-            tgt_tok,
-            src_lang=src_lang,
-            tgt_lang=tgt_lang,
-            meta={**origin, "dropped": dropped, "seed": seed, "tokenizer": "bpe", "requested_vocab_size": vocab_size},
-            num_proc=num_proc,
-        )
+        meta = {**origin, "dropped": dropped, "seed": seed, "tokenizer": "bpe", "requested_vocab_size": vocab_size}
+        langs = {"src_lang": src_lang, "tgt_lang": tgt_lang}
+        folder = write_translation(ctx, splits, src_tok, tgt_tok, **langs, meta=meta, num_proc=num_proc)
         bar.update(completed=4)
         return {"dataset": str(folder)}
