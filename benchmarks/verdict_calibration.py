@@ -310,37 +310,24 @@ class Kind:
         self.name, self.label, self.check, self.simulate, self.note = name, label, check, simulate, note
 
 
+def _threshold_kind(name: str, key: str, than: float, sd: float, sign: int) -> Kind:
+    """A threshold check on ``key`` against ``than``, per-seed values spread by ``sd``."""
+    return Kind(
+        name,
+        name,
+        lambda m: {"check": name, "value": f"{m}[*].{key}", "than": than},
+        _threshold(than, sd, sign, key),
+        f"{key} vs {than}, sd {sd}",
+    )
+
+
 KINDS: dict[str, Kind] = {
     k.name: k
     for k in [
-        Kind(
-            "at_least",
-            "at_least",
-            lambda m: {"check": "at_least", "value": f"{m}[*].acc", "than": 0.9},
-            _threshold(0.9, 0.02, +1, "acc"),
-            "acc vs 0.9, sd 0.02",
-        ),
-        Kind(
-            "at_most",
-            "at_most",
-            lambda m: {"check": "at_most", "value": f"{m}[*].loss", "than": 2.0},
-            _threshold(2.0, 0.1, -1, "loss"),
-            "loss vs 2.0, sd 0.1",
-        ),
-        Kind(
-            "above",
-            "above",
-            lambda m: {"check": "above", "value": f"{m}[*].acc", "than": 0.5},
-            _threshold(0.5, 0.02, +1, "acc"),
-            "acc vs 0.5, sd 0.02",
-        ),
-        Kind(
-            "below",
-            "below",
-            lambda m: {"check": "below", "value": f"{m}[*].loss", "than": 2.0},
-            _threshold(2.0, 0.1, -1, "loss"),
-            "loss vs 2.0, sd 0.1",
-        ),
+        _threshold_kind("at_least", "acc", 0.9, 0.02, +1),
+        _threshold_kind("at_most", "loss", 2.0, 0.1, -1),
+        _threshold_kind("above", "acc", 0.5, 0.02, +1),
+        _threshold_kind("below", "loss", 2.0, 0.1, -1),
         Kind(
             "between",
             "between",
