@@ -94,25 +94,36 @@ def scorecard(
         seeds_command: the command an inconclusive verdict suggests for more seeds, ``{seeds}``
             standing for the list (``bottlenecks run pipelines/p.yaml --set seeds={seeds}``).
     """
+    device = device or ctx.device
+    claims, rows = _judge(measurements, expect, run_ids, architectures, device, min_seeds, seeds_command)
+    pngs, skipped = _plots(plots or {})
+    for name, why in skipped.items():
+        ctx.log.warning("scorecard: plot %s left out: %s", name, why)
+    settings = {"title": title, "device": device, "min_seeds": min_seeds, "spread_factor": spread_factor}
+    card = _card(ctx, settings, claims, rows, pngs, skipped, examples)
+    paths, markdown = _write(ctx, card, pngs)
+    _log(ctx, card)
+    return _outputs(card["summary"], paths, markdown, pngs)
+
+
+def _judge(measurements, expect, run_ids, architectures, device, min_seeds, seeds_command):
+    """Validate the claims and rows, then judge each claim and fill each row from the measurements."""
     claims_spec = validate_expectations(expect)
     arch_spec = validate_architectures(architectures or {})
     if min_seeds < 1:
         raise ValueError(f"report.scorecard: min_seeds must be >= 1, got {min_seeds}")
-    device = device or ctx.device
     resolver = Resolver(measurements, run_ids)
     claims = [judge(c, resolver, device=device, min_seeds=min_seeds, seeds_command=seeds_command) for c in claims_spec]
     rows = {arch: fill(cells, resolver, min_seeds=min_seeds) for arch, cells in expand(arch_spec, measurements).items()}
-    pngs, skipped = _plots(plots or {})
-    for name, why in skipped.items():
-        ctx.log.warning("scorecard: plot %s left out: %s", name, why)
+    return claims, rows
+
+
+def _card(ctx, settings, claims, rows, pngs, skipped, examples) -> dict[str, Any]:
+    """Adjust the claims as one family, count the verdicts and gather what the three documents show."""
     family(claims)
-    summary = summarise(claims)
-    card = {
-        "title": title,
-        "device": device,
-        "min_seeds": min_seeds,
-        "spread_factor": spread_factor,
-        "summary": summary,
+    return {
+        **settings,  # title, device, min_seeds, spread_factor
+        "summary": summarise(claims),
         "claims": claims,
         "architectures": rows,
         "plots": sorted(pngs),
@@ -120,6 +131,10 @@ def scorecard(
         "examples": _examples(examples),
         "environment": ctx.environment(),  # where this judgement ran (None without the engine)
     }
+
+
+def _write(ctx, card, pngs) -> tuple[tuple[Path, Path, Path], str]:
+    """Write scorecard.json, .md and .html as artifacts; return their paths and the markdown."""
     json_path, md_path, html_path = ctx.path("scorecard.json"), ctx.path("scorecard.md"), ctx.path("scorecard.html")
     json_path.write_text(json.dumps(card, indent=2, allow_nan=False) + "\n")
     markdown = to_markdown(card)
@@ -127,10 +142,18 @@ def scorecard(
     html_path.write_text(to_html(card, pngs))
     for p in (json_path, md_path, html_path):
         ctx.log_artifact(p)
-    ctx.log_metrics(metrics(summary, claims, rows))
-    ctx.log_params(
-        {"scorecard.device": device, "scorecard.min_seeds": min_seeds, "scorecard.spread_factor": spread_factor}
-    )
+    return (json_path, md_path, html_path), markdown
+
+
+def _log(ctx, card) -> None:
+    """Log the verdicts as metrics and the judging settings as parameters."""
+    ctx.log_metrics(metrics(card["summary"], card["claims"], card["architectures"]))
+    ctx.log_params({f"scorecard.{k}": card[k] for k in ("device", "min_seeds", "spread_factor")})
+
+
+def _outputs(summary, paths, markdown, pngs) -> dict[str, Any]:
+    """The component's outputs, in its declared order."""
+    json_path, md_path, html_path = paths
     return {
         "scorecard": str(json_path),
         "summary": summary,
