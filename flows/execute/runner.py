@@ -14,7 +14,12 @@ flow run is CANCELLED, and the next run resumes from the cache and the checkpoin
                          against the GPUs its cluster offers
     _parent.py           the MLflow parent run: opened, given the reports, closed with note and status
     _flow.py             the Prefect flow and its task runs, the steps that never ran, the outcome
-    _steps.py            ``StepRunner``: one step from the cache or a worker, its child run and views
+    _steps.py            ``StepRunner``: one step under its cache lease, reused or computed; a stop
+    _step_cache.py       ``reuse``, ``record``: an earlier run's outputs given to a step, a result kept
+    _step_compute.py     ``Computation``: a step on the executor, its result into run, cache and views
+    _step_payload.py     ``payload``: the step's parameters, input files and device, for a worker
+    _step_runs.py        ``StepRuns``: each step's MLflow child run, opened with its tags, closed once
+    _step_events.py      ``StepEvents``: the live view, the Prefect task run's lines, worker events
     _signals.py          ``Signals``: Ctrl-C and SIGTERM while a run is in progress
     _result.py           ``RunResult``, ``StepFailed`` and the counts said about them
 """

@@ -1,0 +1,43 @@
+"""A step's entry in the cache: an earlier run's outputs reused, or a computed step's recorded."""
+
+from __future__ import annotations
+
+from flows import home
+
+home.configure()
+
+from prefect.states import Completed  # noqa: E402
+
+from flows.execute._result import RunResult  # noqa: E402
+from flows.execute._step_events import StepEvents  # noqa: E402
+from flows.execute._step_runs import StepRuns  # noqa: E402
+from flows.execute.cache import StepCache  # noqa: E402
+from flows.execute.worker import StepResult  # noqa: E402
+from flows.plan.build import Instance  # noqa: E402
+
+
+def reuse(inst: Instance, record: dict, runs: StepRuns, events: StepEvents, result: RunResult) -> Completed:
+    """Give the step the outputs ``record`` holds, with a run of its own that copies their results;
+    a Prefect ``Completed`` state named ``Cached`` says so in the Prefect UI."""
+    origin = record.get("run_id", "")
+    runs.reused(inst, origin)
+    result.status[inst.id] = "cached"
+    result.outputs[inst.id] = record["outputs"]
+    events.cached(inst.id, origin)
+    return Completed(data=record["outputs"], name="Cached", message=f"reused outputs of run {origin}")
+
+
+def record(cache: StepCache, inst: Instance, outputs: dict, work: str, result: StepResult) -> None:
+    """Put a computed step's outputs in the cache, with where they were computed."""
+    cache.put(
+        inst.key,
+        {
+            "outputs": outputs,
+            "run_id": outputs["run_id"],
+            "step": inst.id,
+            "component": inst.component.name,
+            "work_dir": work,
+            "host": result.host,
+            "device": result.device,
+        },
+    )
