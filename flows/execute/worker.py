@@ -103,26 +103,40 @@ def _missing_inputs(payload: StepPayload) -> list[str]:
 
 def run_step(payload: StepPayload, emit: Emit, stop: threading.Event | None = None) -> StepResult:
     """Run one step instance; never raises for a failing component (the result says so)."""
-    from flows.track.runs import Tracker, flatten
+    from flows.track.runs import Tracker
 
     host, pid = socket.gethostname(), os.getpid()
     started = time.monotonic()
-    device = payload.device or worker_device()
+    where = {"host": host, "pid": pid, "device": payload.device or worker_device()}
     missing = _missing_inputs(payload)
     if missing:
-        return StepResult(
-            "failed",
-            error=(
-                f"worker on host {host} cannot see {missing[0]} (produced by an upstream step): the "
-                f"state folder {payload.home} must be on a filesystem every worker mounts at the same "
-                "path (set BOTTLENECKS_HOME to it on every host)"
-            ),
-            host=host,
-            pid=pid,
-            device=device,
-        )
+        return StepResult("failed", error=_unseen(payload, missing[0], host), **where)
     tracker = Tracker.for_runs(payload.tracking_uri)
-    ctx = _WorkerContext(
+    ctx = _context(payload, tracker, emit, stop, where["device"])
+    handler = _forward_logs(emit, payload.instance)
+    try:
+        outputs = _call(payload, tracker, ctx, where)
+    except BaseException as e:  # noqa: BLE001 - a component's SystemExit is its failure too
+        return _failure(e, payload, tracker, ctx, started, where)
+    finally:
+        logging.getLogger("bottlenecks").removeHandler(handler)
+    seconds = time.monotonic() - started
+    tracker.log(payload.run_id, tags={"seconds": f"{seconds:.2f}"})
+    return StepResult("done", outputs=outputs, seconds=seconds, **where)
+
+
+def _unseen(payload: StepPayload, path: str, host: str) -> str:
+    """Why a worker that cannot see an upstream step's file fails the step."""
+    return (
+        f"worker on host {host} cannot see {path} (produced by an upstream step): the "
+        f"state folder {payload.home} must be on a filesystem every worker mounts at the same "
+        "path (set BOTTLENECKS_HOME to it on every host)"
+    )
+
+
+def _context(payload: StepPayload, tracker, emit: Emit, stop: threading.Event | None, device: str):
+    """The component's context: logs to the step's run, progress as events to the parent."""
+    return _WorkerContext(
         tracker=tracker,
         run_id=payload.run_id,
         view=_EventView(emit, stop),
@@ -132,39 +146,36 @@ def run_step(payload: StepPayload, emit: Emit, stop: threading.Event | None = No
         step_name=payload.instance,
         stop=stop,
     )
-    handler = _forward_logs(emit, payload.instance)
-    try:
-        tracker.log(
-            payload.run_id,
-            params=flatten(payload.params),
-            tags={"worker.host": host, "worker.pid": str(pid), "device": device},
-        )
-        _set_threads(payload.threads or default_threads())
-        outputs = _component(payload)(ctx, **payload.params)
-        json.dumps(outputs)  # outputs travel as JSON; big things are files in the work dir
-        ctx.flush()
-    except BaseException as e:  # noqa: BLE001 - a component's SystemExit is its failure too
-        trace = traceback.format_exc()
-        message = f"{type(e).__name__}: {e}"
-        if isinstance(e, OSError) and no_room(e, payload.work_dir):
-            message = no_room(e, payload.work_dir)
-        if isinstance(e, Interrupted):
-            message = "stopped: the run was interrupted"
-        _record_failure(tracker, payload.run_id, ctx, message, trace)
-        return StepResult(
-            "stopped" if isinstance(e, Interrupted) else "failed",
-            error=message,
-            traceback=trace,
-            seconds=time.monotonic() - started,
-            pid=pid,
-            host=host,
-            device=device,
-        )
-    finally:
-        logging.getLogger("bottlenecks").removeHandler(handler)
+
+
+def _call(payload: StepPayload, tracker, ctx, where: dict) -> dict[str, Any]:
+    """Log the step's parameters and worker, call the component, and check its outputs travel."""
+    from flows.track.runs import flatten
+
+    tracker.log(
+        payload.run_id,
+        params=flatten(payload.params),
+        tags={"worker.host": where["host"], "worker.pid": str(where["pid"]), "device": where["device"]},
+    )
+    _set_threads(payload.threads or default_threads())
+    outputs = _component(payload)(ctx, **payload.params)
+    json.dumps(outputs)  # outputs travel as JSON; big things are files in the work dir
+    ctx.flush()
+    return outputs
+
+
+def _failure(e: BaseException, payload: StepPayload, tracker, ctx, started: float, where: dict) -> StepResult:
+    """The result of a step that raised ``e`` (call while handling it), its error kept on its run."""
+    trace = traceback.format_exc()
+    message = f"{type(e).__name__}: {e}"
+    if isinstance(e, OSError) and no_room(e, payload.work_dir):
+        message = no_room(e, payload.work_dir)
+    if isinstance(e, Interrupted):
+        message = "stopped: the run was interrupted"
+    _record_failure(tracker, payload.run_id, ctx, message, trace)
+    status = "stopped" if isinstance(e, Interrupted) else "failed"
     seconds = time.monotonic() - started
-    tracker.log(payload.run_id, tags={"seconds": f"{seconds:.2f}"})
-    return StepResult("done", outputs=outputs, seconds=seconds, pid=pid, host=host, device=device)
+    return StepResult(status, error=message, traceback=trace, seconds=seconds, **where)
 
 
 def _component(payload: StepPayload):
