@@ -70,35 +70,37 @@ def mnist(
         raise DataError(f"files needs a 'train' entry and only train/valid/test splits, got {sorted(files)}")
     if shift_copies < 0 or max_shift < 0:
         raise DataError(f"shift_copies and max_shift must be >= 0, got {shift_copies} and {max_shift}")
-    raw = {}
-    for split, names in files.items():
-        parts = [_read(resolve(name, data_dir), csv_label_column) for name in names]
-        if not parts:
-            raise DataError(f"files.{split} is empty: list at least one IDX or CSV file")
-        shapes = {p[0].shape[1:] for p in parts}
-        if len(shapes) > 1:
-            raise DataError(f"files.{split} mixes image sizes {sorted(shapes)}: use files of one size")
-        raw[split] = (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+    raw = {split: _read_split(split, names, data_dir, csv_label_column) for split, names in files.items()}
     carve_fracs = {s: f for s, f in (("valid", valid_fraction), ("test", test_fraction)) if s not in raw}
     splits = {**carve(*raw.pop("train"), carve_fracs, seed), **raw}
     if shift_copies:
-        x, y = splits["train"]
-        extra = shifted_copies(x, shift_copies, max_shift, np.random.default_rng([seed, 7]))
-        splits["train"] = (np.concatenate([x, extra]), np.concatenate([y] + [y] * shift_copies))
+        splits["train"] = _with_shifted_copies(*splits["train"], shift_copies, max_shift, seed)
     for name, (x, _) in splits.items():
         if len(x) == 0:
             raise DataError(f"split {name!r} is empty: give it files or a non-zero fraction")
-    folder = write_images(
-        ctx,
-        splits,
-        scale=255.0,
-        meta={
-            "source": "files",
-            "files": {k: list(v) for k, v in files.items()},
-            "seed": seed,
-            "shift_copies": shift_copies,
-            "max_shift": max_shift,
-            "label_rule": "y = the digit drawn",
-        },
-    )
-    return {"dataset": str(folder)}
+    meta = {
+        "source": "files",
+        "files": {k: list(v) for k, v in files.items()},
+        "seed": seed,
+        "shift_copies": shift_copies,
+        "max_shift": max_shift,
+        "label_rule": "y = the digit drawn",
+    }
+    return {"dataset": str(write_images(ctx, splits, scale=255.0, meta=meta))}
+
+
+def _read_split(split, names, data_dir, csv_label_column) -> tuple[np.ndarray, np.ndarray]:
+    """Read and concatenate one split's files, which must hold images of one size."""
+    parts = [_read(resolve(name, data_dir), csv_label_column) for name in names]
+    if not parts:
+        raise DataError(f"files.{split} is empty: list at least one IDX or CSV file")
+    shapes = {p[0].shape[1:] for p in parts}
+    if len(shapes) > 1:
+        raise DataError(f"files.{split} mixes image sizes {sorted(shapes)}: use files of one size")
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+def _with_shifted_copies(x, y, copies, max_shift, seed) -> tuple[np.ndarray, np.ndarray]:
+    """Append ``copies`` shifted versions of the training images, with their labels."""
+    extra = shifted_copies(x, copies, max_shift, np.random.default_rng([seed, 7]))
+    return np.concatenate([x, extra]), np.concatenate([y] + [y] * copies)
