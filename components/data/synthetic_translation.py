@@ -56,35 +56,31 @@ def synthetic_translation(
     src_words = [f"s{i}" for i in range(vocab)]
     perm = np.random.default_rng([seed, 99]).permutation(vocab)
     lexicon = {w: f"t{int(j)}" for w, j in zip(src_words, perm)}
-
-    splits = {}
-    for split, n in (("train", n_train), ("valid", n_valid), ("test", n_test)):
-        rng = split_rng(seed, split)
-        pairs = []
-        for length in rng.integers(min_len, max_len + 1, size=n):
-            words = [src_words[i] for i in rng.integers(0, vocab, size=int(length))]
-            pairs.append((" ".join(words), " ".join(translate(words, lexicon, reorder))))
-        splits[split] = pairs
+    counts = (("train", n_train), ("valid", n_valid), ("test", n_test))
+    splits = {split: _pairs(split_rng(seed, split), n, lexicon, min_len, max_len, reorder) for split, n in counts}
     # Word level: the whole vocabulary appears in any sizeable train split; build it from the lexicon
     # so a tiny split cannot leave words unknown.
     tok = train_wordlevel([" ".join(src_words), " ".join(lexicon.values())])
-    folder = write_translation(
-        ctx,
-        splits,
-        tok,
-        tok,
-        src_lang="src",
-        tgt_lang="tgt",
-        meta={
-            "task": "synthetic_translation",
-            "lexicon": lexicon,
-            "reorder": reorder,
-            "min_len": min_len,
-            "max_len": max_len,
-            "seed": seed,
-            "tokenizer": "wordlevel",
-            "label_rule": "tgt = lexicon[w] for each src word w, then words 1<->2, 3<->4, ... swapped "
-            "when reorder is 'pairs'",
-        },
-    )
+    meta = {
+        "task": "synthetic_translation",
+        "lexicon": lexicon,
+        "reorder": reorder,
+        "min_len": min_len,
+        "max_len": max_len,
+        "seed": seed,
+        "tokenizer": "wordlevel",
+        "label_rule": "tgt = lexicon[w] for each src word w, then words 1<->2, 3<->4, ... swapped "
+        "when reorder is 'pairs'",
+    }
+    folder = write_translation(ctx, splits, tok, tok, src_lang="src", tgt_lang="tgt", meta=meta)
     return {"dataset": str(folder)}
+
+
+def _pairs(rng, n, lexicon, min_len, max_len, reorder) -> list[tuple[str, str]]:
+    """Draw ``n`` source sentences of uniform length and pair each with its translation."""
+    src_words = list(lexicon)
+    pairs = []
+    for length in rng.integers(min_len, max_len + 1, size=n):
+        words = [src_words[i] for i in rng.integers(0, len(src_words), size=int(length))]
+        pairs.append((" ".join(words), " ".join(translate(words, lexicon, reorder))))
+    return pairs
