@@ -44,10 +44,26 @@ def to_html(card: dict[str, Any], plots: dict[str, str]) -> str:
         f"<p><b>{escape(headline(s))}</b> <small>(measured on {escape(card['device'])}; "
         f"{s['device_independent_holds']} of {s['device_independent']} device-independent claims hold)"
         "</small></p>",
-        "<h2>Claims</h2><table><tr><th>#</th><th>B</th><th>claim</th><th>expected</th>"
-        "<th>measured</th><th>verdict</th><th>why</th><th>settings</th><th>runs</th></tr>",
     ]
-    for c in card["claims"]:
+    h += _claims(card["claims"])
+    if card["architectures"]:
+        h += _architectures(card["architectures"])
+    ex = card.get("examples") or {}
+    if ex:
+        h += _examples(ex)
+    if plots:
+        h += _plots(plots)
+    h.append("</body></html>")
+    return "\n".join(h) + "\n"
+
+
+def _claims(claims: list[dict[str, Any]]) -> list[str]:
+    """The claims table, a row per claim."""
+    h = [
+        "<h2>Claims</h2><table><tr><th>#</th><th>B</th><th>claim</th><th>expected</th>"
+        "<th>measured</th><th>verdict</th><th>why</th><th>settings</th><th>runs</th></tr>"
+    ]
+    for c in claims:
         measured = "<br>".join(f"<code>{escape(line)}</code>" for line in measured_lines(c["measured"]))
         links = " ".join(f"<a href='#plot-{escape(p)}'>{escape(p)}</a>" for p in c.get("plots") or [])
         h.append(
@@ -59,43 +75,47 @@ def to_html(card: dict[str, Any], plots: dict[str, str]) -> str:
             f"<td><small>{'<br>'.join(escape(r) for r in c['run_id'])}</small></td></tr>"
         )
     h.append("</table>")
-    if card["architectures"]:
+    return h
+
+
+def _architectures(rows: dict[str, dict[str, Any]]) -> list[str]:
+    """The architecture x bottleneck matrix; a cell's title shows its reference and reason."""
+    h = [
+        "<h2>Which bottleneck does each architecture remove?</h2><table><tr><th>architecture</th>"
+        + "".join(f"<th>{b}</th>" for b in BOTTLENECKS)
+        + "</tr>"
+    ]
+    for arch, row in rows.items():
+        cells = []
+        for b in BOTTLENECKS:
+            cell = row.get(b)
+            cls = f" class='v {cell['verdict'].replace(' ', '-')}'" if cell and cell.get("verdict") else ""
+            tip = f" title='{escape(cell['ref'] + (': ' + cell['reason'] if cell['reason'] else ''))}'" if cell else ""
+            cells.append(f"<td><span{cls}{tip}>{escape(cell_text(cell))}</span></td>")
+        h.append(f"<tr><th>{escape(arch)}</th>{''.join(cells)}</tr>")
+    h.append("</table><p><small>Mean over seeds (each seed in brackets); hover a cell for its measurement.</small></p>")
+    return h
+
+
+def _examples(ex: dict[str, Any]) -> list[str]:
+    """One source sentence, its reference and each model's output, side by side."""
+    h = [
+        f"<h2>One long sentence, every model</h2><p><small>{escape(str(ex.get('words', '?')))} source "
+        f"words, {escape(str(ex.get('split', '')))} split</small></p><table>"
+        f"<tr><th>source</th><td>{escape(ex['source'])}</td></tr>"
+        f"<tr><th>reference</th><td>{escape(ex['reference'])}</td></tr>"
+    ]
+    h += [f"<tr><th>{escape(label)}</th><td>{escape(hyp)}</td></tr>" for label, hyp in ex["hyps"].items()]
+    h.append("</table>")
+    return h
+
+
+def _plots(plots: dict[str, str]) -> list[str]:
+    """The plots, embedded, each with an anchor the claims link to."""
+    h = ["<h2>Plots</h2>"]
+    for name, path in plots.items():
         h.append(
-            "<h2>Which bottleneck does each architecture remove?</h2><table><tr><th>architecture</th>"
-            + "".join(f"<th>{b}</th>" for b in BOTTLENECKS)
-            + "</tr>"
+            f"<figure id='plot-{escape(name)}'><img alt='{escape(name)}' src='{_png(path)}'>"
+            f"<figcaption>{escape(name)}</figcaption></figure>"
         )
-        for arch, row in card["architectures"].items():
-            cells = []
-            for b in BOTTLENECKS:
-                cell = row.get(b)
-                cls = f" class='v {cell['verdict'].replace(' ', '-')}'" if cell and cell.get("verdict") else ""
-                tip = (
-                    f" title='{escape(cell['ref'] + (': ' + cell['reason'] if cell['reason'] else ''))}'"
-                    if cell
-                    else ""
-                )
-                cells.append(f"<td><span{cls}{tip}>{escape(cell_text(cell))}</span></td>")
-            h.append(f"<tr><th>{escape(arch)}</th>{''.join(cells)}</tr>")
-        h.append(
-            "</table><p><small>Mean over seeds (each seed in brackets); hover a cell for its measurement.</small></p>"
-        )
-    ex = card.get("examples") or {}
-    if ex:
-        h.append(
-            f"<h2>One long sentence, every model</h2><p><small>{escape(str(ex.get('words', '?')))} source "
-            f"words, {escape(str(ex.get('split', '')))} split</small></p><table>"
-            f"<tr><th>source</th><td>{escape(ex['source'])}</td></tr>"
-            f"<tr><th>reference</th><td>{escape(ex['reference'])}</td></tr>"
-        )
-        h += [f"<tr><th>{escape(label)}</th><td>{escape(hyp)}</td></tr>" for label, hyp in ex["hyps"].items()]
-        h.append("</table>")
-    if plots:
-        h.append("<h2>Plots</h2>")
-        for name, path in plots.items():
-            h.append(
-                f"<figure id='plot-{escape(name)}'><img alt='{escape(name)}' src='{_png(path)}'>"
-                f"<figcaption>{escape(name)}</figcaption></figure>"
-            )
-    h.append("</body></html>")
-    return "\n".join(h) + "\n"
+    return h
