@@ -22,56 +22,79 @@ def to_markdown(card: dict[str, Any]) -> str:
         f"{s['device_independent']} device-independent claims hold).",
         "",
     ]
-    out += ["## Claims", "", "| # | B | claim | expected | measured | verdict | why |", "|---|---|---|---|---|---|---|"]
-    for c in card["claims"]:
+    out += _claims(card["claims"])
+    if card["architectures"]:
+        out += _architectures(card["architectures"])
+    ex = card.get("examples") or {}
+    if ex:
+        out += _examples(ex)
+    out += _per_claim(card["claims"])
+    if card.get("plots"):
+        out += ["", "## Plots", "", "Embedded in scorecard.html: " + ", ".join(card["plots"]) + "."]
+    return "\n".join(out) + "\n"
+
+
+def _claims(claims: list[dict[str, Any]]) -> list[str]:
+    """The claims table, a row per claim."""
+    out = ["## Claims", "", "| # | B | claim | expected | measured | verdict | why |", "|---|---|---|---|---|---|---|"]
+    for c in claims:
         measured = "<br>".join(_esc(line) for line in measured_lines(c["measured"])) or "—"
         out.append(
             f"| {_esc(c['id'])} | {_esc(c.get('bottleneck') or '')} | {_esc(c['claim'])} | "
             f"{_esc(c['expected'])} | {measured} | {MARKS[c['verdict']]} {c['verdict']} | "
             f"{_esc(c['reason'])} |"
         )
-    if card["architectures"]:
-        out += [
-            "",
-            "## Which bottleneck does each architecture remove?",
-            "",
-            "| architecture | " + " | ".join(BOTTLENECKS) + " |",
-            "|---|" + "---|" * len(BOTTLENECKS),
-        ]
-        for arch, row in card["architectures"].items():
-            out.append(f"| {_esc(arch)} | " + " | ".join(_esc(cell_text(row.get(b))) for b in BOTTLENECKS) + " |")
-        out += [
-            "",
-            "Cells show the mean over seeds (each seed in brackets); ✓/✗ where the cell is checked. References:",
-            "",
-        ]
-        for arch, row in card["architectures"].items():
-            refs = "; ".join(
-                f"{b}: `{cell['ref']}`" + (f" ({cell['reason']})" if cell["reason"] else "") for b, cell in row.items()
-            )
-            out.append(f"- **{arch}**: {refs}")
-    ex = card.get("examples") or {}
-    if ex:
-        out += [
-            "",
-            f"## One long sentence, every model ({ex.get('words', '?')} source words, {ex.get('split', '')})",
-            "",
-            "| | text |",
-            "|---|---|",
-            f"| source | {_esc(ex['source'])} |",
-            f"| reference | {_esc(ex['reference'])} |",
-        ]
-        out += [f"| {_esc(label)} | {_esc(hyp)} |" for label, hyp in ex["hyps"].items()]
-    settings = [c for c in card["claims"] if c["settings"]]
+    return out
+
+
+def _architectures(rows: dict[str, dict[str, Any]]) -> list[str]:
+    """The architecture x bottleneck matrix, then each row's references."""
+    out = [
+        "",
+        "## Which bottleneck does each architecture remove?",
+        "",
+        "| architecture | " + " | ".join(BOTTLENECKS) + " |",
+        "|---|" + "---|" * len(BOTTLENECKS),
+    ]
+    for arch, row in rows.items():
+        out.append(f"| {_esc(arch)} | " + " | ".join(_esc(cell_text(row.get(b))) for b in BOTTLENECKS) + " |")
+    out += [
+        "",
+        "Cells show the mean over seeds (each seed in brackets); ✓/✗ where the cell is checked. References:",
+        "",
+    ]
+    for arch, row in rows.items():
+        refs = "; ".join(
+            f"{b}: `{cell['ref']}`" + (f" ({cell['reason']})" if cell["reason"] else "") for b, cell in row.items()
+        )
+        out.append(f"- **{arch}**: {refs}")
+    return out
+
+
+def _examples(ex: dict[str, Any]) -> list[str]:
+    """One source sentence, its reference and each model's output, side by side."""
+    out = [
+        "",
+        f"## One long sentence, every model ({ex.get('words', '?')} source words, {ex.get('split', '')})",
+        "",
+        "| | text |",
+        "|---|---|",
+        f"| source | {_esc(ex['source'])} |",
+        f"| reference | {_esc(ex['reference'])} |",
+    ]
+    return out + [f"| {_esc(label)} | {_esc(hyp)} |" for label, hyp in ex["hyps"].items()]
+
+
+def _per_claim(claims: list[dict[str, Any]]) -> list[str]:
+    """The settings and notes claims carry, and each claim's runs."""
+    out = []
+    settings = [c for c in claims if c["settings"]]
     if settings:
         out += ["", "## Settings the verdicts depend on", ""]
         out += [f"- **{c['id']}**: {c['settings']}" for c in settings]
-    notes = [c for c in card["claims"] if c.get("note")]
+    notes = [c for c in claims if c.get("note")]
     if notes:
         out += ["", "## Notes", ""]
         out += [f"- **{c['id']}**: {c['note']}" for c in notes]
     out += ["", "## Runs", ""]
-    out += [f"- **{c['id']}**: {', '.join(c['run_id']) or '—'}" for c in card["claims"]]
-    if card.get("plots"):
-        out += ["", "## Plots", "", "Embedded in scorecard.html: " + ", ".join(card["plots"]) + "."]
-    return "\n".join(out) + "\n"
+    return out + [f"- **{c['id']}**: {', '.join(c['run_id']) or '—'}" for c in claims]
