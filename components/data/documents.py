@@ -91,16 +91,7 @@ def documents(
         return {"dataset": str(data)}  # nothing to change: no copy of a large corpus
     folder = Path(data)
     ds, meta = load_translation(folder)
-    splits, pairs_in = {}, {}
-    for name in SPLITS:
-        pairs = list(zip(ds[name]["src"], ds[name]["tgt"]))
-        pairs_in[name] = len(pairs)
-        docs = group(pairs, k_min, k_max, split_rng(seed, name)) if k_max > 1 and name in group_splits else pairs
-        if max_words and name in filter_splits:
-            docs = [d for d in docs if len(d[0].split()) <= max_words]
-            if not docs:
-                raise DataError(f"data.documents: no {name} pair has at most {max_words} source words; raise max_words")
-        splits[name] = docs
+    splits, pairs_in = _documents(ds, k_min, k_max, max_words, filter_splits, group_splits, seed)
     src_tok, tgt_tok = _tokenizers(folder, bool(meta.get("joint")))
     extra = {k: v for k, v in meta.items() if k not in _DERIVED}
     extra["documents"] = {
@@ -116,3 +107,18 @@ def documents(
         ctx, splits, src_tok, tgt_tok, src_lang=meta["src_lang"], tgt_lang=meta["tgt_lang"], meta=extra
     )
     return {"dataset": str(out)}
+
+
+def _documents(ds, k_min, k_max, max_words, filter_splits, group_splits, seed):
+    """Group each split's pairs into documents and filter long ones; return them and the pairs read per split."""
+    splits, pairs_in = {}, {}
+    for name in SPLITS:
+        pairs = list(zip(ds[name]["src"], ds[name]["tgt"]))
+        pairs_in[name] = len(pairs)
+        docs = group(pairs, k_min, k_max, split_rng(seed, name)) if k_max > 1 and name in group_splits else pairs
+        if max_words and name in filter_splits:
+            docs = [d for d in docs if len(d[0].split()) <= max_words]
+            if not docs:
+                raise DataError(f"data.documents: no {name} pair has at most {max_words} source words; raise max_words")
+        splits[name] = docs
+    return splits, pairs_in
