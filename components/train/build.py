@@ -9,7 +9,7 @@ from typing import Any
 from torch import nn
 
 from components.imports import ModuleImportFailed, import_function
-from components.train.config import TrainError  # defined beside the config, which imports no torch
+from components.train.errors import TrainError  # no pydantic: the GPU benchmark imports this module
 
 
 def _factory(spec: str):

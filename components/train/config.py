@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from components.model_names import ModelName
+from components.train.errors import TrainError
 
 # Parameters that may change between a killed run and its restart without invalidating the state.
 RESUMABLE_CHANGES = {
@@ -25,10 +26,6 @@ RESUMABLE_CHANGES = {
     "compile",
     "prefetch",
 }
-
-
-class TrainError(ValueError):
-    """Training or checkpoint input that cannot be used as given."""
 
 
 class TrainConfig(BaseModel):
