@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from components.registry import suggest
-from flows.language.errors import Collector
+from flows.language.errors import Collector, kind
 from flows.language.yamlload import YList, YMap
 from flows.settings import CLUSTER_KEYS, NAMES, problems
 
@@ -88,7 +88,7 @@ def _mapping(parent: YMap, key: str, errors: Collector, what: str) -> YMap:
     if value is None:
         return YMap(pos=parent.vpos(key))
     if not isinstance(value, YMap):
-        errors.add(parent.vpos(key), f"{what} must be a mapping, got {type(value).__name__}")
+        errors.add(parent.vpos(key), f"{what} must be a mapping, got {kind(value)}")
         return YMap(pos=parent.vpos(key))
     return value
 
@@ -118,7 +118,7 @@ def _top_level(root: Any, errors: Collector) -> bool:
         return False
     if not isinstance(root, YMap):
         pos = getattr(root, "pos", (1, 1))
-        errors.add(pos, f"the top level must be a mapping with 'name' and 'steps', got {type(root).__name__}")
+        errors.add(pos, f"the top level must be a mapping with 'name' and 'steps', got {kind(root)}")
         return False
     _unknown_keys(root, TOP_KEYS, "top-level", errors)
     for required in ("name", "steps"):

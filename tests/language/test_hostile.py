@@ -153,8 +153,11 @@ CASES = {
         STEP + "description: bell\x07\n",
         "4:18: control character U+0007 is not allowed in YAML; is this a binary file?",
     ),
-    "scalar at top level": ("just a string\n", "1:1: the top level must be a mapping with 'name' and 'steps', got str"),
-    "number at top level": ("42\n", "1:1: the top level must be a mapping with 'name' and 'steps', got int"),
+    "scalar at top level": (
+        "just a string\n",
+        "1:1: the top level must be a mapping with 'name' and 'steps', got a string",
+    ),
+    "number at top level": ("42\n", "1:1: the top level must be a mapping with 'name' and 'steps', got an integer"),
     "matrix product": (
         f"name: t\nsteps:\n  a:\n    uses: {C}:numbers\n    with: {{n: '${{matrix.x}}'}}\n"
         f"    matrix: {{x: {grid(200)}, y: {grid(200)}, z: {grid(200)}}}\n",

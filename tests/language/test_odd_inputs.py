@@ -213,6 +213,23 @@ def test_every_yaml_value_has_a_kind_in_words(text, expected):
     assert kind(load(text, errors)) == expected and not errors.errors
 
 
+@pytest.mark.parametrize(
+    "text, got",
+    [("- a\n- b\n", "a list"), ("just a string\n", "a string"), ("42\n", "an integer"), ("true\n", "true or false")],
+)
+def test_a_top_level_that_is_not_a_mapping_is_named_in_yaml_words(text, got, cli, tmp_path, home):
+    path = tmp_path / "p.yaml"
+    path.write_text(text)
+    expected = f"{path}:1:1: the top level must be a mapping with 'name' and 'steps', got {got}"
+    assert expected in refused(cli, str(path))
+
+
+def test_a_section_that_is_not_a_mapping_is_named_in_yaml_words(cli, tmp_path, home):
+    path = tmp_path / "p.yaml"
+    path.write_text(STEP + "params: [1, 2]\n")
+    assert f"{path}:4:9: 'params' must be a mapping, got a list" in refused(cli, str(path))
+
+
 # -- commands that only read -------------------------------------------------------------------------
 def test_the_history_of_a_new_folder_reads_no_store_into_being(tmp_path, monkeypatch):
     from flows.ops import history

@@ -86,7 +86,7 @@ CASES = {
     ),
     "empty file": ("", "1:1: the file is empty; a pipeline needs at least 'name' and 'steps'"),
     "comments only": ("# nothing yet\n", "1:1: the file is empty; a pipeline needs at least 'name' and 'steps'"),
-    "root not a mapping": ("- a\n- b\n", "1:1: the top level must be a mapping with 'name' and 'steps', got YList"),
+    "root not a mapping": ("- a\n- b\n", "1:1: the top level must be a mapping with 'name' and 'steps', got a list"),
 }
 
 
