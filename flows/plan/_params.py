@@ -3,6 +3,7 @@ parameter model), with one located error per refused parameter."""
 
 from __future__ import annotations
 
+import types
 import typing
 
 from pydantic import ValidationError
@@ -29,9 +30,25 @@ def type_name(ann) -> str:
     """A parameter's annotation as a person reads it (``int``, ``list[int]``)."""
     if ann is None:
         return "a value"
+    if "Annotated[" in str(ann):  # a validated type (a model name): its plain type, not its validator's repr
+        return _plain(ann)
     if typing.get_args(ann) or not hasattr(ann, "__name__"):
         return str(ann).replace("typing.", "")
     return ann.__name__
+
+
+def _plain(ann) -> str:
+    """``ann`` written without ``Annotated`` metadata: ``dict[str, Annotated[str, ...]]`` is ``dict[str, str]``."""
+    origin, args = typing.get_origin(ann), typing.get_args(ann)
+    if origin is typing.Annotated:
+        return _plain(args[0])
+    if not args:
+        return getattr(ann, "__name__", str(ann).replace("typing.", ""))
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join("None" if a is type(None) else _plain(a) for a in args)
+    if origin is typing.Literal:
+        return str(ann).replace("typing.", "")
+    return f"{getattr(origin, '__name__', str(origin))}[{', '.join(_plain(a) for a in args)}]"
 
 
 def validate(step: Step, comp: Component, inst: Instance, errors: Collector) -> None:
