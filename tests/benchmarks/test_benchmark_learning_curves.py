@@ -1,11 +1,12 @@
 """benchmarks/learning_curves.py measures the default learning curve inside one run, beside a run without it."""
 
 import argparse
-import importlib.util
 from pathlib import Path
 
 import pytest
 import torch
+
+from tests.support.benchmarks import load
 
 pytestmark = pytest.mark.slow  # trains twice on a quick-profile data folder
 
@@ -13,10 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_curves", ROOT / "benchmarks" / "learning_curves.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load("learning_curves")
 
 
 def test_the_share_is_measured_in_the_default_run_and_the_summary_is_unchanged():

@@ -6,7 +6,6 @@ data kind's bare loop and ``train.model`` start from one seed, train a few steps
 the same weights.
 """
 
-import importlib.util
 import time
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 import torch
 
 from components import Context, get
+from tests.support.benchmarks import load
 
 pytestmark = pytest.mark.slow  # costly: see the fast loop in tests/README.md
 
@@ -21,10 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_train", ROOT / "benchmarks" / "train.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load("train")
 
 
 B = _bench()

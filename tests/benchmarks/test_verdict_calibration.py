@@ -4,20 +4,16 @@ The full run (10000 sims a cell) takes about 20 minutes; here two kinds at 5 see
 go through the real ``checks.evaluate`` in this process, with loose bounds on what they must show.
 """
 
-import importlib.util
 import json
 from pathlib import Path
+
+from tests.support.benchmarks import load
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location(
-        "bench_verdict_calibration", ROOT / "benchmarks" / "verdict_calibration.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load("verdict_calibration")
 
 
 B = _bench()
