@@ -132,7 +132,12 @@ def _kind_of(v: Any) -> str:
         return f"a mapping {_show(v)}"
     if isinstance(v, list):
         return f"a list {_show(v)}"
-    return f"{type(v).__name__} {_show(v)}"
+    if isinstance(v, bool):
+        return f"true or false ({_show(v)})"
+    if v is None:
+        return "nothing (null)"
+    kinds = ((str, "a string"), (int, "an integer"), (float, "a number"))
+    return f"{next((name for t, name in kinds if isinstance(v, t)), 'a value')} {_show(v)}"
 
 
 def _text_fields(entry: dict, where: str) -> None:
@@ -306,7 +311,7 @@ def validate_claim(entry: Any, index: int) -> dict[str, Any]:
 def validate_expectations(expect: Any) -> list[dict[str, Any]]:
     """Validate a whole ``expect:`` list (ids unique); return the normalised entries."""
     if not isinstance(expect, list):
-        raise ScorecardError(f"expect: must be a list of expectations, got {type(expect).__name__}")
+        raise ScorecardError(f"expect: must be a list of expectations, got {_kind_of(expect)}")
     claims = [validate_claim(e, i) for i, e in enumerate(expect)]
     seen: dict[str, int] = {}
     for i, c in enumerate(claims):

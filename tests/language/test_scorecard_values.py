@@ -90,7 +90,7 @@ FIELDS = {
     ),
     "check as a number": (
         "id: 1\nclaim: c\ncheck: 3\nvalue: a.b\nthan: 1\n",
-        f"expect[0] (claim 1): 'check:' names a kind of check (one of {KINDS}), got int 3",
+        f"expect[0] (claim 1): 'check:' names a kind of check (one of {KINDS}), got an integer 3",
     ),
     "checks entry's check as a mapping": (
         "id: 1\nclaim: c\nchecks:\n  - {check: {a: 1}, value: a.b}\n",
