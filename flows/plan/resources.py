@@ -22,16 +22,21 @@ def visible_gpus() -> list[str]:
     env = os.environ.get("CUDA_VISIBLE_DEVICES")
     if env is not None:
         return [g.strip() for g in env.split(",") if g.strip() and g.strip() != "-1"]
+    return [line.strip() for line in nvidia_smi("index") if line.strip().isdigit()]
+
+
+def nvidia_smi(fields: str) -> list[str]:
+    """The lines ``nvidia-smi --query-gpu=FIELDS`` prints (CSV, no header); none without a working one."""
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return []
     try:
         out = subprocess.run(
-            [exe, "--query-gpu=index", "--format=csv,noheader"], capture_output=True, text=True, timeout=10
+            [exe, f"--query-gpu={fields}", "--format=csv,noheader"], capture_output=True, text=True, timeout=10
         )
     except (OSError, subprocess.SubprocessError):
         return []
-    return [line.strip() for line in out.stdout.splitlines() if line.strip().isdigit()] if out.returncode == 0 else []
+    return out.stdout.splitlines() if out.returncode == 0 else []
 
 
 def gpus(devices: Any) -> list[str]:

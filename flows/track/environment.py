@@ -19,12 +19,13 @@ import json
 import os
 import platform
 import re
-import shutil
 import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from flows.plan.resources import nvidia_smi
 
 LIBRARIES = ("numpy", "sacrebleu", "tokenizers", "prefect", "mlflow", "scikit-learn", "datasets")
 # Fields that can move a figure: a change in any of them makes a changed verdict "another environment".
@@ -163,20 +164,10 @@ def _torch_info_light() -> dict[str, Any]:
 
 def gpu_names() -> list[str]:
     """GPU models ``nvidia-smi`` lists (those ``CUDA_VISIBLE_DEVICES`` leaves visible), empty without one."""
-    exe = shutil.which("nvidia-smi")
-    if exe is None:
-        return []
-    try:
-        out = subprocess.run(
-            [exe, "--query-gpu=index,name", "--format=csv,noheader"], capture_output=True, text=True, timeout=10
-        )
-    except (OSError, subprocess.SubprocessError):
-        return []
-    if out.returncode != 0:
-        return []
+    lines = nvidia_smi("index,name")
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     keep = None if visible is None else {v.strip() for v in visible.split(",")}
-    rows = [line.split(",", 1) for line in out.stdout.splitlines() if "," in line]
+    rows = [line.split(",", 1) for line in lines if "," in line]
     return [name.strip() for index, name in rows if keep is None or index.strip() in keep]
 
 
