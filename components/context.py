@@ -3,6 +3,11 @@
 ``Context`` is the plain version used by tests and direct calls: it keeps what is logged in
 memory (and nothing else). ``flows/`` subclasses it to log to MLflow and drive the progress view.
 Components never import prefect or mlflow; they only talk to this object.
+
+Metric names group by what they are (``NAMESPACES``, docs/metrics.md): the context places a key
+that is in no namespace under its component's family (``place_metric``), so ``grad_norm/lstm``
+logged by ``probe.gradient_decay`` is ``probe/gradient_decay/grad_norm/lstm``, for shipped
+components and users' alike. The component is set when it is called through the registry.
 """
 
 from __future__ import annotations
@@ -14,6 +19,46 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
+
+# a metric name's first segment -> what lives there
+NAMESPACES: dict[str, str] = {
+    "train": "curves over training steps: loss, acc, lr, grad_norm, tokens_per_s",
+    "valid": "the learning curve on the valid split (loss, acc, bleu) at a handful of steps and the end",
+    "test": "a training run's final test metrics, at its last step",
+    "run": "facts of a training run at its end: steps, seconds, cpu_seconds, params, diverged, eval_seconds",
+    "data": "a data step's counts: n_train, n_valid, n_test, dropped/<why>, vocabulary sizes",
+    "probe": "probe/<probe>/...: what a probe measured, e.g. probe/gradient_decay/grad_norm/lstm",
+    "eval": "eval/<name>/...: an evaluation's scores, e.g. eval/bleu/bleu/lstm",
+    "report": "report/<name>/...: a report step's own numbers, e.g. report/bleu_by_length/seeds/lstm",
+    "claim": "claim/<id>: a verdict as a number; claim/<id>/{margin,lo,hi,p,p_holm}: its evidence",
+    "claims": "claims/<count>: the scorecard's counts of verdicts (holds, fails, total, ...)",
+}
+
+
+def metric_namespace(key: str) -> str | None:
+    """The namespace ``key`` is in (its first segment, when that is one), else None."""
+    head = key.split("/", 1)[0]
+    return head if head in NAMESPACES else None
+
+
+def metric_prefix(component: str) -> str:
+    """Where a component's keys that are in no namespace go: ``data/``, ``run/`` or ``<family>/<name>/``."""
+    family, _, name = component.partition(".")
+    if family == "data":
+        return "data/"
+    if family == "train":
+        return "run/"
+    return f"{family}/{name}/" if name else f"{family}/"
+
+
+def place_metric(key: str, component: str) -> str:
+    """The name ``key`` is logged under by ``component``: unchanged when it is in a namespace, already
+    under the component's prefix, or no component is known; else under the prefix. Placing twice
+    gives the same name."""
+    if not component or metric_namespace(key) is not None:
+        return key
+    where = metric_prefix(component)
+    return key if key.startswith(where) else where + key
 
 
 class Progress:
@@ -46,6 +91,7 @@ class Context:
     device: str = "cpu"
     seed: int = 0
     step_name: str = "step"
+    component: str = ""  # the registry name (``probe.timing``): where metric names are placed; "" places none
     params: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, list[tuple[int | None, float]]] = field(default_factory=dict)
     artifacts: list[Path] = field(default_factory=list)
@@ -66,9 +112,13 @@ class Context:
         """Record parameters (strings in MLflow)."""
         self.params.update(params)
 
+    def metric_name(self, key: str) -> str:
+        """The name ``key`` is logged under (``place_metric`` for this context's component)."""
+        return place_metric(key, self.component)
+
     def log_metric(self, key: str, value: float, step: int | None = None) -> None:
-        """Record one metric value; NaN and Inf are kept (a diverged run is a result)."""
-        self.metrics.setdefault(key, []).append((step, float(value)))
+        """Record one metric value under its placed name; NaN and Inf are kept (a diverged run is a result)."""
+        self.metrics.setdefault(self.metric_name(key), []).append((step, float(value)))
 
     def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
         for k, v in metrics.items():
@@ -101,8 +151,8 @@ class Context:
         self.tags.update({k: str(v) for k, v in tags.items()})
 
     def last_metric(self, key: str) -> float:
-        """Most recent value of a metric (NaN if never logged)."""
-        values = self.metrics.get(key)
+        """Most recent value of a metric, by the name it was logged with or its placed name (NaN if never logged)."""
+        values = self.metrics.get(self.metric_name(key))
         return values[-1][1] if values else math.nan
 
     def environment(self) -> dict[str, Any] | None:

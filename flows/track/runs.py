@@ -217,6 +217,7 @@ class MlflowContext(Context):
         self.tracker.log(self.run_id, params=flatten(params))
 
     def log_metric(self, key: str, value: float, step: int | None = None) -> None:
+        key = self.metric_name(key)  # the namespace docs/metrics.md describes
         super().log_metric(key, value, step)
         with self._lock:  # NaN is kept: MLflow stores it, so a diverged run shows where it broke
             self._pending.append(Metric(key, float(value), int(time.time() * 1000), int(step or 0)))
