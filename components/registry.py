@@ -27,6 +27,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from components.bounds import refusal
 from components.imports import ModuleImportFailed, import_function, import_module, suggest
 
 ENTRY_POINT_GROUP = "bottlenecks.components"
@@ -126,12 +127,23 @@ class Component:
         """Validate parameters; raises pydantic.ValidationError."""
         return self.params_model.model_validate(params)
 
+    def _refused(self, params: dict[str, Any], e: ValidationError) -> Exception:
+        """The error for parameters the model refused: a value out of its declared bounds in words
+        ("steps must be at least 0; got -1"); a config's own ``check()`` says it first, in its own
+        error type, when types are right and only bounds are broken."""
+        bounds = [refusal(err) for err in e.errors()]
+        if all(bounds) and callable(getattr(self.config, "check", None)):
+            self.config.model_construct(**params).check()
+        if all(bounds):
+            return ComponentError(f"{self.name}: " + "; ".join(bounds))
+        return ComponentError(f"{self.name}: invalid parameters:\n{e}")
+
     def __call__(self, ctx, **params) -> dict:
         """Validate ``params`` and call the function; check the declared outputs came back."""
         try:
             model = self.validate(params)
         except ValidationError as e:
-            raise ComponentError(f"{self.name}: invalid parameters:\n{e}") from None
+            raise self._refused(params, e) from None
         result = self.fn(ctx, model) if self.config is not None else self.fn(ctx, **model.model_dump())
         if not isinstance(result, dict):
             raise ComponentError(f"{self.name} returned {type(result).__name__}, expected a dict of outputs")

@@ -1,19 +1,25 @@
 """The settings of ``train.model``, defined once: name, type, default, bound and doc.
 
-Pydantic checks the types when a pipeline is checked; ``check()`` checks the bounds when a run
-starts. Nothing here imports torch: `bottlenecks check` reads this class without it.
+Each field states its type and its bounds (``Size``: at least 1; ``Count``: at least 0; see
+``components/bounds.py``): `bottlenecks check` refuses a value out of them at the line that sets it,
+and the JSON Schema shows them. ``check()`` says the same in the trainer's words (``TrainError``)
+when the component is called directly, and checks the rules that tie two fields together. Nothing
+here imports torch: `bottlenecks check` reads this class without it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from components.bounds import Count, Fraction, NonNegative, Positive, Probability, Size, refusal
 from components.model_names import ModelName
 from components.train.errors import TrainError
+
+Betas = Annotated[list[Fraction], Field(min_length=2, max_length=2)]  # Adam's two decay rates, each in [0, 1)
 
 # Parameters that may change between a killed run and its restart without invalidating the state.
 RESUMABLE_CHANGES = {
@@ -66,40 +72,44 @@ class TrainConfig(BaseModel):
     data: str
     model: ModelName
     overrides: dict[str, Any] | None = None
-    steps: int = 1000
-    batch_size: int = 64
-    max_tokens: int | None = None  # translation: batch by token count instead of batch_size
-    accumulate: int = 1  # micro-batches per optimiser step (gradient accumulation)
-    passes: int | None = None  # forward/backward passes per step over them; None: fit to the device
+    steps: Count = 1000
+    batch_size: Size = 64
+    max_tokens: Size | None = None  # translation: batch by token count instead of batch_size
+    accumulate: Size = 1  # micro-batches per optimiser step (gradient accumulation)
+    passes: Size | None = None  # forward/backward passes per step over them; None: fit to the device
     optimizer: Literal["adam", "adamw", "sgd", "adadelta"] = "adam"  # adadelta: Bahdanau 2015 (lr 1.0)
-    lr: float = 1e-3
-    weight_decay: float = 0.0
-    betas: list[float] = [0.9, 0.999]  # the Transformer paper used [0.9, 0.98]
-    momentum: float = 0.0
-    eps: float | None = None  # Adam/AdamW 1e-8, Adadelta 1e-6 when None; Vaswani 2017 used Adam eps 1e-9
-    rho: float = 0.95  # Adadelta's decay (Bahdanau 2015)
+    lr: Positive = 1e-3
+    weight_decay: NonNegative = 0.0
+    betas: Betas = [0.9, 0.999]  # the Transformer paper used [0.9, 0.98]
+    momentum: NonNegative = 0.0
+    eps: Positive | None = None  # Adam/AdamW 1e-8, Adadelta 1e-6 when None; Vaswani 2017 used Adam eps 1e-9
+    rho: Fraction = 0.95  # Adadelta's decay (Bahdanau 2015)
     schedule: Literal["constant", "inverse_sqrt"] = "constant"
-    warmup: int = 0
-    label_smoothing: float = 0.0
-    shift: int = 0  # images: random translation by up to +-shift pixels (ViT positions need it)
+    warmup: Count = 0
+    label_smoothing: Probability = 0.0
+    shift: Count = 0  # images: random translation by up to +-shift pixels (ViT positions need it)
     clip: Literal["norm", "value", "none"] = "norm"
-    clip_value: float = 1.0
-    max_loss: float | None = None  # also count a loss above this as divergence (CE rarely hits Inf)
-    seed: int = 0
-    eval_every: int | None = None  # None: 5 evenly spaced valid/* points and the end; 0: only the end
-    eval_batches: int = 0  # valid batches per point before the end; 0: the whole split
-    eval_bleu: int = 64  # translation: valid/bleu on the first N valid sentences (greedy); 0: no BLEU
-    eval_batch_size: int = 256
-    checkpoint_every: int = 100
-    log_every: int = 10
+    clip_value: Positive = 1.0
+    max_loss: Positive | None = None  # also count a loss above this as divergence (CE rarely hits Inf)
+    seed: Count = 0
+    eval_every: Count | None = None  # None: 5 evenly spaced valid/* points and the end; 0: only the end
+    eval_batches: Count = 0  # valid batches per point before the end; 0: the whole split
+    eval_bleu: Count = 64  # translation: valid/bleu on the first N valid sentences (greedy); 0: no BLEU
+    eval_batch_size: Size = 256
+    checkpoint_every: Count = 100  # 0: no checkpoints before the end
+    log_every: Size = 10
     bf16: bool = False  # on CUDA, recurrent models train in fp32 + TF32 instead (see precision.choose)
     compile: bool = False
     deterministic: bool = False
-    average_last: int = 0  # > 1: the final model averages the weights of the last N checkpoints
-    prefetch: int | None = None  # batches collated ahead on a thread; None: 2 on a GPU, 0 on a CPU
+    average_last: Count = 0  # > 1: the final model averages the weights of the last N checkpoints
+    prefetch: Count | None = None  # batches collated ahead on a thread; None: 2 on a GPU, 0 on a CPU
 
     def check(self) -> None:
-        """Raise TrainError for a value out of its bounds (the types are pydantic's to check)."""
+        """Raise TrainError for a value out of its bounds or for two fields that disagree.
+
+        A direct call of ``train.model`` with a value out of bounds lands here (the registry asks the
+        config's ``check`` before its own words); the types are pydantic's to check.
+        """
         if (
             min(self.steps, self.eval_every or 0, self.checkpoint_every, self.eval_batches, self.eval_bleu) < 0
             or min(self.batch_size, self.log_every) < 1
@@ -122,6 +132,10 @@ class TrainConfig(BaseModel):
             raise TrainError(f"average_last={self.average_last} averages checkpoints: set checkpoint_every > 0")
         if len(self.betas) != 2:
             raise TrainError(f"betas must be two numbers like [0.9, 0.98], got {self.betas}")
+        try:  # the other fields' bounds, as the fields declare them
+            TrainConfig.model_validate(self.model_dump())
+        except ValidationError as e:
+            raise TrainError("; ".join(refusal(err) or err["msg"] for err in e.errors())) from None
 
     def fingerprint(self) -> str:
         """Hash the settings a resumed run must share with the run that wrote its checkpoint."""

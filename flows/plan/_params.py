@@ -8,6 +8,7 @@ import typing
 
 from pydantic import ValidationError
 
+from components.bounds import choices, refusal
 from components.registry import Component, ComponentError, ParameterValueError, get
 from flows.language.errors import Collector
 from flows.language.spec import Pipeline, Step
@@ -84,6 +85,9 @@ def _refuse(step: Step, comp: Component, err: dict, field_name: str, errors: Col
             f"step {step.id!r}: missing required parameter {field_name!r} "
             f"({type_name(fields[field_name].annotation)}) for {comp.name}",
         )
+    elif (bound := refusal(err)) is not None:  # a value of the right type out of its declared range
+        hint = suggest(str(err["input"]), choices(err["ctx"]["expected"])) if kind == "literal_error" else ""
+        errors.add(step.with_.vpos(field_name), f"step {step.id!r} ({comp.name}): {bound}{hint}")
     elif kind == "value_error" and isinstance(err.get("ctx", {}).get("error"), ParameterValueError):
         # a parameter type's own check (a model name) says what is wrong in its own words
         errors.add(

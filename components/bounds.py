@@ -1,0 +1,75 @@
+"""Bounds a component declares with its parameters, and a value they refuse in words.
+
+A parameter states its range where it is declared, as pydantic metadata on its type::
+
+    def make(ctx, *, lag: Size = 20, p: Probability = 0.5, lr: Annotated[float, Field(gt=0)] = 1e-3): ...
+
+`bottlenecks check` refuses a value out of range at the line that sets it, before any step runs;
+the JSON Schema shows the range (minimum, maximum, minItems, enum) to editors; a direct call of the
+component refuses it too. ``refusal`` words pydantic's error the way a person reads a bound.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from pydantic import Field
+
+Size = Annotated[int, Field(ge=1)]  # a length, width, batch or vocabulary: at least one
+Count = Annotated[int, Field(ge=0)]  # how many (examples, steps, items); 0 is none
+Positive = Annotated[float, Field(gt=0)]  # a rate, a scale, a threshold above zero
+NonNegative = Annotated[float, Field(ge=0)]
+Probability = Annotated[float, Field(ge=0, le=1)]
+Fraction = Annotated[float, Field(ge=0, lt=1)]  # a share held out of a whole: less than all of it
+
+_LIMITS = {
+    "greater_than_equal": ("ge", "at least"),
+    "greater_than": ("gt", "greater than"),
+    "less_than_equal": ("le", "at most"),
+    "less_than": ("lt", "less than"),
+    "multiple_of": ("multiple_of", "a multiple of"),
+}
+BOUND_ERRORS = frozenset(_LIMITS) | {"too_short", "too_long", "literal_error", "string_too_short", "string_too_long"}
+
+
+def where(loc: tuple) -> str:
+    """A parameter's place as a person writes it: ``betas[0]``, ``overrides.hidden``."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def choices(expected: str) -> list[str]:
+    """The choices of a pydantic ``literal_error`` (``"'a', 'b' or 'c'"``) as text."""
+    return re.findall(r"'((?:[^'\\]|\\.)*)'", expected)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def refusal(err: dict) -> str | None:
+    """``err`` (one of pydantic's ``errors()``) as "NAME must be at least 1; got -1", or None when
+    it is not a bound (a wrong type, an unknown key, a missing value)."""
+    kind, ctx, got = err["type"], err.get("ctx") or {}, err.get("input")
+    name = where(err["loc"])
+    if kind in _LIMITS:
+        key, words = _LIMITS[kind]
+        limit = ctx[key]
+        limit = int(limit) if isinstance(limit, float) and limit.is_integer() else limit  # 0, not 0.0
+        return f"{name} must be {words} {limit}; got {_shown(got)}"
+    if kind in ("too_short", "too_long"):
+        n = ctx["min_length" if kind == "too_short" else "max_length"]
+        if kind == "too_short" and n == 1:
+            return f"{name} must not be empty; got {_shown(got)}"
+        return f"{name} must have {'at least' if kind == 'too_short' else 'at most'} {n} items; got {_shown(got)}"
+    if kind in ("string_too_short", "string_too_long"):
+        n = ctx["min_length" if kind == "string_too_short" else "max_length"]
+        most = "at least" if kind == "string_too_short" else "at most"
+        return f"{name} must have {most} {n} characters; got {_shown(got)}"
+    if kind == "literal_error":
+        return f"{name} must be {ctx['expected']}; got {_shown(got)}"
+    return None
