@@ -30,7 +30,8 @@ def axes(step: Step, params: dict, errors: Collector) -> dict[str, list]:
                 values = params[tokens[0].name]
         problem = _axis_problem(values)
         if problem:
-            errors.add(pos, f"step {step.id!r}: matrix axis {axis!r} {problem}")
+            source = f" ({step.matrix[axis]} is {values!r})" if values is not step.matrix[axis] else ""
+            errors.add(pos, f"step {step.id!r}: matrix axis {axis!r}{source} {problem}")
             continue
         found[str(axis)] = list(values)
     return found

@@ -138,6 +138,8 @@ class Resolver:
             return self.params[t.name]
         if t.ns == "matrix":
             if t.name not in self.axes.get(step.id, {}):
+                if t.name in step.matrix:  # an axis with bad values: reported where it is written
+                    return INVALID
                 axes = self.axes.get(step.id, {})
                 hint = suggest(t.name, axes) or (" (this step has no matrix)" if not axes else "")
                 self.errors.add(pos, f"step {step.id!r}: unknown matrix axis {t.name!r} in {t.text}{hint}")
