@@ -12,12 +12,6 @@ which module); its module is imported only when the function is first needed.
 
 from __future__ import annotations
 
-import ast
-import functools
-import hashlib
-import importlib
-import importlib.machinery
-import importlib.util
 import inspect
 import threading
 from dataclasses import dataclass, field
@@ -27,7 +21,9 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from components import code_version
 from components.bounds import refusal
+from components.code_version import module_file as _module_file
 from components.imports import ModuleImportFailed, import_function, import_module, suggest
 
 ENTRY_POINT_GROUP = "bottlenecks.components"
@@ -108,7 +104,7 @@ class Component:
         ``__init__`` files: an edit to a model or loader a trainer uses invalidates the training
         steps, while an edit to the report code leaves them cached.
         """
-        return f"{self.version}+{_source_digest(self.module)}"
+        return f"{self.version}+{code_version.digest(self.module)}"
 
     def shown(self, role: str, outputs: dict[str, Any]) -> Any:
         """The value of the output this component shows as ``role``, or None when it shows none."""
@@ -193,82 +189,6 @@ def _json_hint(value: Any) -> str:
     if isinstance(value, (set, frozenset)):
         return "return sorted(values)"
     return "save it in ctx.work_dir and return the file's path"
-
-
-def _module_file(name: str) -> Path | None:
-    """The source file of module ``name``, or None (not a module, not Python source).
-
-    Found without importing it or its parent packages (``find_spec`` of ``a.b`` imports ``a``).
-    """
-    parts = name.split(".")
-    try:
-        spec = importlib.util.find_spec(parts[0])
-        for part in parts[1:]:
-            if spec is None or not spec.submodule_search_locations:
-                return None
-            spec = importlib.machinery.PathFinder.find_spec(part, list(spec.submodule_search_locations))
-    except (ImportError, ValueError, AttributeError):
-        return None
-    origin = getattr(spec, "origin", None)
-    return Path(origin) if origin and origin.endswith(".py") and Path(origin).is_file() else None
-
-
-def _imported(name: str, path: Path) -> frozenset[str]:
-    """Module names ``name`` imports anywhere in its source (``from a import b`` gives a and a.b)."""
-    stat = path.stat()  # import closures overlap: each file is parsed once until it changes
-    return _imports_in(name, path, stat.st_mtime_ns, stat.st_size)
-
-
-@functools.lru_cache(maxsize=None)
-def _imports_in(name: str, path: Path, mtime_ns: int, size: int) -> frozenset[str]:
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_bytes(), str(path))):
-        if isinstance(node, ast.Import):
-            out.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                parts = package.split(".")
-                base = ".".join(parts[: len(parts) - node.level + 1])  # level 1: this package
-                base = f"{base}.{node.module}" if node.module else base
-            else:
-                base = node.module or ""
-            out.add(base)
-            out.update(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
-    return frozenset(out)
-
-
-@functools.lru_cache(maxsize=None)
-def _source_digest(module_name: str) -> str:
-    """Hash the code of ``module_name`` and of its import closure inside its top-level package."""
-    root = module_name.split(".")[0]
-    files: dict[str, Path] = {}
-    todo = [module_name]
-    while todo:
-        name = todo.pop()
-        if name in files or not (name == root or name.startswith(root + ".")):
-            continue
-        path = _module_file(name)
-        if path is None:
-            continue
-        files[name] = path
-        parts = name.split(".")
-        todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))  # parent packages run first
-        todo.extend(_imported(name, path))
-    digest = hashlib.sha256()
-    for name in sorted(files):
-        digest.update(name.encode())  # a moved module changes the key too
-        digest.update(_code(files[name]))
-    return digest.hexdigest()[:12]
-
-
-def _code(path: Path) -> bytes:
-    """What a module runs: its syntax tree, so comments, blank lines and reformatting keep the key."""
-    source = path.read_bytes()
-    try:
-        return ast.dump(ast.parse(source, str(path))).encode()
-    except SyntaxError:  # the import will report it; any edit still changes the key
-        return source
 
 
 _REGISTRY: dict[str, Component] = {}

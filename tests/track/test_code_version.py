@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from components.registry import _source_digest
+from components import code_version
 
 
 @pytest.fixture
@@ -35,8 +35,7 @@ def plugin(tmp_path, monkeypatch):
 
 
 def digest(name):
-    _source_digest.cache_clear()
-    return _source_digest(name)
+    return code_version.digest(name)  # nothing forgotten in between: an edit is seen by its file's stat
 
 
 @pytest.mark.parametrize("edited", ["helper.py", "deep.py", "sub/comp.py", "sub/__init__.py", "__init__.py"])
@@ -70,3 +69,26 @@ def test_shipped_training_does_not_depend_on_the_report_code():
 
     train, report = get("train.model"), get("report.scorecard")
     assert train.code_version != report.code_version
+
+
+def test_a_new_process_reads_the_stored_parse_and_gets_the_same_version(plugin, tmp_path, monkeypatch):
+    monkeypatch.setenv("BOTTLENECKS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(code_version, "_STORE", code_version._Store())
+    code_version.forget()
+    parsed = digest("cvplug.sub.comp")
+    assert list((tmp_path / "cache").glob("code-trees-py*.json"))
+    code_version.forget()  # as a new process: only the stored parses are known
+    monkeypatch.setattr(code_version, "_STORE", code_version._Store())
+    monkeypatch.setattr(code_version.ast, "dump", None)  # nothing is parsed again
+    assert digest("cvplug.sub.comp") == parsed
+    assert code_version.imported_packages("cvplug.sub.comp") == frozenset()
+
+
+def test_a_corrupt_store_is_ignored(plugin, tmp_path, monkeypatch):
+    monkeypatch.setenv("BOTTLENECKS_CACHE", str(tmp_path / "cache"))
+    before = digest("cvplug.sub.comp")
+    (tmp_path / "cache").mkdir()
+    code_version._Store().path().write_text('{"not": "a parse"')
+    code_version.forget()
+    monkeypatch.setattr(code_version, "_STORE", code_version._Store())
+    assert digest("cvplug.sub.comp") == before

@@ -1,0 +1,269 @@
+"""A component's code version: a hash of the source its module runs, for the step cache key.
+
+That source is the module and every module of the same top-level package it imports, directly or
+through others (imports inside functions included), with their packages' ``__init__`` files; each
+file counts as its syntax tree, so comments, blank lines and reformatting keep the version.
+
+A file is parsed once for its bytes: the parse (the tree's digest and the imports) is kept by the
+hash of those bytes, in this process and in a store in the user's cache folder that the next
+process reads (`check` in a new process parses nothing that has not changed). A module's closure
+and digest are kept with the (path, mtime, size) of every file in it and the import path: a
+long-lived process (the warm process, ``serve``) sees an edited file, and an unchanged closure
+costs one ``stat`` a file.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.machinery
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+Stats = tuple[tuple[str, int, int], ...]  # (path, mtime_ns, size) of each file of a closure
+
+_FOUND: dict[tuple[str, tuple[str, ...]], Path | None] = {}  # (module, sys.path) -> its source file
+
+
+@dataclass(frozen=True)
+class _Known:
+    stats: Stats  # of every file in the closure, to see an edit
+    files: dict[str, Path]  # the closure: module name -> source file
+    digest: str
+    packages: frozenset[str]  # top-level packages outside its own that the closure imports
+
+
+_KNOWN: dict[tuple[str, tuple[str, ...]], _Known] = {}  # (module, sys.path) -> its closure when last read
+
+
+def digest(module_name: str) -> str:
+    """Hash the code of ``module_name`` and of its import closure inside its top-level package."""
+    return _known(module_name).digest
+
+
+def closure(module_name: str) -> dict[str, Path]:
+    """``module_name`` and the modules of its top-level package it imports, directly or through
+    others, with their parent packages: module name -> source file."""
+    return dict(_known(module_name).files)
+
+
+def imported_packages(module_name: str) -> frozenset[str]:
+    """Top-level packages outside its own that ``module_name``'s closure imports (``import torch``
+    anywhere in it gives ``torch``; relative imports are its own)."""
+    return _known(module_name).packages
+
+
+def forget() -> None:
+    """Drop every remembered closure and parse (tests; a process that rewrites files in place
+    within one mtime tick)."""
+    _KNOWN.clear()
+    _FOUND.clear()
+    _PARSES.clear()
+    _READ.clear()
+
+
+def _known(module_name: str) -> _Known:
+    key = (module_name, tuple(sys.path))  # another path can find other files under the same names
+    known = _KNOWN.get(key)
+    if known is not None:
+        if _stats(path for path, _, _ in known.stats) == known.stats:
+            return known
+        _FOUND.clear()  # an edited file may import a module that was not there before
+    files = _walk(module_name)
+    names = sorted(files)
+    h = hashlib.sha256()
+    for name in names:
+        h.update(name.encode())  # a moved module changes the key too
+        h.update(_parsed(files[name]).tree)
+    root = module_name.split(".")[0]
+    tops = {m.split(".")[0] for name in names for level, m, _ in _parsed(files[name]).imports if not level}
+    tops.discard(root)
+    tops.discard("")
+    _KNOWN[key] = _Known(_stats(str(files[n]) for n in names), files, h.hexdigest()[:12], frozenset(tops))
+    _STORE.save()
+    return _KNOWN[key]
+
+
+def module_file(name: str) -> Path | None:
+    """The source file of module ``name``, or None (not a module, not Python source).
+
+    Found without importing it or its parent packages (``find_spec`` of ``a.b`` imports ``a``),
+    and remembered: closures overlap (every component imports the registry).
+    """
+    key = (name, tuple(sys.path))
+    if key not in _FOUND or (_FOUND[key] is not None and not _FOUND[key].is_file()):
+        _FOUND[key] = _find(name)
+    return _FOUND[key]
+
+
+def _find(name: str) -> Path | None:
+    parts = name.split(".")
+    try:
+        spec = importlib.util.find_spec(parts[0])
+        for part in parts[1:]:
+            if spec is None or not spec.submodule_search_locations:
+                return None
+            spec = importlib.machinery.PathFinder.find_spec(part, list(spec.submodule_search_locations))
+    except (ImportError, ValueError, AttributeError):
+        return None
+    origin = getattr(spec, "origin", None)
+    return Path(origin) if origin and origin.endswith(".py") and Path(origin).is_file() else None
+
+
+def _stats(paths) -> Stats:
+    """(path, mtime_ns, size) of each path; a file that is gone reads (path, -1, -1)."""
+    out = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+            out.append((str(path), st.st_mtime_ns, st.st_size))
+        except OSError:
+            out.append((str(path), -1, -1))
+    return tuple(out)
+
+
+_closure = closure  # the name flows.plan._libraries calls it by
+
+
+def _walk(module_name: str) -> dict[str, Path]:
+    """Walk the imports from ``module_name`` (``closure`` remembers what this finds)."""
+    root = module_name.split(".")[0]
+    files: dict[str, Path] = {}
+    todo = [module_name]
+    while todo:
+        name = todo.pop()
+        if name in files or not (name == root or name.startswith(root + ".")):
+            continue
+        path = module_file(name)
+        if path is None:
+            continue
+        files[name] = path
+        parts = name.split(".")
+        todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))  # parent packages run first
+        todo.extend(_imports(name, path))
+    return files
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """Module names ``name`` imports anywhere in its source (``from a import b`` gives a and a.b)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: set[str] = set()
+    for level, module, names in _parsed(path).imports:
+        if level:
+            parts = package.split(".")
+            base = ".".join(parts[: len(parts) - level + 1])  # level 1: this package
+            base = f"{base}.{module}" if module else base
+        else:
+            base = module
+        out.add(base)
+        out.update(f"{base}.{alias}" for alias in names if alias != "*")
+    return out
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    tree: bytes  # digest of the syntax tree (of the bytes, for a file that does not parse)
+    imports: tuple[tuple[int, str, tuple[str, ...]], ...]  # (level, module, names); ``import a.b`` is (0, "a.b", ())
+
+
+def _parsed(path: Path) -> _Parsed:
+    """The parse of ``path``'s bytes: remembered by their hash, in this process and in the store."""
+    st = path.stat()
+    seen = (str(path), st.st_mtime_ns, st.st_size)
+    if seen not in _READ:
+        source = path.read_bytes()
+        content = hashlib.sha256(source).hexdigest()
+        if content not in _PARSES:
+            _PARSES[content] = _STORE.get(content) or _parse(source, str(path))
+            _STORE.put(content, _PARSES[content])
+        _READ[seen] = content
+    return _PARSES[_READ[seen]]
+
+
+_PARSES: dict[str, _Parsed] = {}  # content hash -> parse
+_READ: dict[tuple[str, int, int], str] = {}  # (path, mtime_ns, size) -> content hash: a file is read once a version
+
+
+def _parse(source: bytes, filename: str) -> _Parsed:
+    """One parse of a file: its tree's digest and its imports."""
+    try:
+        tree = ast.parse(source, filename)
+    except SyntaxError:  # the import will report it; any edit still changes the key
+        return _Parsed(hashlib.sha256(source).digest(), ())
+    imports: list[tuple[int, str, tuple[str, ...]]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imports.extend((0, alias.name, ()) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            imports.append((node.level, node.module or "", tuple(alias.name for alias in node.names)))
+    return _Parsed(hashlib.sha256(ast.dump(tree).encode()).digest(), tuple(imports))
+
+
+class _Store:
+    """Parses kept across processes in the user's cache folder (``BOTTLENECKS_CACHE``, else
+    ``$XDG_CACHE_HOME/bottlenecks``, as ``flows.home.user_cache``), keyed by a file's content hash
+    and the Python version (whose syntax tree it is): `check` in a new process reads them instead
+    of parsing every file again. A cache only: unreadable or unwritable, it is not used."""
+
+    LIMIT = 4096  # entries kept, the newest; one file's entry is about 0.5 KB
+
+    def __init__(self) -> None:
+        self._entries: dict[str, list] | None = None
+        self._dirty = False
+
+    def path(self) -> Path:
+        default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "bottlenecks"
+        folder = Path(os.environ.get("BOTTLENECKS_CACHE", default))
+        return folder / f"code-trees-py{sys.version_info[0]}{sys.version_info[1]}.json"
+
+    def get(self, content: str) -> _Parsed | None:
+        if self._entries is None:
+            self._entries = self._read()
+        entry = self._entries.get(content)
+        if not (isinstance(entry, list) and len(entry) == 2):
+            return None
+        try:
+            return _Parsed(bytes.fromhex(entry[0]), tuple((lv, m, tuple(ns)) for lv, m, ns in entry[1]))
+        except (TypeError, ValueError):
+            return None
+
+    def put(self, content: str, parsed: _Parsed) -> None:
+        if self._entries is None:
+            self._entries = self._read()
+        if content not in self._entries:
+            self._entries[content] = [parsed.tree.hex(), [list(i) for i in parsed.imports]]
+            self._dirty = True
+
+    def save(self) -> None:
+        """Write the entries added since the last save (the newest ``LIMIT``), atomically."""
+        if not self._dirty or self._entries is None:
+            return
+        self._dirty = False
+        keep = dict(list(self._entries.items())[-self.LIMIT :])
+        path = self.path()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+        except OSError:
+            return
+        try:
+            with os.fdopen(fd, "w") as fh:
+                json.dump(keep, fh, separators=(",", ":"))
+            os.replace(tmp, path)  # readers see the old file or the new one, never half of one
+        except OSError:
+            Path(tmp).unlink(missing_ok=True)
+
+    def _read(self) -> dict[str, list]:
+        try:
+            entries = json.loads(self.path().read_text())
+        except (OSError, ValueError):
+            return {}
+        return entries if isinstance(entries, dict) else {}
+
+
+_STORE = _Store()
