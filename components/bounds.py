@@ -22,6 +22,9 @@ Positive = Annotated[float, Field(gt=0)]  # a rate, a scale, a threshold above z
 NonNegative = Annotated[float, Field(ge=0)]
 Probability = Annotated[float, Field(ge=0, le=1)]
 Fraction = Annotated[float, Field(ge=0, lt=1)]  # a share held out of a whole: less than all of it
+Symbols = Annotated[int, Field(ge=2)]  # a vocabulary or a base: one symbol carries nothing
+Sizes = Annotated[list[Size], Field(min_length=1)]  # lengths or widths to sweep: at least one
+Edges = Annotated[list[Count], Field(min_length=1)]  # bucket edges over lengths
 
 _LIMITS = {
     "greater_than_equal": ("ge", "at least"),

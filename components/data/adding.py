@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import numpy as np
 import torch
+from pydantic import Field
 
+from components.bounds import Count
 from components.data.errors import DataError
 from components.data.split_sizes import N_TEST, N_TRAIN, N_VALID
 from components.data.tasks import write_task
@@ -40,7 +44,13 @@ def _batch(rng: np.random.Generator, n: int, min_len: int, max_len: int):
 
 @component("data.adding", outputs=["dataset"], bottleneck="B2")
 def adding(
-    ctx, *, seq_len: int = 100, n_train: int = N_TRAIN, n_valid: int = N_VALID, n_test: int = N_TEST, seed: int = 0
+    ctx,
+    *,
+    seq_len: Annotated[int, Field(ge=20)] = 100,
+    n_train: Count = N_TRAIN,
+    n_valid: Count = N_VALID,
+    n_test: Count = N_TEST,
+    seed: Count = 0,
 ) -> dict:
     """Generate the adding problem: output 0.5 + (X1 + X2) / 4 for the two marked values.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from components.bounds import Count, Probability, Size
 from components.data.errors import DataError
 from components.data.split_sizes import N_TEST, N_TRAIN, N_VALID
 from components.data.tasks import write_task
@@ -17,16 +18,16 @@ N_PREPS = 4  # "of", "near", "behind", "with": each intervening noun sits in a p
 def agreement(
     ctx,
     *,
-    attractors: int = 2,
-    fillers: int = 0,
-    nouns: int = 20,
-    adjectives: int = 8,
-    train_attractor_prob: float = 0.5,
-    test_attractor_prob: float = 1.0,
-    n_train: int = N_TRAIN,
-    n_valid: int = N_VALID,
-    n_test: int = N_TEST,
-    seed: int = 0,
+    attractors: Count = 2,
+    fillers: Count = 0,
+    nouns: Size = 20,
+    adjectives: Size = 8,
+    train_attractor_prob: Probability = 0.5,
+    test_attractor_prob: Probability = 1.0,
+    n_train: Count = N_TRAIN,
+    n_valid: Count = N_VALID,
+    n_test: Count = N_TEST,
+    seed: Count = 0,
 ) -> dict:
     """Generate agreement sentences: predict the number of the subject at the verb slot.
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from components.bounds import Count, Fraction
 from components.data.errors import DataError
 from components.data.image_sets import carve, write_images
 from components.registry import component
 
 
 @component("data.digits", outputs=["dataset"], bottleneck="B4")
-def digits(ctx, *, valid_fraction: float = 0.1, test_fraction: float = 0.2, seed: int = 0) -> dict:
+def digits(ctx, *, valid_fraction: Fraction = 0.1, test_fraction: Fraction = 0.2, seed: Count = 0) -> dict:
     """Load the 1,797 8x8 digits shipped with scikit-learn, normalise and split them.
 
     Args:

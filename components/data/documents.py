@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+from components.bounds import Count, Size
 from components.data.errors import DataError
 from components.data.io import SPLITS, load_translation
 from components.data.tasks import split_rng
@@ -58,12 +59,12 @@ def documents(
     ctx,
     *,
     data: str,
-    k_min: int = 1,
-    k_max: int = 1,
-    max_words: int = 0,
+    k_min: Size = 1,
+    k_max: Size = 1,
+    max_words: Count = 0,
     filter_splits: list[Literal["train", "valid", "test"]] = ["train"],  # noqa: B006 - test on all lengths
     group_splits: list[Literal["train", "valid", "test"]] = ["train", "valid", "test"],  # noqa: B006
-    seed: int = 0,
+    seed: Count = 0,
 ) -> dict:
     """Build documents of k consecutive pairs and/or drop long training pairs, from a translation dataset.
 

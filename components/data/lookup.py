@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from components.bounds import Count, Size, Sizes, Symbols
 from components.data.errors import DataError
 from components.data.split_sizes import N_TEST, N_TRAIN, N_VALID
 from components.data.tasks import write_task
@@ -15,13 +16,13 @@ from components.registry import component
 def multi_lookup(
     ctx,
     *,
-    seq_len: int = 24,
-    vocab: int = 16,
-    offsets: list[int] = [1, 3, 6],
-    n_train: int = N_TRAIN,
-    n_valid: int = N_VALID,
-    n_test: int = N_TEST,
-    seed: int = 0,
+    seq_len: Size = 24,
+    vocab: Symbols = 16,
+    offsets: Sizes = [1, 3, 6],
+    n_train: Count = N_TRAIN,
+    n_valid: Count = N_VALID,
+    n_test: Count = N_TEST,
+    seed: Count = 0,
 ) -> dict:
     """Generate multi-lookup: ``y[:, t, j] = x[:, t - offsets[j]]``, ``-100`` where ``t < offsets[j]``.
 

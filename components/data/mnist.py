@@ -6,6 +6,7 @@ from typing import Literal
 
 import numpy as np
 
+from components.bounds import Count, Fraction
 from components.data.errors import DataError
 from components.data.image_readers import read_csv_images, read_mnist_idx
 from components.data.image_sets import carve, write_images
@@ -42,11 +43,11 @@ def mnist(
     data_dir: str,
     files: dict[str, list[str]] = STANDARD,
     csv_label_column: Literal["first", "last"] = "last",
-    valid_fraction: float = 0.1,
-    test_fraction: float = 0.1,
-    shift_copies: int = 0,
-    max_shift: int = 3,
-    seed: int = 0,
+    valid_fraction: Fraction = 0.1,
+    test_fraction: Fraction = 0.1,
+    shift_copies: Count = 0,
+    max_shift: Count = 3,
+    seed: Count = 0,
 ) -> dict:
     """Read MNIST from local files, normalise, split and optionally add shifted training copies.
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from components.bounds import Size
 from components.data.errors import DataError
 from components.data.images import patchify
 from components.data.io import SPLITS, load_meta, load_split, save_splits, write_meta
@@ -9,7 +10,7 @@ from components.registry import component
 
 
 @component("data.patches", outputs=["dataset"], bottleneck="B4")
-def patches(ctx, *, images: str, patch: int = 4) -> dict:
+def patches(ctx, *, images: str, patch: Size = 4) -> dict:
     """Turn every image of an images dataset into ``(num_patches, C * patch * patch)`` vectors.
 
     Args:

@@ -7,6 +7,7 @@ from typing import Literal
 import numpy as np
 import torch
 
+from components.bounds import Count, Size, Symbols
 from components.data.errors import DataError
 from components.data.split_sizes import N_TEST, N_TRAIN, N_VALID
 from components.data.tasks import write_task
@@ -17,13 +18,13 @@ from components.registry import component
 def delayed_recall(
     ctx,
     *,
-    lag: int = 20,
-    vocab: int = 8,
+    lag: Size = 20,
+    vocab: Symbols = 8,
     target: Literal["classify", "tag"] = "classify",
-    n_train: int = N_TRAIN,
-    n_valid: int = N_VALID,
-    n_test: int = N_TEST,
-    seed: int = 0,
+    n_train: Count = N_TRAIN,
+    n_valid: Count = N_VALID,
+    n_test: Count = N_TEST,
+    seed: Count = 0,
 ) -> dict:
     """Generate the delayed-recall task: recall a token seen ``lag`` steps earlier.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from components.bounds import Count, Size, Symbols
 from components.data.errors import DataError
 from components.data.split_sizes import N_TEST, N_TRAIN, N_VALID
 from components.data.tasks import write_task
@@ -23,12 +24,12 @@ def digits_of(n: torch.Tensor, base: int, length: int) -> torch.Tensor:
 def spell(
     ctx,
     *,
-    base: int = 4,
-    length: int = 5,
-    n_train: int = N_TRAIN,
-    n_valid: int = N_VALID,
-    n_test: int = N_TEST,
-    seed: int = 0,
+    base: Symbols = 4,
+    length: Size = 5,
+    n_train: Count = N_TRAIN,
+    n_valid: Count = N_VALID,
+    n_test: Count = N_TEST,
+    seed: Count = 0,
 ) -> dict:
     """Generate the spelling task: from one number id, emit its ``length`` digits in base ``base``.
 

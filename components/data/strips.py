@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from components.bounds import Count, Size
 from components.data.errors import DataError
 from components.data.io import SPLITS, load_meta, load_split, save_splits, write_meta
 from components.data.tasks import check_counts, split_rng
@@ -12,7 +13,14 @@ from components.registry import component
 
 @component("data.digit_strips", outputs=["dataset"], bottleneck="B3")
 def digit_strips(
-    ctx, *, images: str, digits: int = 3, n_train: int = 5000, n_valid: int = 500, n_test: int = 1000, seed: int = 0
+    ctx,
+    *,
+    images: str,
+    digits: Size = 3,
+    n_train: Count = 5000,
+    n_valid: Count = 500,
+    n_test: Count = 1000,
+    seed: Count = 0,
 ) -> dict:
     """Glue ``digits`` random images of one split side by side; the label is their digit sequence.
 

@@ -6,6 +6,7 @@ from typing import Literal
 
 import numpy as np
 
+from components.bounds import Count, Size, Symbols
 from components.data.bpe import train_wordlevel
 from components.data.errors import DataError
 from components.data.tasks import check_counts, split_rng
@@ -26,14 +27,14 @@ def translate(words: list[str], lexicon: dict[str, str], reorder: str) -> list[s
 def synthetic_translation(
     ctx,
     *,
-    vocab: int = 40,
-    min_len: int = 5,
-    max_len: int = 40,
+    vocab: Symbols = 40,
+    min_len: Size = 5,
+    max_len: Size = 40,
     reorder: Literal["pairs", "none"] = "pairs",
-    n_train: int = 20000,
-    n_valid: int = 500,
-    n_test: int = 1000,
-    seed: int = 0,
+    n_train: Count = 20000,
+    n_valid: Count = 500,
+    n_test: Count = 1000,
+    seed: Count = 0,
 ) -> dict:
     """Generate toy parallel text: target = lexicon permutation of the source, neighbours swapped.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from components.bounds import Count, Size, Symbols
 from components.data.errors import DataError
 from components.data.split_sizes import N_TEST, N_TRAIN, N_VALID
 from components.data.tasks import write_task
@@ -25,13 +26,13 @@ def _sequence(rng: np.random.Generator, length: int, vocab: int) -> tuple[np.nda
 def variable_length(
     ctx,
     *,
-    vocab: int = 4,
-    min_len: int = 5,
-    max_len: int = 50,
-    n_train: int = N_TRAIN,
-    n_valid: int = N_VALID,
-    n_test: int = N_TEST,
-    seed: int = 0,
+    vocab: Symbols = 4,
+    min_len: Size = 5,
+    max_len: Size = 50,
+    n_train: Count = N_TRAIN,
+    n_valid: Count = N_VALID,
+    n_test: Count = N_TEST,
+    seed: Count = 0,
 ) -> dict:
     """Generate sequences of random length labelled with their most frequent symbol.
 

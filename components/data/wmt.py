@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from components.bounds import Count, Fraction, Positive, Size
 from components.data.bpe import check_vocab, train_bpe
 from components.data.clean import clean_pairs, split_pairs
 from components.data.errors import DataError
@@ -105,22 +106,22 @@ def wmt(
     config: str | None = None,
     hf_splits: dict[str, str] = HUB_SPLITS,
     streaming: bool = False,
-    max_pairs: int | None = None,
+    max_pairs: Size | None = None,
     cache_dir: str | None = None,
     data_dir: str = "",
     files: dict[str, list[list[str]]] = {},
     encoding: str = "utf-8",
-    max_len: int | None = 100,
-    max_ratio: float | None = 3.0,
+    max_len: Size | None = 100,
+    max_ratio: Positive | None = 3.0,
     dedup: bool = True,
-    valid_fraction: float = 0.05,
-    test_fraction: float = 0.05,
-    vocab_size: int = 8000,
+    valid_fraction: Fraction = 0.05,
+    test_fraction: Fraction = 0.05,
+    vocab_size: Size = 8000,
     joint: bool = True,
-    min_frequency: int = 2,
+    min_frequency: Count = 2,
     lowercase: bool = False,
-    num_proc: int | None = None,
-    seed: int = 0,
+    num_proc: Size | None = None,
+    seed: Count = 0,
 ) -> dict:
     """Prepare parallel text as a BPE-tokenised translation dataset.
 

@@ -8,6 +8,7 @@ from typing import Any, Literal
 import torch
 
 from components import Context, component
+from components.bounds import Count, Size, Sizes
 from components.models.attention import MultiHeadAttention, attention
 from components.probes import common as P
 
@@ -22,11 +23,11 @@ def normalised_entropy(weights: torch.Tensor) -> float:
 def attention_entropy(
     ctx: Context,
     *,
-    d_k: list[int] = [16, 32, 64, 128, 256],  # noqa: B006
-    length: int = 32,
-    samples: int = 64,
+    d_k: Sizes = [16, 32, 64, 128, 256],  # noqa: B006
+    length: Size = 32,
+    samples: Size = 64,
     init: Literal["layer", "unit"] = "layer",
-    seed: int = 0,
+    seed: Count = 0,
 ) -> dict:
     """Measure attention entropy at init with and without the 1/sqrt(d_k) scale.
 

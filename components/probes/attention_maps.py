@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from components import Context, component
+from components.bounds import Count, Size
 from components.probes import common as P
 from components.train.checkpoint import load_info, load_model
 from components.train.tasks import Task, collate_translation
@@ -123,9 +124,9 @@ def attention_maps(
     checkpoint: str,
     data: str | None = None,
     split: Literal["valid", "test"] = "test",
-    show: list[int] = [0, 1, 2],  # noqa: B006 - example indices to draw (< n_stat)
-    n_stat: int = 200,  # the first n_stat examples are averaged in the statistics
-    window: int = 1,  # diagonal band half-width (source positions)
+    show: list[Count] = [0, 1, 2],  # noqa: B006 - example indices to draw (< n_stat)
+    n_stat: Size = 200,  # the first n_stat examples are averaged in the statistics
+    window: Count = 1,  # diagonal band half-width (source positions)
 ) -> dict:
     """Draw attention heat maps for chosen examples and measure how diagonal they are.
 

@@ -11,6 +11,7 @@ from typing import Any, Literal
 import numpy as np
 
 from components import Context, component
+from components.bounds import Count, Edges, NonNegative, Size
 from components.data.io import detokenize, load_translation
 from components.probes import common as P
 from components.probes.decode import bucket_names, bucket_of, translate
@@ -329,17 +330,17 @@ def eval_bleu(
     checkpoints: dict[str, str] | list[dict[str, str]],
     data: str | None = None,  # default: each checkpoint's own training data folder
     split: Literal["valid", "test"] = "test",
-    beam: int = 1,  # 1: greedy
-    length_penalty: float = 0.6,
-    max_len_a: float = 1.5,  # output budget a * source length + b
-    max_len_b: int = 10,
-    batch_size: int = 64,
-    buckets: list[int] = [1, 10, 20, 30, 40, 50],  # noqa: B006 - source words
+    beam: Size = 1,  # 1: greedy
+    length_penalty: NonNegative = 0.6,
+    max_len_a: NonNegative = 1.5,  # output budget a * source length + b
+    max_len_b: Count = 10,
+    batch_size: Size = 64,
+    buckets: Edges = [1, 10, 20, 30, 40, 50],  # noqa: B006 - source words
     tokenize: str = "13a",  # sacrebleu tokenizer; 'none' for pre-split synthetic tokens
-    n_bootstrap: int = 1000,  # paired bootstrap resamples (1000+ as Koehn 2004; fewer give coarse p-values); 0: none
-    bootstrap_seed: int = BOOTSTRAP_SEED,
-    max_examples: int = 0,  # 0: the whole split
-    n_samples: int = 20,
+    n_bootstrap: Count = 1000,  # paired bootstrap resamples (1000+ as Koehn 2004; fewer give coarse p-values); 0: none
+    bootstrap_seed: Count = BOOTSTRAP_SEED,
+    max_examples: Count = 0,  # 0: the whole split
+    n_samples: Count = 20,
     tokenized: bool = False,  # also BLEU on Moses-tokenised, compound-split text (the papers' convention)
 ) -> dict:
     """Translate a split with each model, detokenise, and score with sacrebleu by source length.

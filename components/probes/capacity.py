@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from components import Context, component
+from components.bounds import Count, Edges, Size
 from components.data.io import load_translation
 from components.probes import common as P
 from components.probes.decode import bucket_names, bucket_of, translate
@@ -71,9 +72,9 @@ def capacity(
     checkpoints: dict[str, str],
     data: str | None = None,  # default: each checkpoint's own data folder
     split: Literal["valid", "test"] = "test",
-    buckets: list[int] = [5, 11, 21, 31],  # noqa: B006 - source tokens
-    max_examples: int = 0,
-    batch_size: int = 128,
+    buckets: Edges = [5, 11, 21, 31],  # noqa: B006 - source tokens
+    max_examples: Count = 0,
+    batch_size: Size = 128,
 ) -> dict:
     """Decode greedily and score token recall per source-length bucket, per model.
 

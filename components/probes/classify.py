@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from components import Context, component
+from components.bounds import Size
 from components.probes import common as P
 from components.train.checkpoint import load_info, load_model
 from components.train.evaluate import evaluate
@@ -34,7 +35,7 @@ def classify(
     checkpoint: str,
     data: str | None = None,  # default: the data folder the checkpoint was trained on
     split: Literal["train", "valid", "test"] = "test",
-    batch_size: int = 256,
+    batch_size: Size = 256,
 ) -> dict:
     """Score a classifier (sequence, tagger or image) on a split: accuracy, loss, confusion matrix.
 

@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from components import Context, component
+from components.bounds import Count, Size
 from components.probes import common as P
 from components.probes.gradients import input_gradients
 
@@ -33,11 +34,11 @@ def gradient_decay(
     *,
     model: str,
     overrides: dict[str, Any] | None = None,
-    length: int = 100,
-    batch: int = 32,
-    fit_max: int = 0,  # fit distances 1..fit_max; 0 fits all (distance 0 is skipped: no recurrence)
+    length: Size = 100,
+    batch: Size = 32,
+    fit_max: Count = 0,  # fit distances 1..fit_max; 0 fits all (distance 0 is skipped: no recurrence)
     dtype: Literal["float32", "float64"] = "float64",  # float64 keeps 0.5^100 away from underflow
-    seed: int = 0,
+    seed: Count = 0,
 ) -> dict:
     """Measure how the gradient of the last step shrinks with distance; fit rho per step.
 

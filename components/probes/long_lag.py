@@ -8,6 +8,7 @@ from typing import Any, Literal
 import numpy as np
 
 from components import Context, component
+from components.bounds import Probability, Size
 from components.probes import common as P
 from components.train.checkpoint import load_info, load_model
 from components.train.evaluate import evaluate
@@ -31,9 +32,9 @@ def long_lag(
     ctx: Context,
     *,
     checkpoints: dict[str, str],
-    threshold: float = 0.95,  # "solved" (CALIBRATION: RNN fails <= 0.30, solves >= 0.95)
+    threshold: Probability = 0.95,  # "solved" (CALIBRATION: RNN fails <= 0.30, solves >= 0.95)
     split: Literal["valid", "test"] = "test",
-    batch_size: int = 512,
+    batch_size: Size = 512,
 ) -> dict:
     """Evaluate models trained at several lags on their own test data; report accuracy per lag.
 

@@ -7,6 +7,7 @@ from typing import Any
 import torch
 
 from components import Context, component
+from components.bounds import Count, Sizes
 from components.model_names import ModelName
 from components.probes import common as P
 from components.train.build import accepted_fields, build_model
@@ -18,9 +19,9 @@ def param_count(
     *,
     model: ModelName,
     overrides: dict[str, Any] | None = None,
-    lengths: list[int] = [8, 16, 32, 64, 128],  # noqa: B006
+    lengths: Sizes = [8, 16, 32, 64, 128],  # noqa: B006
     length_field: str | None = None,  # config field set to T before building (e.g. max_len, seq_len)
-    seed: int = 0,
+    seed: Count = 0,
 ) -> dict:
     """Count a model's parameters when built for each length T, and check it runs at T.
 

@@ -7,6 +7,7 @@ from typing import Any, Literal
 import torch
 
 from components import Context, component
+from components.bounds import Count, Size
 from components.probes import common as P
 
 
@@ -25,10 +26,10 @@ def permutation(
     *,
     models: dict[str, str],
     overrides: dict[str, dict[str, Any]] | None = None,
-    length: int = 16,
-    batch: int = 8,
+    length: Size = 16,
+    batch: Size = 8,
     dtype: Literal["float32", "float64"] = "float64",  # float64 separates exact equality from round-off
-    seed: int = 0,
+    seed: Count = 0,
 ) -> dict:
     """Permute the input positions and compare with the permuted output, per model.
 

@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from components import Context, component
+from components.bounds import Count
 from components.probes import common as P
 
 
@@ -43,8 +44,8 @@ def position_similarity(
     *,
     model: str,
     overrides: dict[str, Any] | None = None,
-    far: int = 0,  # Manhattan distance of "far" pairs; 0 picks half the interior span
-    seed: int = 0,
+    far: Count = 0,  # Manhattan distance of "far" pairs; 0 picks half the interior span
+    seed: Count = 0,
 ) -> dict:
     """Cosine similarity between a ViT's position embeddings, drawn per patch on the patch grid.
 

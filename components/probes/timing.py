@@ -13,6 +13,7 @@ from typing import Any, Literal
 import torch
 
 from components import Context, component
+from components.bounds import Count, Size, Sizes
 from components.model_names import ModelName
 from components.probes import common as P
 from components.probes.timing_worker import EXACT_MALLOC_ENV
@@ -181,14 +182,14 @@ def timing(
     *,
     models: dict[str, ModelName],
     overrides: dict[str, dict[str, Any]] | None = None,
-    lengths: list[int] = [32, 64, 128, 256, 512],  # noqa: B006
-    batch: int = 8,
-    warmup: int = 2,
-    repeats: int = 5,
-    threads: int = 1,  # torch threads in the measuring process (recorded)
+    lengths: Sizes = [32, 64, 128, 256, 512],  # noqa: B006
+    batch: Size = 8,
+    warmup: Count = 2,
+    repeats: Size = 5,
+    threads: Size = 1,  # torch threads in the measuring process (recorded)
     dtype: Literal["float32", "bfloat16", "float64"] = "float32",
-    fit_min: int = 0,  # fit exponents on T >= fit_min (0: all lengths)
-    seed: int = 0,
+    fit_min: Count = 0,  # fit exponents on T >= fit_min (0: all lengths)
+    seed: Count = 0,
 ) -> dict:
     """Time fwd+bwd and measure peak memory per model over sequence lengths; fit log-log exponents.
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from components import Context, get
+from components import ComponentError, Context, get
 from components.data.errors import DataError
 from components.data.io import load_meta, load_split
 
@@ -148,18 +148,18 @@ def test_variable_length_rule(tmp_path):
 @pytest.mark.parametrize(
     "name,params,match",
     [
-        ("data.delayed_recall", {"lag": 0}, "lag must be >= 1"),
-        ("data.adding", {"seq_len": 10}, "seq_len must be >= 20"),
+        ("data.delayed_recall", {"lag": 0}, "lag must be at least 1; got 0"),  # the declared bound
+        ("data.adding", {"seq_len": 10}, "seq_len must be at least 20; got 10"),
         ("data.multi_lookup", {"offsets": [1, 30]}, r"offsets must be .* \[1, 23\]"),
         ("data.variable_length", {"min_len": 9, "max_len": 3}, "min_len <= max_len"),
-        ("data.agreement", {"train_attractor_prob": 1.5}, "train_attractor_prob must be a probability"),
+        ("data.agreement", {"train_attractor_prob": 1.5}, "train_attractor_prob must be at most 1; got 1.5"),
         ("data.delayed_recall", {"n_train": 0, "n_valid": 0, "n_test": 0}, "all example counts are 0"),
-        ("data.spell", {"base": 1}, "base must be >= 2"),
+        ("data.spell", {"base": 1}, "base must be at least 2; got 1"),
         ("data.spell", {"base": 10, "length": 7}, "10,000,000 numbers is more than 1,000,000 embedding rows"),
     ],
 )
 def test_bad_parameters(tmp_path, name, params, match):
-    with pytest.raises(DataError, match=match):
+    with pytest.raises((DataError, ComponentError), match=match):  # ComponentError: a bound the signature declares
         get(name)(Context(work_dir=tmp_path), **{**SMALL, **params})
 
 

@@ -7,7 +7,7 @@ import datasets
 import huggingface_hub.constants
 import pytest
 
-from components import Context, get
+from components import ComponentError, Context, get
 from components.data.clean import clean_pairs
 from components.data.errors import DataError
 from components.data.io import detokenize, load_translation
@@ -126,7 +126,7 @@ def test_empty_corpus_after_filtering_and_small_vocab_are_errors(tmp_path):
             valid_fraction=0.0,
             test_fraction=0.0,
         )
-    with pytest.raises(DataError, match="max_pairs must be >= 1"):
+    with pytest.raises(ComponentError, match="max_pairs must be at least 1; got 0"):  # the declared bound
         wmt(tmp_path, source="files", data_dir=str(tmp_path), files=files, max_pairs=0)
     with pytest.raises(DataError, match="hf_splits needs a 'train' entry"):
         wmt(tmp_path, source="hf", hf_splits={"test": "test"})
