@@ -362,6 +362,16 @@ def registry() -> dict[str, Component]:
     return dict(_REGISTRY)
 
 
+def declared() -> dict[str, Component]:
+    """Every component by name, the shipped ones read from their declarations (no module imported)
+    with users' entry-point plugins and any other component already registered."""
+    from components import library
+
+    _load_plugins_once()
+    found = {name: get(name) for name in library.MODULES}
+    return {**found, **_REGISTRY}
+
+
 def get(name: str) -> Component:
     """Look up a component by registry name or ``package.module:function``.
 

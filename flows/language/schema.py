@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.registry import registry
+from components.registry import declared
 from flows.language.spec import PROFILE_STEP_KEYS, SCHEDULE_KEYS
 from flows.settings import json_schema as settings_schema
 
@@ -13,18 +13,44 @@ _REF = {"type": "string", "pattern": REF_PATTERN, "description": "${params.x}, $
 _SCALAR = {"type": ["string", "number", "integer", "boolean"]}
 
 
+def _refs_anywhere(node: Any) -> dict[str, Any]:
+    """The schema of a value (``node``) where a reference may stand for the value or any part of it
+    (``checkpoints: ['${mt.checkpoint}', {transformer: '${tr.checkpoint}'}]``), as check resolves them."""
+    return {"anyOf": [_parts(node), _REF]}
+
+
+def _parts(node: Any) -> Any:
+    """``node`` with a reference allowed in place of each item, entry and property it holds."""
+    if not isinstance(node, dict):
+        return node
+    out = dict(node)
+    for key in ("items", "additionalProperties"):
+        if isinstance(out.get(key), dict):
+            out[key] = _refs_anywhere(out[key])
+    if "prefixItems" in out:
+        out["prefixItems"] = [_refs_anywhere(n) for n in out["prefixItems"]]
+    if "properties" in out:
+        out["properties"] = {k: _refs_anywhere(n) for k, n in out["properties"].items()}
+    for key in ("anyOf", "oneOf"):
+        if key in out:
+            out[key] = [_parts(n) for n in out[key]]
+    return out
+
+
 def _with_schema(comp) -> dict[str, Any]:
-    """Each parameter: its pydantic schema, or a reference that supplies it."""
+    """Each parameter: its pydantic schema (type, bounds as minimum/maximum/minItems, choices as
+    enum), a reference in place of it or of any part of it."""
     schema = comp.params_model.model_json_schema()
     props = {}
     for name, prop in schema.get("properties", {}).items():
-        props[name] = {"anyOf": [prop, _REF], "description": prop.get("description", prop.get("title", name))}
+        props[name] = {**_refs_anywhere(prop), "description": prop.get("description", prop.get("title", name))}
     out: dict[str, Any] = {"type": "object", "properties": props, "additionalProperties": False}
     required = schema.get("required", [])
     if required:
         out["required"] = required
-    if "$defs" in schema:
-        out["$defs"] = schema["$defs"]
+    if "$defs" in schema:  # its "#/$defs/..." resolve inside this schema, named by its own $id
+        out["$id"] = f"urn:bottlenecks:component:{comp.name}"
+        out["$defs"] = {k: _parts(v) for k, v in schema["$defs"].items()}
     return out
 
 
@@ -100,8 +126,9 @@ def _profiles(settings: dict[str, Any], step_props: dict[str, Any]) -> dict[str,
 
 
 def pipeline_schema() -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) of a pipeline file with every registered component."""
-    comps = registry()
+    """The JSON Schema (draft 2020-12) of a pipeline file with every component (shipped ones read
+    from their declarations, without importing them)."""
+    comps = declared()
     step_props = _step_properties(comps)
     settings = settings_schema()
     return {
