@@ -283,7 +283,7 @@ def metrics(project: Project, salt: int) -> tuple[dict[str, float], list[str]]:
         return {}, running
     newest = max(parents, key=lambda r: r["start"])["id"]
     children = [r for r in runs if r["tags"].get("mlflow.parentRunId") == newest]
-    return {r["name"]: r["metrics"].get("value") for r in children}, running
+    return {r["name"]: r["metrics"].get("chaostest/work/value") for r in children}, running
 
 
 def held_locks(project: Project) -> list[str]:

@@ -147,7 +147,7 @@ def _write(ctx, card, pngs) -> tuple[tuple[Path, Path, Path], str]:
 
 def _log(ctx, card) -> None:
     """Log the verdicts as metrics and the judging settings as parameters."""
-    ctx.log_metrics(metrics(card["summary"], card["claims"], card["architectures"]))
+    ctx.log_metrics(metrics(card["summary"], card["claims"]))
     ctx.log_params({f"scorecard.{k}": card[k] for k in ("device", "min_seeds", "spread_factor")})
 
 
@@ -201,8 +201,10 @@ def metric_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_./-]", "_", str(text))
 
 
-def metrics(summary: dict[str, int], claims: list[dict[str, Any]], rows: dict[str, Any]) -> dict[str, float]:
-    """Stable metric names so nightly runs compare: claims/<count>, claim/<id>, arch/<name>/<B>."""
+def metrics(summary: dict[str, int], claims: list[dict[str, Any]]) -> dict[str, float]:
+    """Stable metric names so nightly runs compare: claims/<count>, claim/<id> and its evidence
+    claim/<id>/{margin,lo,hi,p,p_holm}. The architecture matrix's means are not metrics (one bar per
+    chart on the parent run): scorecard.json keeps them, and the step runs log what they measured."""
     out: dict[str, float] = {f"claims/{k}": float(v) for k, v in summary.items() if k != "claims"}
     out["claims/total"] = float(summary["claims"])
     for c in claims:
@@ -218,10 +220,6 @@ def metrics(summary: dict[str, int], claims: list[dict[str, Any]], rows: dict[st
         ):
             if isinstance(value, (int, float)) and math.isfinite(value):
                 out[f"{name}/{key}"] = float(value)
-    for arch, row in rows.items():
-        for b, cell in row.items():
-            if isinstance(cell["mean"], float):
-                out[f"arch/{metric_name(arch)}/{b}"] = cell["mean"]
     return out
 
 

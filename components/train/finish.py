@@ -31,11 +31,20 @@ def finish(ctx: Context, run: Run, done: Trained) -> dict[str, Any]:
             summary[f"{split}_{k}"] = v
     summary = _finite_or_none(summary)
     summary["eval_seconds"] = round(done.eval_seconds + log_end(ctx, run, done.step, summary), 3)
-    ctx.log_metrics(
-        {k: float(v) for k, v in summary.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-        | {"diverged": float(summary["diverged"])}
-    )
+    _log(ctx, run, done.step, summary)
     return _save(ctx, run, summary)
+
+
+def _log(ctx: Context, run: Run, step: int, summary: dict[str, Any]) -> None:
+    """Log the summary's numbers by docs/metrics.md: ``test/*`` at the last step, the run's facts as
+    ``run/*``, and ``valid/*`` at the last step when no learning curve logged its end (``eval_every: 0``)."""
+    numbers = {k: float(v) for k, v in summary.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    split = {k.replace("_", "/", 1): v for k, v in numbers.items() if k.startswith(("valid_", "test_"))}
+    ctx.log_metrics({k: v for k, v in split.items() if k.startswith("test/")}, step)
+    if run.cfg.eval_every == 0:
+        ctx.log_metrics({k: v for k, v in split.items() if k.startswith("valid/")}, step)
+    facts = {f"run/{k}": v for k, v in numbers.items() if not k.startswith(("valid_", "test_"))}
+    ctx.log_metrics(facts | {"run/diverged": float(summary["diverged"])})
 
 
 def _summary(run: Run, done: Trained, seconds: float) -> dict[str, Any]:

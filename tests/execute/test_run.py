@@ -49,7 +49,7 @@ def test_run_tracks_everything_and_reruns_from_cache(tmp_path, home):
     assert nums["params.offset"] == "10" and nums["tags.cached"] == "false"
     assert nums["tags.component"] == "enginetest.numbers" and nums["tags.matrix.offset"] == "10"
     assert len(nums["tags.cache_key"]) == 64
-    history = mlflow.MlflowClient().get_metric_history(nums["run_id"], "value")
+    history = mlflow.MlflowClient().get_metric_history(nums["run_id"], "enginetest/numbers/value")  # docs/metrics.md
     assert [(m.step, m.value) for m in history] == [(0, 10.0), (1, 11.0), (2, 12.0)]
     artifacts = [a.path for a in mlflow.MlflowClient().list_artifacts(nums["run_id"])]
     assert "numbers.txt" in artifacts
@@ -59,7 +59,7 @@ def test_run_tracks_everything_and_reruns_from_cache(tmp_path, home):
     assert second.outputs["table"] == first.outputs["table"]
     kids2 = children(second.parent_run_id, "e2e-track")
     assert kids2["sum[offset=10]"]["tags.reused_from"] == kids["sum[offset=10]"]["run_id"]
-    assert kids2["sum[offset=10]"]["metrics.total"] == 33.0  # results copied onto the cached run
+    assert kids2["sum[offset=10]"]["metrics.enginetest/total/total"] == 33.0  # results copied onto the cached run
 
     third = run(build(path, sets=["sum.scale=2"]))
     assert third.status == {

@@ -119,7 +119,7 @@ def test_pipeline_runs_against_servers(servers, tmp_path):
     assert len(parents) == 1 and parents[0]["status"] == "FINISHED"
     kids = {r["name"]: r for r in runs if r["tags"].get("mlflow.parentRunId") == parents[0]["id"]}
     assert set(kids) == {"nums[offset=0]", "nums[offset=10]", "sum[offset=0]", "sum[offset=10]"}
-    assert kids["sum[offset=10]"]["metrics"]["total"] == 33.0
+    assert kids["sum[offset=10]"]["metrics"]["enginetest/total/total"] == 33.0
     artifacts = api("GET", f"{servers.mlflow_url}/api/2.0/mlflow/artifacts/list?run_id={kids['nums[offset=0]']['id']}")
     assert [f["path"] for f in artifacts["files"]] == ["numbers.txt"]  # stored by the server, not locally
 

@@ -53,7 +53,8 @@ def test_a_checkpoint_reports_rho_of_its_weights_and_rho_init_of_its_architectur
     s = get("probe.gradient_decay")(ctx, model=str(ckpt), length=30, batch=4)["summary"]
     assert s["rho"] == pytest.approx(0.5, abs=5e-4) and s["rho_init"] == pytest.approx(0.9, abs=5e-4)
     assert s["grad/d_5"] == pytest.approx(0.5**5, rel=1e-3)
-    assert len(ctx.metrics["grad_norm/trained"]) == 30 and len(ctx.metrics["grad_norm/init"]) == 30
+    assert len(ctx.metrics["probe/gradient_decay/grad_norm/trained"]) == 30
+    assert len(ctx.metrics["probe/gradient_decay/grad_norm/init"]) == 30
 
 
 def test_long_lag_reports_accuracy_per_lag_and_longest_solved(tmp_path):

@@ -5,6 +5,7 @@ import textwrap
 import mlflow
 import pytest
 
+from components.context import NAMESPACES
 from flows.execute.runner import run
 from flows.plan.build import build
 from tests.support.mlflow_runs import children
@@ -107,14 +108,17 @@ def test_every_probe_logs_metrics_and_plots_to_mlflow(tmp_path, home):
         row = by_name[step]
         metrics = [c for c in row.index if c.startswith("metrics.") and row[c] == row[c]]
         assert metrics, f"{step} logged no metrics"
+        outside = [c for c in metrics if c.removeprefix("metrics.").split("/")[0] not in NAMESPACES]
+        assert not outside, f"{step} logged metrics in no namespace of docs/metrics.md: {outside}"
         if step in PLOTS:
             files = [a.path for a in client.list_artifacts(row["run_id"])]
             assert any(f.endswith(".png") for f in files), f"{step} logged no PNG: {files}"
     # what MLflow shows is what the probe measured, and the structural answers are the known ones
     lag = result.outputs["long_lag"]["summary"]
-    assert by_name["long_lag"]["metrics.acc/lag_4"] == pytest.approx(lag["acc/lag_4"], abs=1e-6)
+    assert by_name["long_lag"]["metrics.probe/long_lag/acc/lag_4"] == pytest.approx(lag["acc/lag_4"], abs=1e-6)
     assert lag["chance"] == 0.25 and lag["longest_solved"] == 0  # 20 steps solve no lag
-    assert by_name["timing"]["metrics.seq_steps_per_layer/rnn/T_16"] == 16
-    assert by_name["timing"]["metrics.seq_steps_per_layer/attn/T_16"] == 1
-    assert by_name["permutation"]["metrics.rel_error/none"] < 1e-4  # no positions: equivariant
-    assert by_name["params"]["metrics.params_spread"] == 0 and by_name["params"]["metrics.runs_all"] == 1
+    assert by_name["timing"]["metrics.probe/timing/seq_steps_per_layer/rnn/T_16"] == 16
+    assert by_name["timing"]["metrics.probe/timing/seq_steps_per_layer/attn/T_16"] == 1
+    assert by_name["permutation"]["metrics.probe/permutation/rel_error/none"] < 1e-4  # no positions: equivariant
+    params = by_name["params"]
+    assert params["metrics.probe/param_count/params_spread"] == 0 and params["metrics.probe/param_count/runs_all"] == 1

@@ -48,10 +48,11 @@ def test_learns_and_returns_a_loadable_checkpoint(tmp_path):
 def test_logs_stepwise_metrics_and_the_model(tmp_path):
     data = write_sequence_data(tmp_path / "data", n=64)
     ctx = Context(tmp_path / "run")
-    get("train.model")(ctx, data=str(data), model=MODEL, steps=20, batch_size=16, eval_every=10, log_every=5)
+    out = get("train.model")(ctx, data=str(data), model=MODEL, steps=20, batch_size=16, eval_every=10, log_every=5)
     assert [s for s, _ in ctx.metrics["train/loss"]] == [5, 10, 15, 20]
     assert [s for s, _ in ctx.metrics["valid/acc"]] == [10, 20]
-    assert "model" in ctx.models and "test_acc" in ctx.metrics
+    assert "model" in ctx.models and ctx.metrics["test/acc"] == [(20, out["summary"]["test_acc"])]
+    assert ctx.metrics["run/steps"] == [(None, 20.0)] and "steps" not in ctx.metrics  # docs/metrics.md
 
 
 def test_same_seed_same_weights_other_seed_differs(tmp_path):
