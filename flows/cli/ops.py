@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -236,36 +237,68 @@ def deploy(
         )
 
 
+class NotifyOn(str, Enum):
+    regression = "regression"
+    change = "change"
+    always = "always"
+
+
 @app.command()
 def history(
     pipeline: Annotated[
         str, typer.Argument(help="pipeline name (its MLflow experiment) or YAML file", show_default=False)
     ],
     last: Annotated[
-        int, typer.Option("--last", "-n", min=2, help="runs shown; the ones before the newest are its baseline")
+        int, typer.Option("--last", "-n", min=2, help="runs shown; the newest finished one is judged")
     ] = 10,
     threshold: Annotated[
         Optional[list[str]],
-        typer.Option(help="relative change vs the median that is a regression: 0.25, or METRIC_GLOB=0.5; repeatable"),
+        typer.Option(
+            help="for metrics with one value a run (no seeds): relative change vs the median that counts, "
+            "0.25 or METRIC_GLOB=0.5; repeatable"
+        ),
     ] = None,
     metric: Annotated[
         Optional[list[str]],
-        typer.Option("--metric", "-m", help="only metrics matching this glob, e.g. 'report/claim*'; repeatable"),
+        typer.Option(
+            "--metric", "-m", help="metrics matching this glob, step runs' too, e.g. 'train*/test_acc'; repeatable"
+        ),
     ] = None,
-    plot: Annotated[bool, typer.Option(help="log a trend plot to the newest run")] = True,
+    higher: Annotated[
+        Optional[list[str]], typer.Option("--higher", help="metrics matching this glob are better higher; repeatable")
+    ] = None,
+    lower: Annotated[
+        Optional[list[str]], typer.Option("--lower", help="metrics matching this glob are better lower; repeatable")
+    ] = None,
+    plot: Annotated[bool, typer.Option(help="log a trend plot to the judged run")] = True,
+    notify: Annotated[
+        Optional[str],
+        typer.Option(
+            help="tell someone: an http(s) URL (JSON POST), cmd:COMMAND (message on stdin) or block:TYPE/NAME"
+        ),
+    ] = None,
+    notify_on: Annotated[NotifyOn, typer.Option(help="which verdicts --notify sends")] = NotifyOn.regression,
 ) -> None:
-    """Show PIPELINE's results over its last runs; exit 1 when the newest run regressed.
+    """Show PIPELINE's results over its last runs and judge the newest finished one; exit 1 on a regression.
 
-    A regression is a metric further than the threshold from the median of the runs before the
-    newest, a claim that went from holds to fails in the same environment, or a failed newest run.
-    Other verdict changes (holds <-> inconclusive, ...) and any change that came with another
-    environment (machine, GPU, torch, library versions) are reported with their evidence, exit 0.
+    A metric counts as changed when it leaves its noise: the seed-to-seed spread within the newest and
+    the previous run (Welch t, Holm over the night's tests), or, with one value a run, the relative
+    threshold against the median. Better is known by name (loss, time, seconds, memory, error lower;
+    acc, bleu, recall, claims/holds higher) or --higher/--lower; a regression is a metric worse beyond
+    its noise, a claim gone from holds to fails, or a failed newest run. Improvements, moves of unknown
+    direction, and changes that came with a changed pipeline or another environment exit 0. Exit 3: no
+    regression, but --notify could not deliver (a regression exits 1 whether or not it was delivered).
     """
     home.configure()
     from flows.language.errors import PipelineInvalid
     from flows.ops import history as hist
+    from flows.ops import notify as tell
     from flows.ops.schedule import pipeline_name
 
+    try:
+        target = tell.parse_target(notify) if notify else None
+    except tell.NotifyError as e:
+        fail(str(e), 2)
     require_servers(2)
     try:
         name = pipeline_name(pipeline)
@@ -276,17 +309,57 @@ def history(
         frame = hist.table(name, last, metric)
     except hist.HistoryError as e:
         fail(str(e), 2)
-    flags = hist.regressions(frame, thresholds)
-    print(hist.render(frame, flags))
-    if plot and len(frame) > 0:
+    found = hist.judge(frame, thresholds, hist.directions(higher, lower))
+    print(hist.render(frame, found.flags))
+    for note in found.notes:
+        err.print(escape(note), highlight=False, soft_wrap=True)
+    if plot:
         with tempfile.TemporaryDirectory() as tmp:
-            png = hist.trend_plot(frame, flags, Path(tmp) / "trend.png")
-            hist.log_trend(frame.index[-1], png, frame)
-        err.print(f"trend plot logged to run {frame.index[-1]} as history/trend.png")
-    labels = {"change": "[yellow]CHANGE[/]", "environment": "[magenta]CHANGED WITH THE ENVIRONMENT[/]"}
-    for flag in flags:
-        label = labels.get(flag.kind, "[red]REGRESSION[/]")
-        err.print(f"{label} {escape(flag.message)}", highlight=False, soft_wrap=True)
-    if any(f.is_regression for f in flags):
+            png = hist.trend_plot(frame, found.flags, Path(tmp) / "trend.png")
+            hist.log_trend(found.newest, png, frame)
+        err.print(f"trend plot logged to run {found.newest} as history/trend.png")
+    _print_flags(found.flags)
+    told = target is None or _notify(tell, target, notify_on.value, name, found, frame)
+    if found.regressed:
         raise typer.Exit(1)
-    err.print(f"[green]no regression[/] in the newest of {len(frame)} run(s)")
+    better = sum(f.kind == "improvement" for f in found.flags)
+    err.print(
+        f"[green]no regression[/] in the newest of {len(frame)} run(s){f'; {better} improvement(s)' if better else ''}"
+    )
+    if not told:
+        raise typer.Exit(3)
+
+
+LABELS = {
+    "improvement": "[green]IMPROVEMENT[/]",
+    "change": "[yellow]CHANGE[/]",
+    "environment": "[magenta]CHANGED WITH THE ENVIRONMENT[/]",
+    "pipeline": "[cyan]PIPELINE CHANGED[/]",
+}
+
+
+def _print_flags(flags) -> None:
+    for flag in flags:
+        label = LABELS.get(flag.kind, "[red]REGRESSION[/]")
+        err.print(f"{label} {escape(flag.message)}", highlight=False, soft_wrap=True)
+
+
+def _notify(tell, target, when: str, name: str, found, frame) -> bool:
+    """Send the verdict when ``when`` asks for it; False when the delivery failed (reported here)."""
+    from flows.track.links import mlflow_run
+
+    verdict = tell.verdict(found.flags)
+    if not tell.due(when, verdict):
+        err.print(f"not notified: the verdict is {verdict} (--notify-on {when})")
+        return True
+    experiment = frame.attrs.get("experiment", "0")
+    links = {"newest": mlflow_run(experiment, found.newest)}
+    if found.previous:
+        links["previous"] = mlflow_run(experiment, found.previous)
+    try:
+        done = tell.send(target, tell.message(name, found.flags, links, found.notes))
+    except tell.NotifyError as e:
+        err.print(f"[red]notification failed[/]: {escape(str(e))}", highlight=False, soft_wrap=True)
+        return False
+    err.print(f"notified {escape(str(target))} ({escape(done)}): {verdict}", highlight=False, soft_wrap=True)
+    return True

@@ -16,7 +16,7 @@ from flows.track.runs import Tracker, flatten, git_commit
 
 
 def open_parent(plan: Plan, tracker: Tracker, executor: str) -> str:
-    """Start the parent run with what identifies the run; its id."""
+    """Start the parent run with what identifies the run (tags, params, the pipeline file's text); its id."""
     tags = {
         "pipeline": plan.name,
         "spec_hash": plan.spec_hash,
@@ -29,6 +29,8 @@ def open_parent(plan: Plan, tracker: Tracker, executor: str) -> str:
     parent = tracker.start(f"{plan.name}", tags)
     params = {**plan.params, "profile": plan.profile or "", "workers": plan.settings.workers}
     tracker.log(parent, params=flatten(params))
+    if plan.pipeline.text:  # `bottlenecks history` shows what changed between two runs' pipelines
+        tracker.client.log_text(parent, plan.pipeline.text, f"pipeline/{tags['pipeline_file'] or 'pipeline.yaml'}")
     return parent
 
 

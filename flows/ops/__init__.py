@@ -1,5 +1,5 @@
 """Operations: nightly runs and what they show over time.
 
 schedule.py  schedules as Prefect deployments with a cron; ``serve`` runs them here
-history.py   one pipeline's parent runs as a table, regressions against the recent median
+history/     one pipeline's runs judged night by night (direction and seed noise), notify.py tells someone
 """

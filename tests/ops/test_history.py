@@ -1,6 +1,8 @@
-"""History across runs: seeded parent runs in a temporary MLflow store, regression rules, the CLI."""
+"""History across runs: parent and step runs seeded in the session's MLflow store, the judge's rules, the CLI."""
 
 import math
+import os
+import socket
 import time
 import uuid
 
@@ -13,39 +15,61 @@ from typer.testing import CliRunner
 from flows import home
 from flows.cli import app
 from flows.ops import history
-from flows.track import environment
+from flows.track import environment, zombies
+
+DAY = 86_400_000
+T0 = 1_700_000_000_000
+
+
+def _experiment(pipeline):
+    client = mlflow.MlflowClient()
+    exp = client.get_experiment_by_name(pipeline)
+    # The engine's artifact folder, not MLflow's default ./mlruns in the working directory.
+    return exp.experiment_id if exp else client.create_experiment(pipeline, artifact_location=home.artifact_root())
+
+
+def _log(run_id, metrics):
+    mlflow.MlflowClient().log_batch(run_id, metrics=[Metric(k, v, 0, 0) for k, v in metrics.items()])
+
+
+def night(pipeline, i, own=None, steps=None, tags=None, status="FINISHED", cached=False, start=None):
+    """One parent run: ``own`` metrics on it, ``steps`` {step run name: metrics} as its step runs."""
+    client = mlflow.MlflowClient()
+    exp = _experiment(pipeline)
+    parent = client.create_run(
+        exp, run_name=pipeline, tags={"pipeline": pipeline, **(tags or {})}, start_time=start or T0 + i * DAY
+    ).info.run_id
+    for name, metrics in (steps or {}).items():
+        step_tags = {"pipeline": pipeline, "mlflow.parentRunId": parent, "cached": str(cached).lower()}
+        if "seed=" in name:
+            step_tags["matrix.seed"] = name.split("seed=")[1].rstrip("]").split(",")[0]
+        kid = client.create_run(exp, run_name=name, tags=step_tags).info.run_id
+        _log(kid, metrics)
+        client.set_terminated(kid)
+    _log(parent, own or {})
+    if status != "RUNNING":
+        client.set_terminated(parent, status)
+    return parent
 
 
 def seed(pipeline, nights, on_children=False, failed_last=False):
     """One parent run per night with ``metrics``; on_children puts them on a 'report' step run."""
-    client = mlflow.MlflowClient()
-    exp = client.get_experiment_by_name(pipeline)
-    # The engine's artifact folder, not MLflow's default ./mlruns in the working directory.
-    exp_id = exp.experiment_id if exp else client.create_experiment(pipeline, artifact_location=home.artifact_root())
     ids = []
     for i, metrics in enumerate(nights):
-        parent = client.create_run(
-            exp_id, run_name=pipeline, tags={"pipeline": pipeline}, start_time=1_700_000_000_000 + i * 86_400_000
-        ).info.run_id
-        target = parent
+        status = "FAILED" if failed_last and i == len(nights) - 1 else "FINISHED"
         if on_children:
-            target = client.create_run(
-                exp_id, run_name="report", tags={"pipeline": pipeline, "step": "report", "mlflow.parentRunId": parent}
-            ).info.run_id
-            other = client.create_run(
-                exp_id,
-                run_name="train[arch=lstm]",
-                tags={"pipeline": pipeline, "step": "train", "mlflow.parentRunId": parent},
-            ).info.run_id
-            client.log_batch(other, metrics=[Metric("loss", 1.0, 0, 0)])
-            client.set_terminated(other)
-        now = int(time.time() * 1000)
-        client.log_batch(target, metrics=[Metric(k, v, now, 0) for k, v in metrics.items()])
-        if target != parent:
-            client.set_terminated(target)
-        failed = failed_last and i == len(nights) - 1
-        client.set_terminated(parent, "FAILED" if failed else "FINISHED")
-        ids.append(parent)
+            ids.append(night(pipeline, i, steps={"report": metrics, "train[arch=lstm]": {"loss": 1.0}}, status=status))
+        else:
+            ids.append(night(pipeline, i, own=metrics, status=status))
+    return ids
+
+
+def trained(pipeline, nights, arch="lstm", metric="test_acc", **kw):
+    """Nights whose step runs ``train[arch=..,seed=s]`` log ``metric``: one list of per-seed values a night."""
+    ids = []
+    for i, values in enumerate(nights):
+        steps = {f"train[arch={arch},seed={s}]": {metric: v} for s, v in enumerate(values)}
+        ids.append(night(pipeline, i, own={"claims/holds": 3.0}, steps=steps, **kw))
     return ids
 
 
@@ -53,7 +77,14 @@ def name():
     return f"hist-{uuid.uuid4().hex[:8]}"
 
 
+def cli(*args):
+    return CliRunner().invoke(app, ["history", *args])
+
+
 STEADY = [{"bleu": 20.0 + d, "claim/b2": 1.0, "claims/holds": 3.0} for d in (0.0, 0.4, -0.3, 0.2)]
+
+
+# -- reading: parent runs, step runs grouped over seeds, cached steps --------------------------------------
 
 
 def test_table_is_oldest_first_with_parent_metrics():
@@ -61,7 +92,7 @@ def test_table_is_oldest_first_with_parent_metrics():
     ids = seed(p, STEADY)
     frame = history.table(p, last=3)
     assert list(frame.index) == ids[1:]
-    assert list(frame.columns) == ["start_time", "status", "bleu", "claim/b2", "claims/holds"]
+    assert list(frame.columns) == ["start_time", "status", "cached", "bleu", "claim/b2", "claims/holds"]
     assert frame["bleu"].tolist() == [20.4, 19.7, 20.2]
     assert frame["start_time"].is_monotonic_increasing
 
@@ -72,35 +103,118 @@ def test_child_metrics_are_named_by_step_run_when_parent_has_none():
     frame = history.table(p, last=10)
     assert len(frame) == 4
     # by default the scorecard's step run: the one that judged claims
-    assert list(frame.columns) == ["start_time", "status", "report/bleu", "report/claim/b2", "report/claims/holds"]
+    assert list(frame.columns)[3:] == ["report/bleu", "report/claim/b2", "report/claims/holds"]
     assert history.regressions(frame, history.Thresholds(0.1)) == []
-    everything = history.table(p, last=10, metrics=["*"])
-    assert "train[arch=lstm]/loss" in everything.columns
     only_train = history.table(p, metrics=["train[[]*"])
-    assert list(only_train.columns) == ["start_time", "status", "train[arch=lstm]/loss"]
+    assert list(only_train.columns)[3:] == ["train[arch=lstm]/loss"]
 
 
-def test_metric_beyond_threshold_is_flagged_against_median():
+def test_metric_globs_reach_step_runs_grouped_over_seeds_with_cached_steps_marked():
+    p = name()
+    trained(p, [[0.50, 0.52, 0.48], [0.51, 0.49, 0.50]], cached=True)
+    frame = history.table(p, metrics=["train*"])  # the parent has metrics of its own; the glob reaches the steps
+    assert list(frame.columns)[3:] == ["train[arch=lstm]/test/acc"]
+    rid = frame.index[-1]
+    assert frame.attrs["seeds"][rid]["train[arch=lstm]/test/acc"] == (0.51, 0.49, 0.50)  # ordered by seed
+    assert frame["train[arch=lstm]/test/acc"].iloc[-1] == pytest.approx(0.50)
+    assert frame["cached"].tolist() == ["3/3", "3/3"]
+    text = history.render(frame, [])
+    assert "0.5 ± 0.01" in text and "(cached steps)" in text and "3/3" in text
+    assert list(history.table(p).columns)[3:] == ["claims/holds"]  # without -m: the parent's own
+
+
+def test_older_metric_names_are_read_under_their_current_names():
+    p = name()
+    night(p, 0, steps={f"train[seed={s}]": {"test_acc": v} for s, v in enumerate([0.5, 0.52, 0.48])})
+    night(p, 1, steps={f"train[seed={s}]": {"test/acc": v} for s, v in enumerate([0.9, 0.91, 0.92])})
+    frame = history.table(p, metrics=["train/*"])
+    assert list(frame.columns)[3:] == ["train/test/acc"]  # test_acc, logged before the namespace, is test/acc
+    assert frame["train/test/acc"].tolist() == pytest.approx([0.5, 0.91])
+    (flag,) = history.regressions(frame, history.Thresholds())
+    assert flag.kind == "improvement"
+
+
+# -- direction and noise ------------------------------------------------------------------------------------
+
+
+def test_a_training_metric_better_beyond_its_seed_noise_is_an_improvement_and_exits_0():
+    p = name()
+    trained(p, [[0.50, 0.52, 0.48], [0.51, 0.49, 0.50], [0.99, 1.00, 0.98]])
+    (flag,) = history.regressions(history.table(p, metrics=["train*"]), history.Thresholds())
+    assert (flag.metric, flag.kind, flag.direction) == ("train[arch=lstm]/test/acc", "improvement", "better")
+    assert "0.5 ± 0.01 (3 seeds) -> 0.99 ± 0.01 (3 seeds): up 0.49" in flag.message
+    assert "Welch t over 3 and 3 seeds" in flag.message
+    result = cli(p, "-m", "train*", "--no-plot")
+    assert result.exit_code == 0, result.output
+    assert "IMPROVEMENT train[arch=lstm]/test/acc" in result.output and "1 improvement(s)" in result.output
+
+
+def test_a_training_metric_worse_beyond_its_seed_noise_exits_1_naming_metric_values_and_interval():
+    p = name()
+    trained(p, [[0.91, 0.90, 0.92], [0.80, 0.79, 0.81]])
+    result = cli(p, "-m", "train*", "--no-plot")
+    assert result.exit_code == 1, result.output
+    line = next(x for x in result.output.splitlines() if x.startswith("REGRESSION"))
+    assert line.startswith("REGRESSION train[arch=lstm]/test/acc: 0.91 ± 0.01 (3 seeds) -> 0.8 ± 0.01 (3 seeds)")
+    assert "down 0.11, 95% interval of the change [-0.1" in line and "(same environment)" in line
+
+
+def test_a_move_within_the_seed_noise_is_no_change_even_past_the_relative_threshold():
+    p = name()
+    trained(p, [[0.2, 0.6, 0.4], [0.25, 0.65, 0.3]])  # mean 0.4 -> 0.4; the spread is the seeds'
+    trained(p, [[0.1, 0.5, 0.2]])  # mean 0.27, 33% below: inside the noise of 3 seeds this wide
+    assert history.regressions(history.table(p, metrics=["train*"]), history.Thresholds(0.1)) == []
+
+
+def test_lower_is_better_for_a_loss_and_unknown_direction_is_a_change_until_the_user_says():
+    p = name()
+    trained(p, [[2.0, 2.1, 1.9], [1.0, 1.1, 0.9]], metric="val_loss")
+    (flag,) = history.regressions(history.table(p, metrics=["train*"]), history.Thresholds())
+    assert flag.kind == "improvement"
+    q = name()
+    trained(q, [[5.0, 5.1, 4.9], [7.0, 7.1, 6.9]], metric="widgets")
+    (flag,) = history.regressions(history.table(q, metrics=["train*"]), history.Thresholds())
+    assert flag.kind == "change" and flag.direction is None and "better is not known" in flag.message
+    told = history.regressions(
+        history.table(q, metrics=["train*"]), history.Thresholds(), history.directions([], ["*widgets"])
+    )
+    assert told[0].kind == "regression"
+
+
+def test_one_value_a_run_falls_back_to_the_relative_threshold_and_says_so():
     p = name()
     seed(p, STEADY + [{"bleu": 14.0, "claim/b2": 1.0, "claims/holds": 3.0}])
-    frame = history.table(p, last=5)
-    flags = history.regressions(frame, history.Thresholds(0.2))
-    assert [(f.metric, f.kind) for f in flags] == [("bleu", "threshold")]
-    assert flags[0].newest == 14.0 and flags[0].baseline == pytest.approx(20.1)  # median of 4 runs
-    assert "30% off the median" in flags[0].message
-    # a looser threshold for this metric only
-    assert history.regressions(frame, history.parse_thresholds(["0.2", "bl*=0.5"])) == []
+    judged = history.judge(history.table(p, last=5), history.Thresholds(0.2))
+    (flag,) = judged.flags
+    assert (flag.metric, flag.kind) == ("bleu", "regression")
+    assert flag.newest == 14.0 and flag.baseline == pytest.approx(20.1)  # median of 4 runs
+    assert "30% below the median 20.1" in flag.message and "judged by the relative threshold 20%" in flag.message
+    assert any("one value a run" in note for note in judged.notes)
+    assert history.regressions(history.table(p, last=5), history.parse_thresholds(["0.2", "bl*=0.5"])) == []
 
 
-def test_claim_flip_is_flagged_even_when_small():
+def test_a_better_value_is_no_regression_and_a_zero_median_gets_an_absolute_change():
+    p = name()
+    seed(p, [{"bleu": 20.0, "errors": 0.0}, {"bleu": 20.0, "errors": 0.0}, {"bleu": 30.0, "errors": 3.0}])
+    flags = {f.metric: f for f in history.regressions(history.table(p), history.Thresholds())}
+    assert flags["bleu"].kind == "improvement"
+    assert flags["errors"].kind == "regression" and "%" not in flags["errors"].message
+    assert "up 3 from the median 0 of the 2 run(s) before (the absolute change" in flags["errors"].message
+
+
+def test_claim_flips_follow_the_verdict_order():
     p = name()
     seed(p, STEADY + [{"bleu": 20.0, "claim/b2": 0.0, "claims/holds": 3.0}])
     flags = history.regressions(history.table(p, last=5), history.Thresholds(0.5))
     assert [(f.metric, f.kind) for f in flags] == [("claim/b2", "regression")]
     assert "claim/b2: holds -> fails" in flags[0].message
+    q = name()
+    seed(q, [{"claim/b2": 0.0}, {"claim/b2": 1.0}])
+    (flag,) = history.regressions(history.table(q), history.Thresholds())
+    assert (flag.kind, flag.direction) == ("improvement", "better")
 
 
-def test_a_claims_interval_and_p_value_are_not_read_as_verdicts_or_banded():
+def test_a_claims_interval_and_p_value_are_not_read_as_verdicts_or_judged():
     p = name()
     nights = [{"claim/b2": 1.0, "claim/b2/p": 0.001 * (1 + i), "claim/b2/lo": 0.1 + 0.1 * i} for i in range(4)]
     seed(p, nights + [{"claim/b2": 1.0, "claim/b2/p": 0.02, "claim/b2/lo": 0.9}])
@@ -111,7 +225,11 @@ def test_diverged_newest_value_and_failed_run_are_regressions():
     p = name()
     seed(p, STEADY + [{"bleu": math.nan, "claim/b2": 1.0, "claims/holds": 3.0}], failed_last=True)
     kinds = {(f.metric, f.kind) for f in history.regressions(history.table(p, last=5), history.Thresholds())}
-    assert kinds == {("status", "failed"), ("bleu", "threshold")}
+    assert kinds == {("status", "failed"), ("bleu", "regression")}
+    q = name()
+    trained(q, [[0.9, 0.91, 0.92], [0.9, math.nan, 0.92]])
+    (flag,) = history.regressions(history.table(q, metrics=["train*"]), history.Thresholds())
+    assert flag.kind == "regression" and "1 of 3 seeds diverged (before: 0 of 3)" in flag.message
 
 
 def test_bad_threshold_and_unknown_pipeline_explain_themselves():
@@ -125,14 +243,74 @@ def test_bad_threshold_and_unknown_pipeline_explain_themselves():
         history.table(p, metrics=["nope"])
 
 
+# -- a changed pipeline, a run still running, slots that did not run -----------------------------------------
+
+
+def test_a_changed_pipeline_is_reported_with_its_difference_not_as_a_regression():
+    p = name()
+    client = mlflow.MlflowClient()
+    texts = ["name: x\nparams: {threshold: 0.5}\n", "name: x\nparams: {threshold: 0.9}\n"]
+    for i, (code, text) in enumerate(zip((1.0, 0.0), texts)):
+        rid = night(p, i, own={"claim/b2": code}, tags={"spec_hash": f"hash{i}"})
+        client.log_text(rid, text, "pipeline/x.yaml")
+    flags = history.regressions(history.table(p), history.Thresholds())
+    assert [f.kind for f in flags] == ["pipeline", "pipeline"]
+    assert "-params: {threshold: 0.5}\n+params: {threshold: 0.9}" in flags[0].message
+    assert flags[1].message.startswith("claim/b2: holds -> fails (worse) with a changed pipeline")
+    result = cli(p, "--no-plot")
+    assert result.exit_code == 0, result.output
+    assert "PIPELINE CHANGED the pipeline changed between run" in result.output
+
+
+def test_a_run_still_running_is_named_and_nothing_is_logged_into_it():
+    p = name()
+    done = trained(p, [[0.9, 0.91, 0.92], [0.9, 0.91, 0.92]])
+    live_tags = {zombies.HOST: socket.gethostname(), zombies.PID: str(os.getpid())}
+    live = night(p, 2, own={"claims/holds": math.nan}, tags=live_tags, status="RUNNING", start=int(time.time() * 1000))
+    frame = history.table(p)
+    assert list(frame.index) == done
+    judged = history.judge(frame, history.Thresholds())
+    assert judged.notes[0] == f"run {live} is still running: judged the one before it, {done[-1]}"
+    result = cli(p)
+    assert result.exit_code == 0, result.output
+    assert f"run {live} is still running" in result.output
+    assert mlflow.MlflowClient().list_artifacts(live, "history") == []
+    assert {a.path for a in mlflow.MlflowClient().list_artifacts(done[-1], "history")} == {
+        "history/trend.png",
+        "history/trend.csv",
+    }
+
+
+def test_slots_that_did_not_run_are_shown_never_judged():
+    p = name()
+    seed(p, STEADY[:2])
+    client = mlflow.MlflowClient()
+    tags = {
+        "pipeline": p,
+        "bottlenecks.slot": "missed",
+        "bottlenecks.slot_reason": "serve was down",
+        "bottlenecks.slot_time": "2023-11-16T02:00:00+00:00",
+    }
+    slot = client.create_run(_experiment(p), run_name=f"{p} missed", tags=tags, start_time=T0 + DAY + 3_600_000)
+    client.set_terminated(slot.info.run_id)
+    frame = history.table(p)
+    assert len(frame) == 2 and [s.kind for s in frame.attrs["slots"]] == ["missed"]
+    assert history.regressions(frame, history.Thresholds()) == []
+    text = history.render(frame, [])
+    assert "11-16 02:00 missed" in text and "missed 2023-11-16 02:00 UTC: serve was down" in text
+
+
+# -- the CLI -----------------------------------------------------------------------------------------------
+
+
 def test_cli_exits_1_on_regression_and_logs_trend_plot():
     p = name()
     ids = seed(p, STEADY + [{"bleu": 14.0, "claim/b2": 0.0, "claims/holds": 2.0}])
-    result = CliRunner().invoke(app, ["history", p, "--last", "5", "--threshold", "0.2"])
+    result = cli(p, "--last", "5", "--threshold", "0.2")
     assert result.exit_code == 1, result.output
     assert "REGRESSION claim/b2: holds -> fails" in result.output
-    assert "REGRESSION bleu = 14" in result.output
-    assert "claims/holds" in result.output  # 2 vs 3 is 33% off
+    assert "REGRESSION bleu = 14 is 30% below the median" in result.output
+    assert "REGRESSION claims/holds = 2 is 33% below" in result.output
     artifacts = {a.path for a in mlflow.MlflowClient().list_artifacts(ids[-1], "history")}
     assert artifacts == {"history/trend.png", "history/trend.csv"}
     csv = mlflow.artifacts.download_artifacts(run_id=ids[-1], artifact_path="history/trend.csv")
@@ -142,10 +320,10 @@ def test_cli_exits_1_on_regression_and_logs_trend_plot():
 def test_cli_exits_0_without_regression_and_2_for_bad_input():
     p = name()
     seed(p, STEADY)
-    ok = CliRunner().invoke(app, ["history", p, "--no-plot", "-m", "bleu"])
+    ok = cli(p, "--no-plot", "-m", "bleu")
     assert ok.exit_code == 0, ok.output
     assert "no regression" in ok.output and "claims/holds" not in ok.output
-    bad = CliRunner().invoke(app, ["history", p, "--threshold", "x=y"])
+    bad = cli(p, "--threshold", "x=y")
     assert bad.exit_code == 2 and "--threshold 'x=y'" in bad.output
 
 
@@ -156,12 +334,11 @@ def recorded(pipeline, nights):
     """Parent runs as the engine records them: env.* tags, git_commit, claim/<id> verdict codes and a
     scorecard.json whose reason is the evidence. ``nights``: (verdict code, reason, environment) each."""
     client = mlflow.MlflowClient()
-    exp = client.get_experiment_by_name(pipeline)
-    exp_id = exp.experiment_id if exp else client.create_experiment(pipeline, artifact_location=home.artifact_root())
+    exp_id = _experiment(pipeline)
     ids = []
     for i, (code, reason, env) in enumerate(nights):
         tags = {"pipeline": pipeline, "git_commit": "a" * 40, **environment.as_tags(env)}
-        run = client.create_run(exp_id, run_name=pipeline, tags=tags, start_time=1_700_000_000_000 + i * 86_400_000)
+        run = client.create_run(exp_id, run_name=pipeline, tags=tags, start_time=T0 + i * DAY)
         rid = run.info.run_id
         client.log_batch(rid, metrics=[Metric("claim/19", code, 0, 0)])
         verdict = history.verdict_name(code)
@@ -184,7 +361,7 @@ def test_holds_to_fails_on_one_machine_is_a_regression_and_exits_1():
     assert flag.kind == "regression" and flag.is_regression
     assert "claim/19: holds -> fails (same environment)" in flag.message
     assert "before: at least in every seed (seed 2: 95.3 vs 91.2); now: not at least" in flag.message
-    result = CliRunner().invoke(app, ["history", p, "--no-plot"])
+    result = cli(p, "--no-plot")
     assert result.exit_code == 1 and "REGRESSION claim/19: holds -> fails" in result.output
 
 
@@ -194,8 +371,9 @@ def test_holds_to_inconclusive_is_a_change_shown_with_its_evidence():
     recorded(p, [(1.0, "at least in every seed", HERE), (0.5, unsure, HERE)])
     (flag,) = history.regressions(history.table(p), history.Thresholds())
     assert flag.kind == "change" and not flag.is_regression
-    assert flag.message.startswith("claim/19: holds -> inconclusive") and "mean margin +6.007 +- 7.815" in flag.message
-    result = CliRunner().invoke(app, ["history", p, "--no-plot"])
+    assert flag.message.startswith("claim/19: holds -> inconclusive (worse)")
+    assert "mean margin +6.007 +- 7.815" in flag.message
+    result = cli(p, "--no-plot")
     assert result.exit_code == 0 and "CHANGE claim/19: holds -> inconclusive" in result.output
     assert "no regression" in result.output
 
@@ -205,9 +383,9 @@ def test_a_flip_that_came_with_another_environment_is_marked_as_such():
     recorded(p, [(1.0, "holds here", HERE), (0.0, "fails there", ELSEWHERE)])
     (flag,) = history.regressions(history.table(p), history.Thresholds())
     assert flag.kind == "environment" and not flag.is_regression
-    assert "holds -> fails with another environment" in flag.message
+    assert "holds -> fails (worse) with another environment" in flag.message
     assert f"cpu_model {HERE['cpu_model']} -> Another CPU" in flag.message and "machine_id" in flag.message
-    result = CliRunner().invoke(app, ["history", p, "--no-plot"])
+    result = cli(p, "--no-plot")
     assert result.exit_code == 0, result.output
     assert "CHANGED WITH THE ENVIRONMENT claim/19: holds -> fails" in result.output
 

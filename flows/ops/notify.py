@@ -1,0 +1,143 @@
+"""Telling someone what ``bottlenecks history`` found, through a target the user names:
+
+- ``http://...`` / ``https://...``: a JSON POST (``urllib``): pipeline, verdict, changes, links, text;
+- ``cmd:COMMAND``: a shell command run with the message's text on stdin and ``BOTTLENECKS_PIPELINE``,
+  ``BOTTLENECKS_VERDICT`` in its environment (``cmd:mail -s nightly team@example.org``);
+- ``block:TYPE/NAME``: a saved Prefect notification block (``block:slack-webhook/nightly``), through
+  Prefect's own Block API, so Slack, Teams, PagerDuty, e-mail and custom webhooks work as Prefect sends them.
+
+``when`` chooses the verdicts that are sent: ``regression`` (the default), ``change`` (anything the judge
+flagged, improvements included) or ``always``. A failed delivery raises :class:`NotifyError` naming the
+target and why; the caller reports it without changing the verdict's exit status.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+
+WHEN = ("regression", "change", "always")
+TIMEOUT = 20.0  # seconds for a webhook, a command or a block to deliver; a nightly job must not hang
+
+
+class NotifyError(Exception):
+    """A target that cannot be used, or a message that could not be delivered."""
+
+
+@dataclass(frozen=True)
+class Target:
+    kind: str  # "url", "cmd" or "block"
+    value: str
+
+    def __str__(self) -> str:
+        return self.value if self.kind == "url" else f"{self.kind}:{self.value}"
+
+
+def parse_target(raw: str) -> Target:
+    """``http(s)://...``, ``cmd:COMMAND`` or ``block:TYPE/NAME``; anything else is refused with the forms."""
+    text = raw.strip()
+    if text.startswith(("http://", "https://")) and len(text.split("://", 1)[1]) > 0:
+        return Target("url", text)
+    kind, sep, value = text.partition(":")
+    if sep and kind in ("cmd", "block") and value.strip():
+        if kind == "block" and "/" not in value:
+            raise NotifyError(
+                f"--notify {raw!r}: a block is named TYPE/NAME, e.g. block:slack-webhook/{value.strip()} "
+                "(`prefect block ls` lists them)"
+            )
+        return Target(kind, value.strip())
+    raise NotifyError(
+        f"--notify {raw!r}: expected an http(s) URL (a JSON POST), cmd:COMMAND (the message on its stdin) "
+        "or block:TYPE/NAME (a Prefect notification block)"
+    )
+
+
+def verdict(flags) -> str:
+    """``regression``, ``improvement`` (only improvements), ``change`` (anything else flagged) or ``unchanged``."""
+    if any(f.is_regression for f in flags):
+        return "regression"
+    if flags and all(f.kind == "improvement" for f in flags):
+        return "improvement"
+    return "change" if flags else "unchanged"
+
+
+def due(when: str, found: str) -> bool:
+    """Whether a verdict ``found`` is sent under ``--notify-on when``."""
+    return when == "always" or (when == "change" and found != "unchanged") or found == "regression"
+
+
+def message(pipeline: str, flags, links: dict[str, str], notes: list[str] = ()) -> dict:
+    """The JSON body: pipeline, verdict, its changes, links to the runs, and the same as text."""
+    found = verdict(flags)
+    lines = [f"bottlenecks history {pipeline}: {found}"]
+    lines += [f"{f.kind.upper()} {f.message}" for f in flags]
+    lines += list(notes)
+    lines += [f"{name} run: {url}" for name, url in links.items()]
+    return {
+        "pipeline": pipeline,
+        "verdict": found,
+        "changes": [f.as_dict() for f in flags],
+        "links": links,
+        "notes": list(notes),
+        "text": "\n".join(lines),
+    }
+
+
+def send(target: Target, body: dict, timeout: float = TIMEOUT) -> str:
+    """Deliver ``body`` to ``target``; what was done, e.g. ``POST http://... -> 200``."""
+    if target.kind == "url":
+        return _post(target.value, body, timeout)
+    if target.kind == "cmd":
+        return _command(target.value, body, timeout)
+    return _block(target.value, body)
+
+
+def _post(url: str, body: dict, timeout: float) -> str:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}, method="POST"
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return f"POST {url} -> {response.status}"
+    except urllib.error.HTTPError as e:
+        raise NotifyError(f"notification to {url} failed: HTTP {e.code} {e.reason}") from None
+    except (urllib.error.URLError, OSError) as e:
+        reason = getattr(e, "reason", e)
+        raise NotifyError(f"notification to {url} failed: could not reach it ({reason})") from None
+
+
+def _command(command: str, body: dict, timeout: float) -> str:
+    env = {**os.environ, "BOTTLENECKS_PIPELINE": body["pipeline"], "BOTTLENECKS_VERDICT": body["verdict"]}
+    try:
+        done = subprocess.run(
+            command, shell=True, input=body["text"], text=True, capture_output=True, timeout=timeout, env=env
+        )
+    except subprocess.TimeoutExpired:
+        raise NotifyError(f"notification command {command!r} did not finish in {timeout:.0f} s") from None
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip()[-400:]
+        raise NotifyError(f"notification command {command!r} exited {done.returncode}: {tail or 'no output'}")
+    return f"ran {command!r}"
+
+
+def _block(name: str, body: dict) -> str:
+    from prefect.blocks.core import Block
+
+    try:
+        block = Block.load(name)
+    except Exception as e:  # noqa: BLE001  (no server, no such block: say which)
+        raise NotifyError(
+            f"notification block {name!r} could not be loaded: {type(e).__name__}: {e} "
+            "(`prefect block ls` lists the saved blocks; PREFECT_API_URL names the server)"
+        ) from None
+    if not callable(getattr(block, "notify", None)):
+        raise NotifyError(f"block {name!r} is a {type(block).__name__}, not a notification block")
+    try:
+        block.notify(body["text"], subject=f"bottlenecks history {body['pipeline']}: {body['verdict']}")
+    except Exception as e:  # noqa: BLE001  (the service refused it)
+        raise NotifyError(f"notification block {name!r} failed: {type(e).__name__}: {e}") from None
+    return f"sent through block {name}"
