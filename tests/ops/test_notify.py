@@ -1,0 +1,180 @@
+"""Telling someone: targets parsed and refused, messages delivered to a local receiver (an http.server
+thread), a command's stdin, and `history --notify` end to end with its exit statuses."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+from typer.testing import CliRunner
+
+from flows.cli import app
+from flows.ops import notify
+from flows.ops.history import Flag
+from tests.support.history_runs import name, trained
+
+
+class Receiver:
+    """A local webhook: records each POSTed JSON body and answers ``status``."""
+
+    def __init__(self, status: int = 200):
+        self.bodies: list[dict] = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                length = int(self.headers["Content-Length"])
+                receiver.bodies.append(json.loads(self.rfile.read(length)))
+                self.send_response(status)
+                self.end_headers()
+
+            def log_message(self, *args):  # keep the test output clean
+                pass
+
+        self.server = HTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def free_port() -> int:
+    server = HTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+    port = server.server_port
+    server.server_close()
+    return port
+
+
+WORSE = Flag("train/test/acc", "regression", 0.8, 0.91, "train/test/acc: 0.91 -> 0.8", "worse")
+BETTER = Flag("train/test/acc", "improvement", 0.99, 0.5, "train/test/acc: 0.5 -> 0.99", "better")
+MOVED = Flag("widgets", "change", 7.0, 5.0, "widgets: 5 -> 7", None)
+
+
+def test_targets_are_urls_commands_or_blocks_and_anything_else_is_refused_with_the_forms():
+    assert notify.parse_target("https://hooks.example.org/x") == notify.Target("url", "https://hooks.example.org/x")
+    assert notify.parse_target("cmd:mail -s nightly team") == notify.Target("cmd", "mail -s nightly team")
+    assert notify.parse_target("block:slack-webhook/nightly") == notify.Target("block", "slack-webhook/nightly")
+    with pytest.raises(notify.NotifyError, match=r"expected an http\(s\) URL .* cmd:COMMAND .* block:TYPE/NAME"):
+        notify.parse_target("hooks.example.org")
+    with pytest.raises(notify.NotifyError, match="a block is named TYPE/NAME, e.g. block:slack-webhook/nightly"):
+        notify.parse_target("block:nightly")
+
+
+def test_the_verdict_and_which_verdicts_are_sent():
+    assert [notify.verdict(f) for f in ([WORSE, BETTER], [BETTER], [BETTER, MOVED], [])] == [
+        "regression",
+        "improvement",
+        "change",
+        "unchanged",
+    ]
+    assert [notify.due("regression", v) for v in ("regression", "improvement", "unchanged")] == [True, False, False]
+    assert [notify.due("change", v) for v in ("regression", "change", "improvement", "unchanged")] == [
+        True,
+        True,
+        True,
+        False,
+    ]
+    assert notify.due("always", "unchanged")
+
+
+def test_a_webhook_gets_the_verdict_its_changes_and_links_as_json():
+    body = notify.message("nightly", [WORSE], {"newest": "http://mlflow/runs/b"}, ["a note"])
+    with Receiver() as hook:
+        done = notify.send(notify.parse_target(hook.url), body)
+    assert done == f"POST {hook.url} -> 200"
+    (got,) = hook.bodies
+    assert got["pipeline"] == "nightly" and got["verdict"] == "regression"
+    assert got["changes"] == [
+        {
+            "metric": "train/test/acc",
+            "kind": "regression",
+            "direction": "worse",
+            "newest": 0.8,
+            "baseline": 0.91,
+            "message": "train/test/acc: 0.91 -> 0.8",
+        }
+    ]
+    assert got["links"] == {"newest": "http://mlflow/runs/b"}
+    assert got["text"].splitlines() == [
+        "bottlenecks history nightly: regression",
+        "REGRESSION train/test/acc: 0.91 -> 0.8",
+        "a note",
+        "newest run: http://mlflow/runs/b",
+    ]
+
+
+def test_a_refused_or_unreachable_webhook_is_a_clear_error():
+    body = notify.message("nightly", [WORSE], {})
+    with Receiver(status=500) as hook, pytest.raises(notify.NotifyError, match="failed: HTTP 500"):
+        notify.send(notify.parse_target(hook.url), body)
+    url = f"http://127.0.0.1:{free_port()}/hook"
+    with pytest.raises(notify.NotifyError, match=f"notification to {url} failed: could not reach it"):
+        notify.send(notify.parse_target(url), body, timeout=2)
+
+
+def test_a_command_gets_the_text_on_stdin_and_the_verdict_in_its_environment(tmp_path):
+    out = tmp_path / "told.txt"
+    body = notify.message("nightly", [BETTER], {})
+    notify.send(notify.parse_target(f'cmd:(echo "$BOTTLENECKS_PIPELINE $BOTTLENECKS_VERDICT"; cat) > {out}'), body)
+    assert out.read_text().splitlines()[:2] == ["nightly improvement", "bottlenecks history nightly: improvement"]
+    with pytest.raises(notify.NotifyError, match="exited 3: no mailer"):
+        notify.send(notify.parse_target("cmd:echo no mailer >&2; exit 3"), body)
+
+
+# -- `history --notify` ----------------------------------------------------------------------------------
+
+
+def test_history_tells_a_local_receiver_of_a_regression_and_keeps_exit_1():
+    p = name()
+    ids = trained(p, [[0.91, 0.90, 0.92], [0.80, 0.79, 0.81]])
+    with Receiver() as hook:
+        result = CliRunner().invoke(app, ["history", p, "-m", "train*", "--no-plot", "--notify", hook.url])
+    assert result.exit_code == 1, result.output
+    (got,) = hook.bodies
+    assert got["verdict"] == "regression" and got["pipeline"] == p
+    assert [c["metric"] for c in got["changes"]] == ["train[arch=lstm]/test/acc"]
+    assert got["links"]["newest"].endswith(f"/runs/{ids[-1]}?workflowType=machine_learning")
+    assert ids[0] in got["links"]["previous"]
+    assert f"notified {hook.url}" in result.output
+
+
+def test_history_notifies_only_the_verdicts_asked_for_and_a_failed_delivery_exits_3():
+    p = name()
+    trained(p, [[0.50, 0.52, 0.48], [0.99, 1.00, 0.98]])
+    with Receiver() as hook:
+        quiet = CliRunner().invoke(app, ["history", p, "-m", "train*", "--no-plot", "--notify", hook.url])
+        told = CliRunner().invoke(
+            app, ["history", p, "-m", "train*", "--no-plot", "--notify", hook.url, "--notify-on", "change"]
+        )
+    assert quiet.exit_code == 0 and "not notified: the verdict is improvement (--notify-on regression)" in quiet.output
+    assert told.exit_code == 0, told.output
+    assert [b["verdict"] for b in hook.bodies] == ["improvement"]
+    url = f"http://127.0.0.1:{free_port()}/hook"
+    failed = CliRunner().invoke(app, ["history", p, "--no-plot", "--notify", url, "--notify-on", "always"])
+    assert failed.exit_code == 3, failed.output
+    assert "no regression" in failed.output and f"notification failed: notification to {url}" in failed.output
+    bad = CliRunner().invoke(app, ["history", p, "--notify", "pager"])
+    assert bad.exit_code == 2 and "--notify 'pager': expected an http(s) URL" in bad.output
+
+
+@pytest.mark.slow  # saves a block on the suite's Prefect server (about 7 s on 2 loaded cores)
+def test_a_prefect_notification_block_delivers_through_prefects_block_api():
+    from prefect.blocks.notifications import CustomWebhookNotificationBlock
+
+    block = f"hook-{name()}"
+    with Receiver() as hook:
+        CustomWebhookNotificationBlock(name="nightly", url=hook.url, json_data={"text": "{{subject}}: {{body}}"}).save(
+            block
+        )
+        done = notify.send(notify.parse_target(f"block:custom-webhook/{block}"), notify.message("nightly", [WORSE], {}))
+    assert done == f"sent through block custom-webhook/{block}"
+    (got,) = hook.bodies
+    assert got["text"].startswith("bottlenecks history nightly: regression: bottlenecks history nightly: regression\n")
+    with pytest.raises(notify.NotifyError, match="notification block 'custom-webhook/no-such' could not be loaded"):
+        notify.send(notify.parse_target("block:custom-webhook/no-such"), notify.message("nightly", [], {}))
