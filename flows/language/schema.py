@@ -11,6 +11,8 @@ from flows.settings import json_schema as settings_schema
 REF_PATTERN = r"^.*\$\{[A-Za-z_][A-Za-z0-9_-]*\.[A-Za-z_][A-Za-z0-9_-]*\}.*$"
 _REF = {"type": "string", "pattern": REF_PATTERN, "description": "${params.x}, ${matrix.x} or ${step.output}"}
 _SCALAR = {"type": ["string", "number", "integer", "boolean"]}
+_MAP = ["object", "null"]  # a mapping check reads as empty when it is left empty (`with:`)
+_TEXT = ["string", "null"]
 
 
 def _refs_anywhere(node: Any) -> dict[str, Any]:
@@ -44,7 +46,7 @@ def _with_schema(comp) -> dict[str, Any]:
     props = {}
     for name, prop in schema.get("properties", {}).items():
         props[name] = {**_refs_anywhere(prop), "description": prop.get("description", prop.get("title", name))}
-    out: dict[str, Any] = {"type": "object", "properties": props, "additionalProperties": False}
+    out: dict[str, Any] = {"type": _MAP, "properties": props, "additionalProperties": False}
     required = schema.get("required", [])
     if required:
         out["required"] = required
@@ -62,11 +64,13 @@ def _step_properties(comps: dict[str, Any]) -> dict[str, Any]:
             "description": "registered component name or package.module:function",
             "anyOf": [{"enum": sorted(comps)}, {"pattern": r"^[\w.]+:\w+$"}],
         },
-        "with": {"type": "object", "description": "component parameters"},
+        "with": {"type": _MAP, "description": "component parameters"},
         "matrix": {
-            "type": "object",
+            "type": _MAP,
             "description": "fan out: axis -> list of values (or ${params.x})",
-            "additionalProperties": {"anyOf": [{"type": "array", "minItems": 1, "items": _SCALAR}, _REF]},
+            "additionalProperties": {
+                "anyOf": [{"type": "array", "minItems": 1, "uniqueItems": True, "items": _SCALAR}, _REF]
+            },
         },
         "needs": {
             "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
@@ -81,7 +85,7 @@ def _step_properties(comps: dict[str, Any]) -> dict[str, Any]:
             "properties": {"gpu": {"enum": [0, 1], "description": "GPUs this step runs on"}},
             "description": "what a worker must offer, e.g. {gpu: 1}",
         },
-        "description": {"type": "string"},
+        "description": {"type": _TEXT},
     }
 
 
@@ -106,20 +110,20 @@ def _step(comps: dict[str, Any], step_props: dict[str, Any]) -> dict[str, Any]:
 def _profiles(settings: dict[str, Any], step_props: dict[str, Any]) -> dict[str, Any]:
     """Named profiles: a description, params, settings and per-step overrides of a few keys."""
     profile_step = {
-        "type": "object",
+        "type": _MAP,
         "additionalProperties": False,
         "properties": {k: step_props[k] for k in PROFILE_STEP_KEYS},
     }
     return {
-        "type": "object",
+        "type": _MAP,
         "additionalProperties": {
             "type": "object",
             "additionalProperties": False,
             "properties": {
-                "description": {"type": "string"},
-                "params": {"type": "object"},
+                "description": {"type": _TEXT},
+                "params": {"type": _MAP},
                 "settings": settings,
-                "steps": {"type": "object", "additionalProperties": profile_step},
+                "steps": {"type": _MAP, "additionalProperties": profile_step},
             },
         },
     }
@@ -130,7 +134,7 @@ def pipeline_schema() -> dict[str, Any]:
     from their declarations, without importing them)."""
     comps = declared()
     step_props = _step_properties(comps)
-    settings = settings_schema()
+    settings = {**settings_schema(), "type": _MAP}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "bottlenecks pipeline",
@@ -139,8 +143,8 @@ def pipeline_schema() -> dict[str, Any]:
         "additionalProperties": False,
         "properties": {
             "name": {"type": "string"},
-            "description": {"type": "string"},
-            "params": {"type": "object", "description": "pipeline-wide values, overridable with --set"},
+            "description": {"type": _TEXT},
+            "params": {"type": _MAP, "description": "pipeline-wide values, overridable with --set"},
             "settings": settings,
             "default_profile": {"type": "string"},
             "profiles": _profiles(settings, step_props),
@@ -148,9 +152,8 @@ def pipeline_schema() -> dict[str, Any]:
                 "type": "object",
                 "required": ["cron"],
                 "additionalProperties": False,
-                "properties": {
-                    k: {"type": "object"} if k == "parameters" else {"type": "string"} for k in SCHEDULE_KEYS
-                },
+                "properties": {k: {"type": _MAP if k == "parameters" else _TEXT} for k in SCHEDULE_KEYS}
+                | {"cron": {"type": "string"}},
             },
             "steps": {
                 "type": "object",

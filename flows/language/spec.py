@@ -102,6 +102,14 @@ def _what(value: Any) -> str:
     return repr(value)
 
 
+def _text(node: YMap, keys, what: str, errors: Collector) -> None:
+    """Report each of ``keys`` in ``node`` whose value is not text (absent or empty is fine)."""
+    for key in keys:
+        value = node.get(key)
+        if value is not None and not isinstance(value, str):
+            errors.add(node.vpos(key), f"{what}{key!r} must be text, got {kind(value)}; quote it if it is meant as one")
+
+
 def _text_keys(node: YMap, what: str, errors: Collector) -> None:
     """Report, then drop, keys that are not text: a param or profile is named on the command line
     (``--set``, ``--profile``), in ``${params.NAME}`` and in messages, always as text."""
@@ -126,6 +134,7 @@ def _top_level(root: Any, errors: Collector) -> bool:
             errors.add(root.pos, f"missing required top-level key {required!r}")
     if "name" in root and not isinstance(root.get("name"), str):
         errors.add(root.vpos("name"), "'name' must be a string")
+    _text(root, ("description",), "", errors)
     return True
 
 
@@ -138,6 +147,7 @@ def _profiles(root: YMap, errors: Collector) -> YMap:
             errors.add(profiles.vpos(pname), f"profile {pname!r} must be a mapping")
             continue
         _unknown_keys(prof, PROFILE_KEYS, f"profile {pname!r}", errors)
+        _text(prof, ("description",), f"profile {pname!r}: ", errors)
         _check_settings(_mapping(prof, "settings", errors, "'settings'"), errors)
         over_steps = prof.get("steps")
         for sid, over in over_steps.items() if isinstance(over_steps, YMap) else ():
@@ -168,7 +178,9 @@ def _schedule(root: YMap, errors: Collector) -> YMap | None:
         return None
     schedule = _mapping(root, "schedule", errors, "'schedule'")
     _unknown_keys(schedule, SCHEDULE_KEYS, "schedule", errors)
-    if "cron" not in schedule:
+    _text(schedule, ("cron", "timezone", "profile"), "schedule ", errors)
+    _mapping(schedule, "parameters", errors, "schedule 'parameters'")
+    if schedule.get("cron") is None:
         errors.add(schedule.pos, "schedule needs a 'cron' expression, e.g. cron: \"0 2 * * *\"")
     return schedule
 
@@ -241,6 +253,7 @@ def _parse_step(sid: str, node: Any, steps: YMap, errors: Collector) -> Step | N
         errors.add(steps.vpos(sid), f"step {sid!r} must be a mapping with at least 'uses'")
         return None
     _unknown_keys(node, STEP_KEYS, f"step {sid!r}", errors)
+    _text(node, ("description",), f"step {sid!r}: ", errors)
     uses = node.get("uses")
     if not isinstance(uses, str) or not uses:
         errors.add(

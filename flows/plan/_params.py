@@ -3,14 +3,16 @@ parameter model), with one located error per refused parameter."""
 
 from __future__ import annotations
 
+import json
 import types
 import typing
 
+import yaml
 from pydantic import ValidationError
 
-from components.bounds import choices, refusal
+from components.bounds import choices, refusal, where
 from components.registry import Component, ComponentError, ParameterValueError, get
-from flows.language.errors import Collector
+from flows.language.errors import Collector, kind
 from flows.language.spec import Pipeline, Step
 from flows.plan._model import Instance, any_value, suggest
 from flows.plan._refs import pending
@@ -57,13 +59,24 @@ def validate(step: Step, comp: Component, inst: Instance, errors: Collector) -> 
     when it runs."""
     concrete = {k: v for k, v in inst.params.items() if not any_value(v, pending)}
     deferred = set(inst.params) - set(concrete)
-    try:
-        comp.params_model.model_validate(concrete)
+    try:  # as JSON, strictly: a quoted '30' is no integer and true no number, as the JSON Schema says
+        comp.params_model.model_validate_json(json.dumps(_json(concrete), default=str), strict=True)
     except ValidationError as e:
         for err in e.errors():
             field_name = str(err["loc"][0]) if err["loc"] else ""
             if field_name not in deferred:
                 _refuse(step, comp, err, field_name, errors)
+
+
+def _json(value):
+    """``value`` as JSON reads it: a number with no fraction (``30.0``) is an integer, as in the schema."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json(v) for v in value]
+    return value
 
 
 def _refuse(step: Step, comp: Component, err: dict, field_name: str, errors: Collector) -> None:
@@ -95,9 +108,27 @@ def _refuse(step: Step, comp: Component, err: dict, field_name: str, errors: Col
         )
     else:
         ann = fields[field_name].annotation if field_name in fields else None
-        got = err.get("input")
-        got = repr(got) if len(repr(got)) <= 80 else repr(got)[:77] + "..."
         errors.add(
             step.with_.vpos(field_name),
-            f"step {step.id!r}: parameter {loc!r} of {comp.name} expects {type_name(ann)}: {err['msg']} (got {got})",
+            f"step {step.id!r}: parameter {loc!r} of {comp.name} expects {type_name(ann)}{_wrong(err)}",
         )
+
+
+def _wrong(err: dict) -> str:
+    """What was given instead, in YAML's words: ", got a string ('lots')"; pydantic's own text for the rest."""
+    got = err.get("input")
+    shown = repr(got) if len(repr(got)) <= 80 else repr(got)[:77] + "..."
+    if not err["type"].endswith("_type"):
+        return f": {err['msg']} (got {shown})"
+    place = f" at {where(err['loc'])}" if len(err["loc"]) > 1 else ""
+    if isinstance(got, bool):
+        return f", got {str(got).lower()}{place}"
+    hint = ""
+    if isinstance(got, str) and not isinstance(yaml.safe_load(got) if _plain_yaml(got) else got, str):
+        hint = "; write it without quotes"  # '30' or 'true': a string, where the YAML value was meant
+    return f", got {kind(got)}{place} ({shown}){hint}"
+
+
+def _plain_yaml(text: str) -> bool:
+    """Whether ``text`` is one plain YAML scalar (no flow, no comment) worth reading as YAML."""
+    return bool(text) and len(text) < 40 and not any(c in text for c in "[]{}#:,&*!|>'\"%@`\n")

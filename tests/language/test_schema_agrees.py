@@ -71,6 +71,9 @@ steps:
 ACCEPTED = {p.name: p.read_text(encoding="utf-8") for p in SHIPPED} | {
     "refs anywhere": REFS_ANYWHERE,
     "every key": EVERY_KEY,
+    "keys left empty": "name: t\ndescription:\nparams:\nsettings:\nprofiles:\n  q: {params: , steps: {a: }}\n"
+    "steps:\n  a: {uses: data.adding, with: , matrix: , description: }\n",
+    "a whole number written 30.0": "name: t\nsteps:\n  a: {uses: data.adding, with: {seq_len: 30.0}}\n",
 }
 
 
@@ -107,6 +110,13 @@ REFUSED = {
     "unknown profile key": "name: t\nprofiles: {q: {parms: {}}}\nsteps:\n  a: {uses: data.adding}\n",
     "schedule without cron": "name: t\nschedule: {timezone: UTC}\nsteps:\n  a: {uses: data.adding}\n",
     "cache is text": "name: t\nsteps:\n  a: {uses: data.adding, cache: sometimes}\n",
+    "a number in quotes": "name: t\nsteps:\n  a: {uses: data.adding, with: {seq_len: '30'}}\n",
+    "true for a number": "name: t\nsteps:\n  a: {uses: data.adding, with: {seed: true}}\n",
+    "a description that is a number": "name: t\ndescription: 5\nsteps:\n  a: {uses: data.adding}\n",
+    "a time zone that is a number": "name: t\nschedule: {cron: '0 2 * * *', timezone: 5}\n"
+    "steps:\n  a: {uses: data.adding}\n",
+    "a matrix value twice": "name: t\nsteps:\n  a: {uses: data.adding, matrix: {s: [1, 1]}, "
+    "with: {seed: '${matrix.s}'}}\n",
 }
 
 

@@ -40,8 +40,7 @@ CASES = {
     ),
     "wrong parameter type": (
         HEAD + "    with: {n: lots}\n",
-        "5:15: step 'a': parameter 'n' of enginetest.numbers expects int: Input should be "
-        "a valid integer, unable to parse string as an integer (got 'lots')",
+        "5:15: step 'a': parameter 'n' of enginetest.numbers expects int, got a string ('lots')",
     ),
     "missing required parameter": (
         HEAD + f"  b: {{uses: {C}:total}}\n",
@@ -55,6 +54,18 @@ CASES = {
         HEAD + f"  b: {{uses: {C}:total, with: {{values: '${{a.value}}'}}}}\n",
         "5:68: step 'b': step 'a' (enginetest.numbers) has no output 'value' "
         "(did you mean 'values'?); outputs: values, file, run_id",
+    ),
+    "a number in quotes": (
+        HEAD + "    with: {n: '3'}\n",
+        "5:16: step 'a': parameter 'n' of enginetest.numbers expects int, got a string ('3'); write it without quotes",
+    ),
+    "a value below its bound": (
+        "name: t\nsteps:\n  a: {uses: train.model, with: {data: x, model: lstm-small, steps: -1}}\n",
+        "3:68: step 'a' (train.model): steps must be at least 0; got -1",
+    ),
+    "an unknown choice": (
+        "name: t\nsteps:\n  a: {uses: train.model, with: {data: x, model: lstm-small, clip: nrom}}\n",
+        "3:67: step 'a' (train.model): clip must be 'norm', 'value' or 'none'; got 'nrom' (did you mean 'norm'?)",
     ),
     "unknown param reference": (
         "name: t\nparams: {size: 3}\n" + HEAD[8:] + "    with: {n: '${params.sise}'}\n",
