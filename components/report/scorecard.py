@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator
 
+from components.bounds import Positive, Size
 from components.context import Context
 from components.registry import component
 from components.report.checks import DEVICE, FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, VERDICTS
@@ -68,8 +69,8 @@ def scorecard(
     examples: str | None = None,
     title: str = "The four-bottleneck comparison",
     device: str = "",
-    min_seeds: int = 1,
-    spread_factor: float = SPREAD_FACTOR,
+    min_seeds: Size = 1,
+    spread_factor: Positive = SPREAD_FACTOR,
     seeds_command: str = "",
 ) -> dict:
     """Judge each expected claim on the measurements and write scorecard.json, .md and .html.
