@@ -101,6 +101,8 @@ class Context:
     model_examples: dict[str, tuple] = field(default_factory=dict)
     # Set by the engine (flows.track.environment.describe); a Context made without it has none.
     environment_source: Callable[[], dict[str, Any]] | None = field(default=None, repr=False, compare=False)
+    # Set by the engine: a run id -> its page in the tracking UI; a Context made without it knows none.
+    run_link_source: Callable[[str], str | None] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.work_dir = Path(self.work_dir)
@@ -159,6 +161,11 @@ class Context:
         """Where this step runs: machine, devices, library versions, commit, as the engine records them
         (``environment_source``); None in a Context made without the engine, which knows none of it."""
         return self.environment_source() if self.environment_source is not None else None
+
+    def run_link(self, run_id: str) -> str | None:
+        """The tracking UI's page of run ``run_id`` (a run of this pipeline), or None where the engine
+        gave no UI address (a Context made without it)."""
+        return self.run_link_source(run_id) if self.run_link_source is not None else None
 
     # -- progress ----------------------------------------------------------------------------------
     @contextmanager

@@ -1,4 +1,5 @@
-"""Write the scorecard as one self-contained HTML page (inline CSS, plots as base64 PNG)."""
+"""Write the scorecard as one self-contained HTML page (inline CSS, plots as base64 PNG): the verdicts
+first, in a table narrow enough for a side pane, then the evidence."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from components.report.rows import BOTTLENECKS
-from components.report.text import MARKS, cell_text, headline, measured_lines
+from components.report.text import MARKS, cell_text, headline, margin_texts, measured_lines
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2em;max-width:90em;color:#222}
 table{border-collapse:collapse;margin:1em 0;width:100%}
 th,td{border:1px solid #ccc;padding:.35em .5em;vertical-align:top;text-align:left;font-size:.9em}
 th{background:#f3f3f3} code{font-size:.85em}
+table.verdicts{width:auto;max-width:46em} .verdicts td:nth-child(n+2){white-space:nowrap}
 .v{font-weight:600;white-space:nowrap;border-radius:.3em;padding:.1em .4em}
 .holds{background:#d8f3dc}.fails{background:#ffd6d6}.inconclusive{background:#e7dcff}
 .device-dependent{background:#fff3bf}.not-measured{background:#e9ecef}
@@ -45,7 +47,8 @@ def to_html(card: dict[str, Any], plots: dict[str, str]) -> str:
         f"{s['device_independent_holds']} of {s['device_independent']} device-independent claims hold)"
         "</small></p>",
     ]
-    h += _claims(card["claims"])
+    h += _verdicts(card["claims"])
+    h += _claims(card["claims"], card.get("links") or {})
     if card["architectures"]:
         h += _architectures(card["architectures"])
     ex = card.get("examples") or {}
@@ -57,25 +60,53 @@ def to_html(card: dict[str, Any], plots: dict[str, str]) -> str:
     return "\n".join(h) + "\n"
 
 
-def _claims(claims: list[dict[str, Any]]) -> list[str]:
-    """The claims table, a row per claim."""
+def _verdicts(claims: list[dict[str, Any]]) -> list[str]:
+    """The first table, narrow enough for a side pane: each claim (linked to its evidence), its
+    verdict, margin and interval."""
+    h = [
+        "<h2>Verdicts</h2><table class='verdicts'>"
+        "<tr><th>claim</th><th>verdict</th><th>margin</th><th>95% interval</th></tr>"
+    ]
+    for c in claims:
+        margin, interval = margin_texts(c)
+        h.append(
+            f"<tr><td><a href='#claim-{escape(c['id'])}'><b>{escape(c['id'])}</b></a> {escape(c['claim'])}</td>"
+            f"<td>{_verdict(c['verdict'])}</td><td>{escape(margin)}</td><td>{escape(interval)}</td></tr>"
+        )
+    h.append(
+        "</table><p><small>Margin: the deciding check's quantity, mean over seeds (past a threshold: how far;"
+        " <code>beats</code>: A - B), with its 95% interval. The evidence follows.</small></p>"
+    )
+    return h
+
+
+def _claims(claims: list[dict[str, Any]], links: dict[str, str]) -> list[str]:
+    """The claims table, a row per claim: the full evidence, runs linked to their MLflow pages."""
     h = [
         "<h2>Claims</h2><table><tr><th>#</th><th>B</th><th>claim</th><th>expected</th>"
         "<th>measured</th><th>verdict</th><th>why</th><th>settings</th><th>runs</th></tr>"
     ]
     for c in claims:
         measured = "<br>".join(f"<code>{escape(line)}</code>" for line in measured_lines(c["measured"]))
-        links = " ".join(f"<a href='#plot-{escape(p)}'>{escape(p)}</a>" for p in c.get("plots") or [])
+        plots = " ".join(f"<a href='#plot-{escape(p)}'>{escape(p)}</a>" for p in c.get("plots") or [])
         h.append(
             f"<tr id='claim-{escape(c['id'])}'><td>{escape(c['id'])}</td>"
-            f"<td>{escape(c.get('bottleneck') or '')}</td><td>{escape(c['claim'])} {links}</td>"
+            f"<td>{escape(c.get('bottleneck') or '')}</td><td>{escape(c['claim'])} {plots}</td>"
             f"<td>{escape(c['expected'])}</td><td>{measured or '—'}</td><td>{_verdict(c['verdict'])}</td>"
             f"<td>{escape(c['reason'])}{'<br><i>' + escape(c['note']) + '</i>' if c.get('note') else ''}</td>"
             f"<td>{escape(c['settings'])}</td>"
-            f"<td><small>{'<br>'.join(escape(r) for r in c['run_id'])}</small></td></tr>"
+            f"<td><small>{'<br>'.join(_run(r, links) for r in c['run_id'])}</small></td></tr>"
         )
     h.append("</table>")
     return h
+
+
+def _run(run_id: str, links: dict[str, str]) -> str:
+    """A run id as a link to its MLflow page (opened outside the artifact pane), or as it is."""
+    url = links.get(run_id)
+    if not url:
+        return escape(run_id)
+    return f"<a href='{escape(url)}' target='_blank' rel='noopener' title='{escape(run_id)}'>{escape(run_id[:8])}</a>"
 
 
 def _architectures(rows: dict[str, dict[str, Any]]) -> list[str]:

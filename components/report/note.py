@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-KEEP = ("Claims", "Which bottleneck", "Settings", "Notes")  # scorecard.md sections worth the space
+KEEP = ("Verdicts", "Claims", "Which bottleneck", "Settings", "Notes")  # scorecard.md sections worth the space
 
 
 def summary(markdown: str, most: int = 7_000) -> str:
@@ -13,7 +13,7 @@ def summary(markdown: str, most: int = 7_000) -> str:
         if not section.startswith(KEEP):
             continue
         block = "\n## " + section.rstrip() + "\n"
-        if len(out) + len(block) > most and not section.startswith("Claims"):
+        if len(out) + len(block) > most and not section.startswith(("Verdicts", "Claims")):
             break
         out += block
     return out + "\nThe full scorecard (HTML with plots, JSON) is among this run's artifacts.\n"

@@ -131,7 +131,14 @@ def _card(ctx, settings, claims, rows, pngs, skipped, examples) -> dict[str, Any
         "plots_left_out": skipped,
         "examples": _examples(examples),
         "environment": ctx.environment(),  # where this judgement ran (None without the engine)
+        "links": _links(ctx, claims),
     }
+
+
+def _links(ctx, claims) -> dict[str, str]:
+    """Each run id the claims name -> its MLflow page, where the engine knows the UI's address."""
+    ids = sorted({r for c in claims for r in c["run_id"]})
+    return {r: url for r in ids if (url := ctx.run_link(r))}
 
 
 def _write(ctx, card, pngs) -> tuple[tuple[Path, Path, Path], str]:

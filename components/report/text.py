@@ -64,3 +64,17 @@ def headline(summary: dict[str, Any]) -> str:
         f"{summary['holds']} of {summary['claims']} claims hold{family} · {summary['fails']} fail · {unsure}"
         f"{summary['device_dependent']} device-dependent · {summary['not_measured']} not measured"
     )
+
+
+def evidence(claim: dict[str, Any]) -> dict[str, Any]:
+    """The deciding check's evidence (``margin``, ``lo``, ``hi``, ...), or {} when no check decided."""
+    i = claim.get("deciding_check")
+    return claim["checks"][i]["evidence"] if i is not None else {}
+
+
+def margin_texts(claim: dict[str, Any]) -> tuple[str, str]:
+    """``("0.167", "[0.12, 0.21]")``: the deciding check's margin and its 95% interval, "—" where none."""
+    ev = evidence(claim)
+    margin, lo, hi = (to_number(ev.get(k)) for k in ("margin", "lo", "hi"))
+    interval = f"[{fmt(lo)}, {fmt(hi)}]" if lo is not None and hi is not None else "—"
+    return (fmt(margin) if margin is not None else "—"), interval

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import os
+from typing import Callable
 
 LOCAL_MLFLOW_UI = "http://127.0.0.1:5000"  # where `bottlenecks ui` serves the local store
 # the query that opens MLflow 3's model-training view (run pages here, experiment pages in
@@ -19,6 +21,13 @@ def mlflow_run(experiment_id: str, run_id: str) -> str:
     """The MLflow UI page of a run in the model-training view (on `bottlenecks ui` for the local store)."""
     base = _mlflow_server() or LOCAL_MLFLOW_UI
     return f"{base}/#/experiments/{experiment_id}/runs/{run_id}{MODEL_TRAINING_VIEW}"
+
+
+def run_pages(experiment_id: Callable[[], str]) -> Callable[[str], str]:
+    """Run id -> its MLflow UI page, for runs of one experiment (a pipeline's step runs, which a report
+    names); ``experiment_id`` is asked once, on the first page."""
+    experiment = functools.cache(experiment_id)
+    return lambda run_id: mlflow_run(experiment(), run_id)
 
 
 def prefect_flow_run(flow_run_id: str | None) -> str | None:

@@ -21,7 +21,7 @@ from mlflow.tracking import MlflowClient
 
 from components.context import Context
 from flows import home
-from flows.track import environment, zombies
+from flows.track import environment, links, zombies
 from flows.track.links import MODEL_TRAINING_VIEW
 
 PARAM_MAX = 500
@@ -208,6 +208,8 @@ class MlflowContext(Context):
         self.tracker = tracker
         self.run_id = run_id
         self.view = view
+        if self.run_link_source is None:  # ctx.run_link(id): the pages of this run's siblings
+            self.run_link_source = links.run_pages(lambda: tracker.client.get_run(run_id).info.experiment_id)
         self._pending: list[Metric] = []
         self._lock = threading.Lock()
         self._last_flush = time.monotonic()
