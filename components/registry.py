@@ -68,6 +68,7 @@ class Component:
     module: str = ""
     _doc: str | None = field(default=None, repr=False)
     config: type[BaseModel] | None = None  # the parameters' class, passed as one validated instance
+    depends_on: tuple[str, ...] = ()  # distributions whose versions its results depend on (cache keys)
 
     def __post_init__(self):
         if self._fn is not None:
@@ -265,6 +266,16 @@ def _checked_shows(name: str, shows: dict[str, Any] | None, outputs: tuple[str, 
     return shows
 
 
+def _checked_depends_on(name: str, depends_on: Any) -> tuple[str, ...]:
+    """``depends_on`` as a tuple of distribution names, after checking it is a list of names."""
+    if isinstance(depends_on, str) or not all(isinstance(d, str) and d for d in depends_on):
+        raise ComponentError(
+            f"component {name!r}: depends_on= takes a list of distribution names such as "
+            f"['sentencepiece'], got {depends_on!r}"
+        )
+    return tuple(depends_on)
+
+
 def component(
     name: str,
     *,
@@ -274,6 +285,7 @@ def component(
     promote: bool = False,
     shows: dict[str, Any] | None = None,
     config: type[BaseModel] | None = None,
+    depends_on: tuple[str, ...] | list[str] = (),
 ) -> Callable[[Callable], Callable]:
     """Register ``fn`` as the component ``name``.
 
@@ -296,8 +308,12 @@ def component(
             ``[output, "module:function"]`` renders it with ``fn(value, terminal) -> [str | Rich
             renderable]``), ``figures`` (images logged on the parent run under ``figures/``) and
             ``verdicts`` (the JSON file ``bottlenecks history`` reads reasons from). See SHOW_ROLES.
+        depends_on: installed distributions (``["sentencepiece"]``) whose versions its results
+            depend on beyond torch, numpy and the known libraries its code imports; their versions
+            are part of its cache key (docs/contracts.md, "Cache keys").
     """
     declared_shows = _checked_shows(name, shows, tuple(outputs))
+    libraries = _checked_depends_on(name, depends_on)
 
     def register(fn: Callable) -> Callable:
         if name in _REGISTRY and _REGISTRY[name]._fn is not fn:
@@ -317,6 +333,7 @@ def component(
             promote=promote,
             shows=declared_shows,
             config=config,
+            depends_on=libraries,
         )
         fn.component = _REGISTRY[name]  # type: ignore[attr-defined]
         return fn
@@ -421,6 +438,7 @@ def _declared(name: str, module: str) -> Component:
             module=module,
             _doc=found.doc,
             config=kw.get("config"),
+            depends_on=_checked_depends_on(name, kw.get("depends_on", ())),
         )
         _DECLARED[name] = comp
         return comp

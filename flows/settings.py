@@ -48,6 +48,12 @@ def _check_executor(value: Any) -> str | None:
     return f"settings.executor must be one of {', '.join(EXECUTORS)}, got {value!r}{suggest(str(value), EXECUTORS)}"
 
 
+def _check_fresh(value: Any) -> str | None:
+    if all(isinstance(p, str) and p for p in value):
+        return None
+    return f"settings.fresh must be a list of step, step run or component patterns such as ['train*'], got {value!r}"
+
+
 def _setting(
     default: Any,
     types: tuple[type, ...],
@@ -127,6 +133,13 @@ class Settings:
         (int, float),
         "seconds a run waits for another run's lease on a step",
         {"type": "number", "minimum": 0},
+    )
+    fresh: list = _setting(
+        [],
+        (list,),
+        "steps computed again even when cached: step ids, step runs or components, * wildcards (as `run --fresh`)",
+        {"type": "array", "items": {"type": "string", "minLength": 1}},
+        _check_fresh,
     )
 
     @classmethod

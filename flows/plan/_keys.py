@@ -1,5 +1,9 @@
-"""Cache keys: a step instance's key hashes its component, code version, resolved parameters and the
-keys of the instances it reads; the plan's spec hash covers the file, profile and overrides."""
+"""Cache keys: a step instance's key is the hash of its parts (component, code version, resolved
+parameters, the keys of the instances it reads, matrix values, seed, device class, the versions of
+the libraries its results depend on and the fingerprints of the files it reads from outside the
+store). The parts are kept with the cached result, so that ``changes`` can say why a key differs
+from the one an earlier run recorded; a new part is hashed and explained here, in one place.
+The plan's spec hash covers the file, profile and overrides."""
 
 from __future__ import annotations
 
@@ -7,26 +11,50 @@ import hashlib
 import json
 from typing import Any
 
+from flows import home
 from flows.language.refs import Ref
 from flows.language.spec import Pipeline
+from flows.plan._fingerprint import Fingerprints, changed_files, path_params
+from flows.plan._libraries import libraries
 from flows.plan._model import Instance
 from flows.plan.resources import device_class
 from flows.settings import Settings
 
 
-def cache_key(inst: Instance, instances: dict[str, Instance], settings: Settings) -> str:
-    """Hash of component name + code version + resolved params + the keys of its inputs."""
-    payload = {
+def assign_keys(instances: dict[str, Instance], settings: Settings) -> None:
+    """Give every instance (in topological order: producers first) its key parts and key."""
+    prints = Fingerprints(home.home())
+    try:
+        for inst in instances.values():
+            inst.parts = key_parts(inst, instances, settings, prints)
+            inst.key = digest(inst.parts)
+    finally:
+        prints.close()
+
+
+def key_parts(inst: Instance, instances: dict[str, Instance], settings: Settings, prints: Fingerprints) -> dict:
+    """What ``inst``'s result depends on, as the JSON its key hashes."""
+    parts = {
         "component": inst.component.name,
         "code": inst.component.code_version,
         "params": _canonical(inst.params, instances),
         "needs": sorted(instances[d].key for d in inst.deps),
         "matrix": {k: str(v) for k, v in inst.bindings.items()},
         "seed": settings.seed,
+        "libraries": libraries(inst.component),
     }
-    if inst.gpu:  # the device class, never which GPU; CPU keys stay as they were
-        payload["device"] = device_class(inst.gpu)
-    blob = json.dumps(payload, sort_keys=True, default=str)
+    found = {where: prints.of(path) for where, path in path_params(inst.component, inst.params, prints.store).items()}
+    files = {where: fp for where, fp in found.items() if fp.get("files") != 0}  # an empty folder adds nothing
+    if files:
+        parts["files"] = files
+    if inst.gpu:  # the device class, never which GPU
+        parts["device"] = device_class(inst.gpu)
+    return parts
+
+
+def digest(parts: dict) -> str:
+    """The key of a step instance's parts."""
+    blob = json.dumps(parts, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -42,6 +70,128 @@ def _canonical(value: Any, instances: dict[str, Instance]) -> Any:
     if isinstance(value, list):
         return [_canonical(v, instances) for v in value]
     return value
+
+
+def changes(
+    old: dict, inst: Instance, instances: dict[str, Instance], rerunning: set[str], prints: Fingerprints | None = None
+) -> list[str]:
+    """Why ``inst``'s key parts differ from ``old`` (those an earlier run recorded), in a person's words:
+    ``torch 2.13.0 -> 2.13.1``, ``parameter lr 0.001 -> 0.002``, ``code of train.model changed``,
+    ``input mt_data reruns`` (``rerunning``: the instances this run computes)."""
+    new = inst.parts
+    said: list[str] = []
+    if old.get("component") != new["component"]:
+        said.append(f"component {old.get('component')} -> {new['component']}")
+    elif old.get("code") != new["code"]:
+        said.append(_code_change(new["component"], old.get("code"), new["code"]))
+    said += _param_changes(_leaves(old.get("params", {})), _leaves(new["params"]))
+    said += _named_changes("matrix ", old.get("matrix", {}), new["matrix"])
+    if old.get("seed") != new["seed"]:
+        said.append(f"settings.seed {old.get('seed')} -> {new['seed']}")
+    if old.get("device") != new.get("device"):
+        said.append(f"device {old.get('device') or 'cpu'} -> {new.get('device') or 'cpu'}")
+    said += _library_changes(old.get("libraries"), new["libraries"])
+    said += _file_changes(old.get("files", {}), new.get("files", {}), prints)
+    said += _input_changes(old.get("needs", []), inst, instances, rerunning)
+    return said
+
+
+def _code_change(component: str, old: str | None, new: str) -> str:
+    """``code of train.model changed``, or its declared version's change."""
+    before, after = (old or "").partition("+")[0], new.partition("+")[0]
+    if old and before != after:
+        return f"{component} version {before} -> {after}"
+    return f"code of {component} changed"
+
+
+def _leaves(value: Any, where: str = "") -> dict[str, Any]:
+    """Flat ``name.sub[0]`` -> value; a reference counts by the output it reads, its producers' keys
+    being the inputs' part."""
+    if isinstance(value, dict) and "$ref" in value:
+        return {where: f"${{...{value['$ref']}}} of {len(value.get('from', {}))}"}
+    if isinstance(value, dict) and value:
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(_leaves(v, f"{where}.{k}" if where else str(k)))
+        return out
+    if isinstance(value, list) and value and where:
+        out = {}
+        for i, v in enumerate(value):
+            out.update(_leaves(v, f"{where}[{i}]"))
+        return out
+    return {where: value}
+
+
+def _param_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    return _named_changes("parameter ", old, new)
+
+
+def _named_changes(what: str, old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """``parameter lr 0.001 -> 0.002``, ``parameter warmup added (100)``, ``parameter x removed``."""
+    said = []
+    for name in sorted(set(old) | set(new)):
+        if name not in old:
+            said.append(f"{what}{name} added ({_short(new[name])})")
+        elif name not in new:
+            said.append(f"{what}{name} removed (was {_short(old[name])})")
+        elif old[name] != new[name]:
+            said.append(f"{what}{name} {_short(old[name])} -> {_short(new[name])}")
+    return said
+
+
+def _library_changes(old: dict | None, new: dict) -> list[str]:
+    """``torch 2.13.0 -> 2.13.1``; a library that was not recorded then is not a change of its version."""
+    if old is None:
+        return ["library versions were not recorded then"]
+    said = []
+    for name in sorted(set(old) | set(new)):
+        before, after = old.get(name, "-"), new.get(name, "-")
+        if name not in old:
+            said.append(f"depends on {name} now ({after or 'not installed'})")
+        elif name not in new:
+            said.append(f"depends on {name} no more")
+        elif before != after:
+            said.append(f"{name} {before or 'not installed'} -> {after or 'not installed'}")
+    return said
+
+
+def _file_changes(old: dict, new: dict, prints: Fingerprints | None) -> list[str]:
+    """``data_dir changed (3 files: 1 changed, 2 added)``, ``corpus appeared``, ``vocab is missing``."""
+    said = []
+    for where in sorted(set(old) | set(new)):
+        before, after = old.get(where), new.get(where)
+        if before == after:
+            continue
+        if before is None:
+            said.append(f"{where} read from outside the store now")
+        elif after is None:
+            said.append(f"{where} read from outside the store no more")
+        elif after.get("missing"):
+            said.append(f"{where} is missing")
+        elif before.get("missing"):
+            said.append(f"{where} appeared ({_count(after['files'])})")
+        else:
+            known = prints and changed_files(prints.manifest(before["digest"]), prints.manifest(after["digest"]))
+            said.append(f"{where} changed ({known or _count(after['files']) + ' now'})")
+    return said
+
+
+def _input_changes(
+    old_needs: list[str], inst: Instance, instances: dict[str, Instance], rerunning: set[str]
+) -> list[str]:
+    """``input mt_data reruns`` (or ``changed``, when its new result is cached) for each input whose
+    key the earlier run did not read."""
+    seen = set(old_needs)
+    return [f"input {d} {'reruns' if d in rerunning else 'changed'}" for d in inst.deps if instances[d].key not in seen]
+
+
+def _count(files: int) -> str:
+    return f"{files} file{'s' if files != 1 else ''}"
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, default=str) if not isinstance(value, str) else value
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def spec_hash(pipe: Pipeline, profile: str | None, sets: list[str]) -> str:

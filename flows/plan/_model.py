@@ -25,6 +25,13 @@ class Instance:
     deps: list[str] = field(default_factory=list)
     key: str = ""
     gpu: int = 0  # GPUs the instance runs on (0: a CPU worker)
+    parts: dict[str, Any] = field(default_factory=dict)  # what the key hashes (flows/plan/_keys.py)
+    fresh: str = ""  # the --fresh pattern or setting that has it recomputed, cache or not
+
+    @property
+    def cacheable(self) -> bool:
+        """Whether a cached result may serve it: its step allows caching and nothing asks it fresh."""
+        return self.step.cache and not self.fresh
 
     @property
     def label(self) -> str:

@@ -4,7 +4,7 @@ re-placement for a cluster known only at run start, its cache keys following."""
 from __future__ import annotations
 
 from flows.language.errors import Collector
-from flows.plan._keys import cache_key
+from flows.plan._keys import assign_keys
 from flows.plan._model import Instance, Plan
 from flows.plan.resources import gpus, wants_gpu
 from flows.settings import Settings
@@ -37,5 +37,4 @@ def place_on(plan: Plan, offered: int) -> None:
         changed |= gpu != inst.gpu
         inst.gpu = gpu
     if changed:
-        for inst in plan.instances.values():  # topological: producers' keys first
-            inst.key = cache_key(inst, plan.instances, plan.settings)
+        assign_keys(plan.instances, plan.settings)

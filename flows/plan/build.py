@@ -9,7 +9,8 @@ from flows.language.spec import Pipeline, parse
 from flows.language.yamlload import load, read
 from flows.plan import size
 from flows.plan._expand import axes, expand
-from flows.plan._keys import cache_key, spec_hash
+from flows.plan._fresh import mark_fresh, no_match
+from flows.plan._keys import assign_keys, spec_hash
 from flows.plan._model import Instance, Plan, instance_id, label, suggest
 from flows.plan._params import components, type_name
 from flows.plan._place import place, place_on
@@ -17,7 +18,7 @@ from flows.plan._profiles import SetErrors, apply_overrides, apply_profile, chec
 from flows.plan._refs import INVALID, RESERVED_OUTPUTS, order
 from flows.settings import Settings
 
-__all__ = ["Instance", "Plan", "build", "place_on", "type_name"]
+__all__ = ["Instance", "Plan", "build", "mark_fresh", "no_match", "place_on", "type_name"]
 # older homes of these names, kept for importers of this module
 __all__ += ["INVALID", "RESERVED_OUTPUTS", "instance_id", "label", "suggest"]
 
@@ -42,7 +43,7 @@ def build(path: str | Path, *, profile: str | None = None, sets: list[str] | Non
 
 def _plan(pipe: Pipeline, errors: SetErrors, profile: str | None, sets: list[str]) -> Plan:
     """The phases: profile and ``--set``s, matrix axes, step order, size, components, instances,
-    placement, cache keys; every error of a phase is collected before the next that needs it."""
+    placement, steps asked fresh, cache keys; every error of a phase is collected before the next that needs it."""
     params, written = apply_profile(pipe, profile, errors)
     settings = Settings.resolve(written)
     apply_overrides(pipe, sets, params, errors)
@@ -55,6 +56,8 @@ def _plan(pipe: Pipeline, errors: SetErrors, profile: str | None, sets: list[str
     errors.raise_if_any()
     place(instances, settings, errors)
     errors.raise_if_any()
-    for inst in instances.values():
-        inst.key = cache_key(inst, instances, settings)
+    for pattern in mark_fresh(instances, settings.fresh, "settings.fresh"):
+        errors.add(pipe.settings.vpos("fresh") if "fresh" in pipe.settings else None, no_match(pattern, instances))
+    errors.raise_if_any()
+    assign_keys(instances, settings)
     return Plan(pipe, profile, params, settings, instances, spec_hash(pipe, profile, sets), sets)

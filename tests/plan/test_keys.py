@@ -1,23 +1,27 @@
 """Cache keys stay what they were: a changed key invalidates every cached step run, so what a key
 holds changes on purpose, never as a side effect of reorganising the planner. The component code
-version is held fixed here: it legitimately changes with every edit to a component's source."""
+version and the library versions are held fixed here: they legitimately change with every edit to
+a component's source and every upgrade."""
 
 import pytest
 
 from components.registry import Component
+from flows.plan import _libraries
+from flows.plan._keys import changes
 from flows.plan.build import build
 from tests.plan.test_plan import PIPE
 
-# the first 16 hex digits of each key, computed before the planner was cut into modules
+# the first 16 hex digits of each key; changed on purpose when keys came to hold the library
+# versions (torch and numpy for these components, fixed at "1.0" here)
 KEYS = {
-    "nums[offset=0]": "c83816d4753a06ea",
-    "nums[offset=100]": "f0c75c1f89c4a0c4",
-    "sum[offset=0,seed=0]": "3a4719f8ad0056a0",  # on a GPU: its key records the device class
-    "sum[offset=0,seed=1]": "6db674db16e4e802",
-    "sum[offset=100,seed=0]": "ae3d4861308c6d45",
-    "sum[offset=100,seed=1]": "9e6ae76b5478b62a",
-    "table": "b23f286068bb2ad7",
-    "after": "d939589c976b764b",
+    "nums[offset=0]": "eb8115abd4c9abb8",
+    "nums[offset=100]": "d0c4f97639e0378f",
+    "sum[offset=0,seed=0]": "4fb76fa66bd49d78",  # on a GPU: its key records the device class
+    "sum[offset=0,seed=1]": "851e12890e1767a1",
+    "sum[offset=100,seed=0]": "37c39a73ce98787d",
+    "sum[offset=100,seed=1]": "c29e6761319c90e3",
+    "table": "2099ce62c2a96c4b",
+    "after": "ec47b06e623972aa",
 }
 SPEC_HASH = "2e24dfb3d5adb476"
 
@@ -25,6 +29,7 @@ SPEC_HASH = "2e24dfb3d5adb476"
 @pytest.fixture
 def plan(tmp_path, monkeypatch):
     monkeypatch.setattr(Component, "code_version", property(lambda self: "fixed"))
+    monkeypatch.setattr(_libraries, "version", lambda name: "1.0")
     path = tmp_path / "p.yaml"
     path.write_text(PIPE)
     return build(path, profile="gpu", sets=["sum.scale=0.5"])
@@ -37,3 +42,51 @@ def keys(plan) -> dict[str, str]:
 def test_cache_keys_are_stable(plan):
     assert plan.spec_hash == SPEC_HASH
     assert keys(plan) == KEYS
+
+
+def rebuilt(tmp_path, **kw):
+    return build(tmp_path / "p.yaml", profile="gpu", **kw)
+
+
+def test_a_library_upgrade_changes_every_key_that_depends_on_it_and_is_named(plan, tmp_path, monkeypatch):
+    monkeypatch.setattr(_libraries, "version", lambda name: "1.1" if name == "torch" else "1.0")
+    after = rebuilt(tmp_path, sets=["sum.scale=0.5"])
+    assert all(after.instances[i].key != inst.key for i, inst in plan.instances.items())
+    nums = after.instances["nums[offset=0]"]
+    assert changes(plan.instances["nums[offset=0]"].parts, nums, after.instances, set()) == ["torch 1.0 -> 1.1"]
+    total = after.instances["sum[offset=0,seed=0]"]
+    assert changes(plan.instances["sum[offset=0,seed=0]"].parts, total, after.instances, {"nums[offset=0]"}) == [
+        "torch 1.0 -> 1.1",
+        "input nums[offset=0] reruns",
+    ]
+
+
+def test_a_parameter_change_is_named_with_both_values_and_reaches_what_reads_it(plan, tmp_path):
+    after = rebuilt(tmp_path, sets=["sum.scale=2.0"])
+    assert keys(after)["nums[offset=0]"] == KEYS["nums[offset=0]"]
+    total = after.instances["sum[offset=0,seed=1]"]
+    assert changes(plan.instances["sum[offset=0,seed=1]"].parts, total, after.instances, set()) == [
+        "parameter scale 0.5 -> 2.0"
+    ]
+    table = after.instances["table"]
+    said = changes(plan.instances["table"].parts, table, after.instances, {"sum[offset=0,seed=0]"})
+    assert said[0] == "input sum[offset=0,seed=0] reruns" and "input sum[offset=100,seed=1] changed" in said
+    assert len(said) == 4  # one per input; the reference parameter itself is unchanged
+
+
+def test_code_seed_and_library_sets_are_named(plan):
+    inst = plan.instances["nums[offset=0]"]
+    inst.parts = {**inst.parts, "code": "1+def"}
+    old = {**inst.parts, "code": "1+abc", "seed": 0, "libraries": {"torch": "1.0"}, "params": {"n": 3}}
+    assert changes(old, inst, plan.instances, set()) == [
+        "code of enginetest.numbers changed",
+        "parameter offset added (0)",
+        "settings.seed 0 -> 7",
+        "depends on numpy now (1.0)",
+    ]
+    versioned = {**inst.parts, "code": "1+abc"}
+    inst.parts = {**inst.parts, "code": "2+abc"}
+    assert changes(versioned, inst, plan.instances, set()) == ["enginetest.numbers version 1 -> 2"]
+    assert changes({k: v for k, v in inst.parts.items() if k != "libraries"}, inst, plan.instances, set()) == [
+        "library versions were not recorded then"
+    ]
