@@ -12,6 +12,7 @@ from rich.table import Table
 
 from flows import home
 from flows.cli.app import PipelineArg, ProfileOpt, SetOpt, app, err, fail, out, plan_or_exit, print_invalid
+from flows.cli.run import FreshOpt, apply_fresh
 
 
 @app.command()
@@ -56,49 +57,48 @@ def plan_cmd(
     ] = False,
     json_out: Annotated[
         bool,
-        typer.Option("--json", help="print the step runs as JSON: id, step, component, after, cached, key, params"),
+        typer.Option(
+            "--json", help="print the step runs as JSON: id, step, component, after, cached, why, key, params"
+        ),
     ] = False,
+    fresh: FreshOpt = None,
 ) -> None:
-    """Show the expanded DAG: every step run, its inputs and whether it would come from the cache.
+    """Show the expanded DAG: every step run, its inputs, whether it would come from the cache, and
+    why not (a library version, a data file, a parameter, its code or an input changed).
 
     `plan PIPELINE --params [STEP_RUN_OR_STEP]` shows the parameters each step run gets after the
     profile and --set (all step runs, one step's or one step run's); --json prints them for a program."""
     home.configure()
     plan = plan_or_exit(pipeline, profile, set_)
+    apply_fresh(plan, fresh)
     selected = _select(plan, only)
-    cached = _cached(plan)
+    why = _why(plan)
     if json_out:
-        _print_json(plan, selected, cached)
+        _print_json(plan, selected, why)
     elif params:
-        _print_params(plan, selected, cached)
+        _print_params(plan, selected, why)
     else:
-        _print_table(plan, selected, cached)
+        _print_table(plan, selected, why)
 
 
-def _cached(plan) -> dict[str, bool]:
-    """Whether each step run would come from the cache: its key is stored and nothing before it reruns."""
+def _why(plan) -> dict[str, list[str]]:
+    """Why each step run would be computed; empty for one served from the cache."""
     from flows.execute.cache import StepCache
+    from flows.execute.why import reasons
 
-    cache = StepCache(home.home())
-    cached: dict[str, bool] = {}
-    would_run: set[str] = set()
-    for iid, inst in plan.instances.items():
-        hit = inst.step.cache and cache.get(inst.key) is not None and not (set(inst.deps) & would_run)
-        if not hit:
-            would_run.add(iid)
-        cached[iid] = bool(hit)
-    return cached
+    return reasons(plan, StepCache(home.home()))
 
 
-def _print_json(plan, selected: set[str], cached: dict[str, bool]) -> None:
-    """Print the selected step runs as JSON: id, step, component, after, cached, key, params."""
+def _print_json(plan, selected: set[str], why: dict[str, list[str]]) -> None:
+    """Print the selected step runs as JSON: id, step, component, after, cached, why, key, params."""
     rows = [
         {
             "id": iid,
             "step": inst.step.id,
             "component": inst.component.name,
             "after": list(inst.deps),
-            "cached": cached[iid],
+            "cached": not why[iid],
+            "why": why[iid],
             "key": inst.key,
             "params": _plain(inst.params),
         }
@@ -108,28 +108,29 @@ def _print_json(plan, selected: set[str], cached: dict[str, bool]) -> None:
     print(json.dumps(rows, indent=2, default=str))
 
 
-def _print_params(plan, selected: set[str], cached: dict[str, bool]) -> None:
+def _print_params(plan, selected: set[str], why: dict[str, list[str]]) -> None:
     """Print each selected step run's line, then its parameters as resolved, one a line."""
     for iid, inst in plan.instances.items():
         if iid not in selected:
             continue
         after = ", ".join(inst.deps) or "-"
-        status = "cached" if cached[iid] else "will run"
+        status = f"will run ({escape('; '.join(why[iid]))})" if why[iid] else "cached"
         out.print(f"[bold]{escape(iid)}[/]  {inst.component.name}  after {escape(after)}  {status}")
         for name, value in _plain(inst.params).items():
             out.print(f"    {name}: {json.dumps(value, default=str)}", markup=False, highlight=False)
 
 
-def _print_table(plan, selected: set[str], cached: dict[str, bool]) -> None:
-    """Print the selected step runs as a table, then the profile's description."""
+def _print_table(plan, selected: set[str], why: dict[str, list[str]]) -> None:
+    """Print the selected step runs as a table (why each would run), then the profile's description."""
     table = Table(title=f"{plan.name} (profile {plan.profile or '-'})")
-    for col in ("step run", "component", "after", "cache", "key"):
+    for col in ("step run", "component", "after", "cache", "why", "key"):
         table.add_column(col)
     for iid, inst in plan.instances.items():
         if iid not in selected:
             continue
-        status = "[blue]cached" if cached[iid] else "[yellow]will run"
-        table.add_row(escape(iid), inst.component.name, escape(", ".join(inst.deps)) or "-", status, inst.key[:12])
+        status = "[yellow]will run" if why[iid] else "[blue]cached"
+        after = escape(", ".join(inst.deps)) or "-"
+        table.add_row(escape(iid), inst.component.name, after, status, escape("; ".join(why[iid])), inst.key[:12])
     out.print(table)
     about = (plan.pipeline.profiles or {}).get(plan.profile) if plan.profile else None
     if about and about.get("description"):  # e.g. the full profile's link to its deviations from the papers

@@ -15,6 +15,17 @@ from flows import home
 from flows.cli.app import PipelineArg, ProfileOpt, SetOpt, app, err, fail, out, plan_or_exit, require_servers
 from flows.settings import EXECUTORS
 
+FreshOpt = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--fresh",
+        metavar="PATTERN",
+        help="compute these steps again even when cached: a step id, step run or component, * wildcards "
+        "(repeatable; adds to settings.fresh); the other steps are served from the cache",
+        show_default=False,
+    ),
+]
+
 
 @app.command()
 def run(
@@ -22,6 +33,7 @@ def run(
     set_: SetOpt = None,
     profile: ProfileOpt = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="recompute every step")] = False,
+    fresh: FreshOpt = None,
     workers: Annotated[Optional[int], typer.Option(help="steps run at once (default: settings.workers)")] = None,
     executor: Annotated[
         Optional[str], typer.Option(help="where steps run: processes, threads or dask (default: settings.executor)")
@@ -32,11 +44,13 @@ def run(
 ) -> None:
     """Validate PIPELINE, run it as a Prefect flow and record everything in MLflow.
 
-    Unchanged steps are served from the cache. Exits 2 for an invalid pipeline (nothing runs),
-    1 when a step failed (the others still ran and were recorded).
+    Unchanged steps are served from the cache (`bottlenecks plan` says why a step would not be);
+    `--fresh 'train*'` computes matching steps again. Exits 2 for an invalid pipeline (nothing
+    runs), 1 when a step failed (the others still ran and were recorded).
     """
     home.configure()
     plan = plan_or_exit(pipeline, profile, set_)
+    apply_fresh(plan, fresh)
     _apply_options(plan, workers, executor, cluster)
     require_servers(after="nothing was run.")
     executor = _start(plan, use_cache=not no_cache)
@@ -48,6 +62,14 @@ def run(
     )
     result = _execute(plan, executor, use_cache=not no_cache)
     _summarise(plan, result)
+
+
+def apply_fresh(plan, patterns: list[str] | None) -> None:
+    """Mark the steps ``--fresh`` names to be computed again; exit 2 for a pattern that names none."""
+    from flows.plan.build import mark_fresh, no_match
+
+    for pattern in mark_fresh(plan.instances, list(patterns or []), "--fresh"):
+        fail(no_match(pattern, plan.instances), 2, after="nothing was run.")
 
 
 def _apply_options(plan, workers: int | None, executor: str | None, cluster: str | None) -> None:

@@ -21,7 +21,7 @@ def torch_threads(plan: Plan) -> int:
 
 def to_compute(plan: Plan, cache: StepCache, use_cache: bool) -> tuple[int, int]:
     """(CPU, GPU) step instances without a cache record: how many workers to start at once."""
-    todo = [i for i in plan.instances.values() if not (use_cache and i.step.cache and cache.get(i.key) is not None)]
+    todo = [i for i in plan.instances.values() if not (use_cache and i.cacheable and cache.get(i.key) is not None)]
     return sum(1 for i in todo if not i.gpu), sum(1 for i in todo if i.gpu)
 
 

@@ -46,7 +46,7 @@ class Computation:
             self._failed(inst, run_id, result)
         outputs = {**result.outputs, "run_id": run_id}
         self.runs.close(inst.id, run_id, "FINISHED")
-        record(self.cache, inst, outputs, str(work), result)
+        record(self.cache, inst, outputs, str(work), result, self.plan.name)
         if forced:  # the earlier outputs' files, now that the new ones are recorded
             self.cache.retire_work_dirs(inst.step.id, inst.key, keep=work)
         self.result.status[inst.id] = "done"

@@ -56,7 +56,7 @@ class StepRunner:
         params = materialize(inst.params, upstream)
         owner = {"run": self.parent, "pipeline": self.plan.name, "step": iid}
         timeout = float(self.plan.settings.lease_timeout or 0) or None
-        cached = self.use_cache and inst.step.cache
+        cached = self.use_cache and inst.cacheable
 
         def waiting(holder: dict) -> None:
             self.events.waiting(iid, holder)
@@ -64,7 +64,7 @@ class StepRunner:
         with self.cache.lock(inst.key, owner=owner, timeout=timeout, waiting=waiting):
             record = self.cache.get(inst.key) if cached else None
             if record is not None:
-                return reuse(inst, record, self.runs, self.events, self.result)
+                return reuse(inst, record, self.runs, self.events, self.result, self.cache)
             return self.computation.run(inst, params, forced=not cached)
 
     def stop(self, signum: int) -> None:

@@ -7,12 +7,17 @@ A lease per key keeps two concurrent pipeline runs from computing or writing the
 once; the second waits and then takes the cached result. The lease is an exclusive ``flock`` (the
 kernel drops it when its holder dies) whose file names its owner (host, pid, run), so a waiter can
 say whom it waits for and give up after a timeout.
+
+A record holds its key's parts (``flows/plan/_keys.py``), and ``cache/last/`` points from each
+pipeline's step run to the key its latest run computed or reused, so that ``plan`` can say why a
+step's key changed since.
 """
 
 from __future__ import annotations
 
 import errno
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -70,7 +75,7 @@ class StepCache:
 
     def __init__(self, root: Path):
         self.root = Path(root)
-        for sub in ("cache", "work", "locks"):
+        for sub in ("cache", "cache/last", "work", "locks"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         self._sweep_temporaries()
 
@@ -78,7 +83,7 @@ class StepCache:
         """Remove half-written records (``KEY.PID.tmp``) left by a process killed while it saved
         one: a save takes milliseconds, so one older than ``STALE_TMP_SECONDS`` has no writer."""
         now = time.time()
-        for tmp in (self.root / "cache").glob("*.tmp"):
+        for tmp in [*(self.root / "cache").glob("*.tmp"), *(self.root / "cache" / "last").glob("*.tmp")]:
             try:
                 if now - tmp.stat().st_mtime > STALE_TMP_SECONDS:
                     tmp.unlink()
@@ -114,32 +119,42 @@ class StepCache:
 
     def get(self, key: str) -> dict | None:
         """The record of a finished step, or None (also when its work dir has gone)."""
-        path = self._entry(key)
-        try:
-            record = json.loads(path.read_text())
-        except (OSError, ValueError):
+        record = self.peek(key)
+        if record is None:
             return None
         work = record.get("work_dir")
         if work and not Path(work).exists():
             return None
         return record
 
+    def peek(self, key: str) -> dict | None:
+        """The record of ``key`` as written, even when its work dir has gone; None when there is none."""
+        try:
+            return json.loads(self._entry(key).read_text())
+        except (OSError, ValueError):
+            return None
+
     def put(self, key: str, record: dict) -> None:
         """Write atomically, so a reader never sees half a record; a record that cannot be written
         whole leaves nothing behind (``NoRoom`` names the folder when the disk is full)."""
-        path = self._entry(key)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        _write_atomically(self._entry(key), {**record, "written_at": time.time()})
+
+    def remember(self, pipeline: str, step: str, key: str) -> None:
+        """Note ``key`` as the one the latest run of ``pipeline``'s step run ``step`` computed or reused."""
+        _write_atomically(self._last(pipeline, step), {"pipeline": pipeline, "step": step, "key": key})
+
+    def last(self, pipeline: str, step: str) -> dict | None:
+        """The record of the key the latest run of ``pipeline``'s step run ``step`` computed or reused
+        (work dir or not); None when no run of it recorded one."""
         try:
-            tmp.write_text(json.dumps({**record, "written_at": time.time()}, indent=1, default=str))
-            os.replace(tmp, path)
-        except OSError as e:
-            tmp.unlink(missing_ok=True)
-            message = no_room(e, path.parent)
-            if message is None:
-                raise
-            full = NoRoom(message)
-            full.errno = e.errno
-            raise full from None
+            pointer = json.loads(self._last(pipeline, step).read_text())
+        except (OSError, ValueError):
+            return None
+        return self.peek(pointer["key"]) if isinstance(pointer, dict) and "key" in pointer else None
+
+    def _last(self, pipeline: str, step: str) -> Path:
+        name = hashlib.sha256(f"{pipeline}\0{step}".encode()).hexdigest()[:32]
+        return self.root / "cache" / "last" / f"{name}.json"
 
     def forget(self, key: str) -> None:
         self._entry(key).unlink(missing_ok=True)
@@ -194,6 +209,23 @@ class StepCache:
                 fh.truncate()
                 fh.flush()
                 fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _write_atomically(path: Path, record: dict) -> None:
+    """Write ``record`` as JSON so a reader never sees half of it; nothing is left behind when it
+    cannot be written whole (``NoRoom`` names the folder when the disk is full)."""
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(record, indent=1, default=str))
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        message = no_room(e, path.parent)
+        if message is None:
+            raise
+        full = NoRoom(message)
+        full.errno = e.errno
+        raise full from None
 
 
 def _read_owner(path: Path) -> dict:
