@@ -62,18 +62,36 @@ def validate(step: Step, comp: Component, inst: Instance, errors: Collector) -> 
     try:  # as JSON, strictly: a quoted '30' is no integer and true no number, as the JSON Schema says
         comp.params_model.model_validate_json(json.dumps(_json(concrete), default=str), strict=True)
     except ValidationError as e:
+        unions = {}  # a field no member of its union type took: one error, not one per member
         for err in e.errors():
             field_name = str(err["loc"][0]) if err["loc"] else ""
-            if field_name not in deferred:
+            if field_name in deferred:
+                continue
+            if len(err["loc"]) > 1 and _union(comp, field_name):
+                unions[field_name] = {**err, "loc": (field_name,), "type": "union_type", "input": concrete[field_name]}
+            else:
                 _refuse(step, comp, err, field_name, errors)
+        for field_name, err in unions.items():
+            _refuse(step, comp, err, field_name, errors)
+
+
+def _union(comp: Component, field_name: str) -> bool:
+    """Whether the field's type is a union of two or more types besides None (pydantic names the member
+    each error comes from, ``checkpoints.dict[str,str]``)."""
+    field = comp.params_model.model_fields.get(field_name)
+    ann = field.annotation if field is not None else None
+    if typing.get_origin(ann) not in (typing.Union, types.UnionType):
+        return False
+    return len([a for a in typing.get_args(ann) if a is not type(None)]) > 1
 
 
 def _json(value):
-    """``value`` as JSON reads it: a number with no fraction (``30.0``) is an integer, as in the schema."""
+    """``value`` as JSON reads it: a number with no fraction (``30.0``) is an integer, as in the schema;
+    a mapping's keys are text."""
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, dict):
-        return {k: _json(v) for k, v in value.items()}
+        return {k if isinstance(k, str) else str(k): _json(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_json(v) for v in value]
     return value
@@ -83,7 +101,7 @@ def _refuse(step: Step, comp: Component, err: dict, field_name: str, errors: Col
     """Say, where the file sets it, why ``comp`` refused one parameter."""
     fields = comp.params_model.model_fields
     kind = err["type"]
-    loc = ".".join(str(p) for p in err["loc"])
+    loc = where(err["loc"])  # betas[0], models.tf
     if kind == "extra_forbidden":
         names = list(fields)
         errors.add(
@@ -92,9 +110,9 @@ def _refuse(step: Step, comp: Component, err: dict, field_name: str, errors: Col
             f"{suggest(field_name, names)}; parameters: {', '.join(names) or 'none'}",
         )
     elif kind == "missing":
-        where = step.node.kpos("with") if "with" in step.node else step.node.kpos("uses")
+        at = step.node.kpos("with") if "with" in step.node else step.node.kpos("uses")
         errors.add(
-            where,
+            at,
             f"step {step.id!r}: missing required parameter {field_name!r} "
             f"({type_name(fields[field_name].annotation)}) for {comp.name}",
         )
@@ -120,13 +138,12 @@ def _wrong(err: dict) -> str:
     shown = repr(got) if len(repr(got)) <= 80 else repr(got)[:77] + "..."
     if not err["type"].endswith("_type"):
         return f": {err['msg']} (got {shown})"
-    place = f" at {where(err['loc'])}" if len(err["loc"]) > 1 else ""
     if isinstance(got, bool):
-        return f", got {str(got).lower()}{place}"
+        return f", got {str(got).lower()}"
     hint = ""
     if isinstance(got, str) and not isinstance(yaml.safe_load(got) if _plain_yaml(got) else got, str):
         hint = "; write it without quotes"  # '30' or 'true': a string, where the YAML value was meant
-    return f", got {kind(got)}{place} ({shown}){hint}"
+    return f", got {kind(got)} ({shown}){hint}"
 
 
 def _plain_yaml(text: str) -> bool:

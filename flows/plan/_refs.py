@@ -119,6 +119,8 @@ class Resolver:
             return resolved[0]
         text = value
         for t, r in zip(tokens, resolved):
+            if r is INVALID:  # reported where it is written; the text it was part of is no value
+                return INVALID
             if isinstance(r, Ref):
                 self.errors.add(
                     (line, col + t.start),
