@@ -4,7 +4,8 @@
     run.py         ``run``
     inspection.py  ``check``, ``plan``, ``components``, ``schema``
     servers.py     ``stop``, ``ui``
-    ops.py         ``schedule``, ``serve``, ``deploy``, ``history``
+    schedules.py   ``schedule``, ``serve``, ``deploy``
+    ops.py         ``history``
 
 ``main`` first offers a ``run`` to the warm process (``flows.services.daemon``), naming itself as
 what the warm process runs, so the service layer never imports the CLI.
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import sys
 
-from flows.cli import inspection, ops, run, servers  # noqa: F401  (each registers its commands)
+from flows.cli import inspection, ops, run, schedules, servers  # noqa: F401  (each registers its commands)
 from flows.cli.app import app
 
 ENTRY = "flows.cli:main"

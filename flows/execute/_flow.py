@@ -64,6 +64,23 @@ def pipeline_flow(plan: Plan, runner: StepRunner, signals: Signals):
     return run_steps
 
 
+def call_flow(run_steps, params: dict[str, Any], in_flow_run: bool = False) -> None:
+    """Run the flow ``pipeline_flow`` made: as a flow run of its own, or (``in_flow_run``, a schedule's
+    deployment) inside the flow run we are in, so that a scheduled slot is one flow run whose task
+    runs are the steps. A failed step is in the run's result either way."""
+    from prefect.context import FlowRunContext
+
+    context = FlowRunContext.get() if in_flow_run else None
+    if context is None:
+        run_steps(params, return_state=True)
+        return
+    with run_steps.task_runner.duplicate() as task_runner, context.model_copy(update={"task_runner": task_runner}):
+        try:
+            run_steps.fn(params)
+        except StepFailed:
+            pass
+
+
 def _step(plan: Plan, runner: StepRunner, iid: str):
     """One step's task run; an error of the engine's own part is the step's failure, with its trace."""
     result = runner.result

@@ -38,7 +38,7 @@ from prefect import tags as prefect_tags  # noqa: E402
 
 from flows.execute import prefect_view  # noqa: E402
 from flows.execute._executor_choice import choose, start_executor, to_compute, torch_threads  # noqa: E402
-from flows.execute._flow import pipeline_flow  # noqa: E402
+from flows.execute._flow import call_flow, pipeline_flow  # noqa: E402
 from flows.execute._parent import close_parent, open_parent, promote_reports  # noqa: E402
 from flows.execute._result import RunResult, StepFailed  # noqa: E402
 from flows.execute._signals import Signals  # noqa: E402
@@ -50,9 +50,10 @@ from flows.track.runs import Tracker  # noqa: E402
 __all__ = ["RunResult", "StepFailed", "StepRunner", "run", "start_executor", "torch_threads"]
 
 
-def run(plan: Plan, *, use_cache: bool = True, view=None, executor=None) -> RunResult:
+def run(plan: Plan, *, use_cache: bool = True, view=None, executor=None, in_flow_run: bool = False) -> RunResult:
     """Execute ``plan`` as a Prefect flow run tracked in MLflow; never raises for a failed step.
-    ``executor``: one from ``start_executor`` (closed here); default: started now."""
+    ``executor``: one from ``start_executor`` (closed here); default: started now. ``in_flow_run``:
+    the steps become task runs of the flow run this is called in (a schedule's), not of their own."""
     from flows.execute.view import StepView
 
     view = view or StepView(list(plan.instances), enabled=False)
@@ -67,7 +68,7 @@ def run(plan: Plan, *, use_cache: bool = True, view=None, executor=None) -> RunR
     started, interrupted = time.monotonic(), None
     with view, signals, prefect_tags(*prefect_view.run_tags(plan)):
         try:
-            flow(plan.params, return_state=True)
+            call_flow(flow, plan.params, in_flow_run)
             if not runner.stopping.is_set():
                 promote_reports(plan, result, tracker)
         except KeyboardInterrupt:  # a second Ctrl-C while stopping

@@ -1,5 +1,5 @@
 """A run started the way a schedule starts it (the deployment's flow ``run_pipeline``) is named
-and tagged in Prefect as a run started by hand."""
+and tagged in Prefect as a run started by hand, and is one flow run whose task runs are the steps."""
 
 import re
 import textwrap
@@ -9,7 +9,7 @@ from uuid import UUID
 
 import pytest
 from prefect import get_client
-from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
+from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId, FlowRunFilterParentFlowRunId
 
 from flows.execute import prefect_view
 from flows.ops.schedule import run_pipeline
@@ -17,7 +17,9 @@ from flows.plan.build import build
 
 
 @pytest.mark.slow
-def test_the_deployments_flow_run_and_its_pipeline_run_carry_the_pipelines_name(tmp_path, home, monkeypatch):
+def test_a_scheduled_slot_is_one_flow_run_named_after_the_pipeline_with_the_steps_as_task_runs(
+    tmp_path, home, monkeypatch
+):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "nightly.yaml").write_text(
         textwrap.dedent("""\
@@ -37,12 +39,13 @@ def test_the_deployments_flow_run_and_its_pipeline_run_carry_the_pipelines_name(
         inner = client.read_flow_runs(
             flow_run_filter=FlowRunFilter(parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[parent]))
         )
+        steps = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[parent])))
     name = re.compile(r"^named-nightly/quick \d{4}-\d\d-\d\d \d\d:\d\d$")
     assert name.match(outer.name), outer.name
     assert {"pipeline:named-nightly", "profile:quick"} <= set(outer.tags)
-    assert [r.name for r in inner] == [outer.name]  # the pipeline's own flow run, inside the deployment's
-    assert {"pipeline:named-nightly", "profile:quick"} <= set(inner[0].tags)
-    assert inner[0].parameters == {"params": {"n": 2}}
+    assert inner == []  # no second flow run of the same name inside the deployment's
+    assert [(t.name, t.state_type.value) for t in steps] == [("nums", "COMPLETED")]
+    assert state.result()["status"] == {"nums": "done"}
 
 
 def test_a_scheduled_run_is_named_after_its_slot_not_when_a_worker_took_it(tmp_path, monkeypatch):

@@ -7,14 +7,16 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from flows.language.errors import PipelineInvalid
-from flows.ops.schedule import (
+from flows.ops.deployments import (
     ScheduleError,
+    ScheduleSpec,
     _as_sets,
     deployment_name,
+    payload,
     spec_from_deployment,
     spec_from_file,
-    to_deployment,
 )
+from flows.ops.schedule import to_deployment
 from tests.support.files import write as write_file
 
 C = "tests.support.engine_components"
@@ -52,15 +54,27 @@ def test_deployment_runs_one_at_a_time_and_reads_back(tmp_path):
     assert dep.concurrency_limit == 1
     assert dep.concurrency_options.collision_strategy.value == "CANCEL_NEW"
     assert dep.parameters == {"pipeline": str(tmp_path / "p.yaml"), "profile": "small", "sets": []}
-
-    class Stored:  # what the API returns for it
-        name = dep.name
-        parameters = dep.parameters
-        schedules = dep.schedules
-
-    back = spec_from_deployment(Stored)
+    stored = {"name": dep.name, "parameters": dep.parameters, "schedules": payload(spec, "f")["schedules"]}
+    back = spec_from_deployment(stored)  # what the API returns for it
     assert (back.pipeline, back.cron, back.timezone, back.profile) == ("nightly", "0 2 * * *", "UTC", "small")
+    assert (back.notify, back.notify_on, back.fresh) == (None, "regression", False)
     assert deployment_name("nightly", None) == "nightly"
+
+
+@pytest.mark.parametrize("extra", [{}, {"notify": "https://chat.example/hook", "notify_on": "change", "fresh": True}])
+def test_the_schedule_commands_send_what_prefects_own_client_sends(extra):
+    """``schedule`` posts its deployment without importing Prefect: the body must be the one
+    ``RunnerDeployment.apply`` would send, parameter schema included (else Prefect refuses runs)."""
+    spec = ScheduleSpec("nightly", "p.yaml", "30 1 * * 1-5", "Europe/Berlin", "small", ["n=4"], **extra)
+    ours, theirs = payload(spec, "flow-id"), to_deployment(spec)
+    assert ours["parameter_openapi_schema"] == theirs._parameter_openapi_schema.model_dump(exclude_unset=True)
+    assert ours["parameters"] == theirs.model_dump(mode="json", include={"parameters"})["parameters"]
+    schedule = theirs._schedules_with_serialized_block_parameters()[0]
+    assert ours["schedules"] == [{"schedule": schedule.schedule.model_dump(mode="json"), "active": schedule.active}]
+    assert ours["concurrency_options"] == theirs.concurrency_options.model_dump(mode="json", exclude_none=True)
+    same = ("name", "entrypoint", "description", "tags", "concurrency_limit", "paused", "enforce_parameter_schema")
+    assert {k: ours[k] for k in same} == {k: getattr(theirs, k) for k in same}
+    assert spec_from_deployment({"name": spec.deployment, **ours}) == spec
 
 
 def test_bad_schedules_are_refused_with_the_fix(tmp_path):

@@ -1,5 +1,6 @@
-"""`bottlenecks serve` on one machine with nothing but the project: it starts a local Prefect
-server over the project's store and runs the schedules made with `bottlenecks schedule`."""
+"""`bottlenecks serve` on one machine with nothing but the project: `schedule` starts the folder's
+Prefect server, `serve` uses it and runs the schedules, one Prefect flow run per slot, and stops in
+one line on SIGTERM even after its schedule was removed."""
 
 import os
 import re
@@ -30,6 +31,8 @@ def env_for(tmp_path):
             "COLUMNS": "250",
             "PREFECT_RUNNER_POLL_FREQUENCY": "1",
             "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+            "BOTTLENECKS_PREFECT_SERVER": "on",  # one server for schedule and serve, not one each
+            "BOTTLENECKS_PREFECT_IDLE": "120",
         }
     )
     return env
@@ -40,7 +43,7 @@ def bottlenecks(*args):
     return [str(exe), *args] if exe.exists() else [sys.executable, "-m", "flows.cli", *args]
 
 
-def test_serve_starts_a_local_server_and_runs_the_schedule(tmp_path):
+def test_serve_runs_each_slot_as_one_flow_run_and_stops_cleanly(tmp_path):
     path = tmp_path / "p.yaml"
     path.write_text(
         textwrap.dedent("""\
@@ -51,12 +54,37 @@ def test_serve_starts_a_local_server_and_runs_the_schedule(tmp_path):
         """)
     )
     env = env_for(tmp_path)
-    made = subprocess.run(
-        bottlenecks("schedule", str(path)), cwd=REPO, env=env, text=True, capture_output=True, timeout=240
+    try:
+        made = subprocess.run(
+            bottlenecks("schedule", str(path)), cwd=REPO, env=env, text=True, capture_output=True, timeout=240
+        )
+        assert made.returncode == 0, made.stdout + made.stderr
+        assert "starting the Prefect server ..." in made.stderr and "Prefect server up in" in made.stderr
+        assert "runs start only while `bottlenecks serve` is running" in made.stderr
+        url, lines, proc = _serve(env)
+        run = _run_once(url, lines)
+        removed = subprocess.run(
+            bottlenecks("schedule", "--remove", "local-nightly"), cwd=REPO, env=env, capture_output=True, timeout=120
+        )
+        assert removed.returncode == 0, removed.stderr
+        os.killpg(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0, "".join(lines)
+        time.sleep(0.5)  # the reader thread takes the last lines
+        assert lines[-1].startswith("stopped serving on SIGTERM"), "".join(lines)
+        assert "Traceback" not in "".join(lines)
+    finally:
+        _stop(proc if "proc" in locals() else None, tmp_path)
+    client = mlflow.MlflowClient(tracking_uri=env["MLFLOW_TRACKING_URI"])
+    runs = client.search_runs(
+        [client.get_experiment_by_name("local-nightly").experiment_id], "tags.pipeline = 'local-nightly'"
     )
-    assert made.returncode == 0, made.stdout + made.stderr
-    assert "runs start only while `bottlenecks serve` is running" in made.stderr
+    assert {r.data.tags.get("mlflow.runName") for r in runs} == {"local-nightly", "nums"}
+    parent = next(r for r in runs if r.data.tags["mlflow.runName"] == "local-nightly")
+    assert parent.data.tags["prefect_flow_run_id"] == run["id"]  # the slot's own flow run
 
+
+def _serve(env):
+    """Start `bottlenecks serve`; its Prefect API URL, its output lines (as they come) and its process."""
     proc = subprocess.Popen(
         bottlenecks("serve"),
         cwd=REPO,
@@ -68,47 +96,52 @@ def test_serve_starts_a_local_server_and_runs_the_schedule(tmp_path):
     )
     lines: list[str] = []
     threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True).start()
-    try:
-        deadline = time.monotonic() + 180
-        url = None
-        while url is None and time.monotonic() < deadline and proc.poll() is None:
-            found = [m.group(1) for line in list(lines) if (m := re.search(r"Prefect API at (\S+)", line))]
-            url = found[0] if found else None
-            time.sleep(0.5)
-        assert url and url.startswith("http://127.0.0.1:"), "".join(lines)
-        dep = api("POST", f"{url}/deployments/filter", {"deployments": {"name": {"any_": ["local-nightly"]}}})[0]
-        run = api("POST", f"{url}/deployments/{dep['id']}/create_flow_run", {})
-        state = None
-        while time.monotonic() < deadline:
-            state = api("GET", f"{url}/flow_runs/{run['id']}")["state_type"]
-            if state in ("COMPLETED", "FAILED", "CRASHED", "CANCELLED"):
-                break
-            time.sleep(1)
-        if state != "COMPLETED":  # what the flow run itself said, for the failure message
-            detail = api("GET", f"{url}/flow_runs/{run['id']}")
-            logs = api("POST", f"{url}/logs/filter", {"logs": {"flow_run_id": {"any_": [run["id"]]}}, "limit": 200})
-            said = "\n".join(f"{x['level']} {x['message']}" for x in logs)
-            message = (detail.get("state") or {}).get("message")
-        assert state == "COMPLETED", f"{''.join(lines)}\nstate message: {message}\nflow-run logs:\n{said}"
-    finally:
-        os.killpg(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-    client = mlflow.MlflowClient(tracking_uri=env["MLFLOW_TRACKING_URI"])
-    runs = client.search_runs(
-        [client.get_experiment_by_name("local-nightly").experiment_id], "tags.pipeline = 'local-nightly'"
-    )
-    assert {r.data.tags.get("mlflow.runName") for r in runs} == {"local-nightly", "nums"}
-    with pytest.raises(OSError):  # the local server went away with `serve`
-        api("GET", f"{url}/health", timeout=3)
+    deadline, url = time.monotonic() + 180, None
+    while url is None and time.monotonic() < deadline and proc.poll() is None:
+        found = [m.group(1) for line in list(lines) if (m := re.search(r"Prefect API at (\S+)", line))]
+        url = found[0] if found else None
+        time.sleep(0.5)
+    assert url and url.startswith("http://127.0.0.1:"), "".join(lines)
+    return url, lines, proc
+
+
+def _run_once(url: str, lines: list[str]) -> dict:
+    """Ask the served deployment for a run now; wait for it; the slot's only flow run."""
+    dep = api("POST", f"{url}/deployments/filter", {"deployments": {"name": {"any_": ["local-nightly"]}}})[0]
+    run = api("POST", f"{url}/deployments/{dep['id']}/create_flow_run", {})
+    deadline, state = time.monotonic() + 180, None
+    while time.monotonic() < deadline:
+        state = api("GET", f"{url}/flow_runs/{run['id']}")["state_type"]
+        if state in ("COMPLETED", "FAILED", "CRASHED", "CANCELLED"):
+            break
+        time.sleep(1)
+    if state != "COMPLETED":  # what the flow run itself said, for the failure message
+        logs = api("POST", f"{url}/logs/filter", {"logs": {"flow_run_id": {"any_": [run["id"]]}}, "limit": 200})
+        said = "\n".join(f"{x['level']} {x['message']}" for x in logs)
+        raise AssertionError(f"{''.join(lines)}\nstate {state}; flow-run logs:\n{said}")
+    every = api("POST", f"{url}/flow_runs/filter", {"flow_runs": {"state": {"type": {"not_any_": ["SCHEDULED"]}}}})
+    assert [r["id"] for r in every] == [run["id"]], [r["name"] for r in every]  # no second run of the slot
+    tasks = api("POST", f"{url}/task_runs/filter", {"flow_runs": {"id": {"any_": [run["id"]]}}})
+    assert [t["name"] for t in tasks] == ["nums"]
+    return run
+
+
+def _stop(proc, tmp_path) -> None:
+    """End serve if it still runs, and the folder's background server."""
+    from flows.services import prefect_server
+
+    if proc is not None and proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    prefect_server.stop(tmp_path / "home")
 
 
 def test_serve_without_schedules_says_how_to_make_one(tmp_path):
-    done = subprocess.run(
-        bottlenecks("serve"), cwd=REPO, env=env_for(tmp_path), text=True, capture_output=True, timeout=240
-    )
+    try:
+        done = subprocess.run(
+            bottlenecks("serve"), cwd=REPO, env=env_for(tmp_path), text=True, capture_output=True, timeout=240
+        )
+    finally:
+        _stop(None, tmp_path)
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
     assert lines[-1].startswith("nothing to serve: create a schedule with `bottlenecks schedule PIPELINE")
