@@ -1,5 +1,6 @@
 """What users see in MLflow, read back through the client: the experiment kind that opens the runs
-table, the parent run's description (the scorecard), dataset inputs on training runs."""
+table, the parent run's description (the scorecard) and figures, learning curves and dataset inputs
+on training runs."""
 
 import json
 import os
@@ -12,6 +13,7 @@ from components.context import Context
 from components.train.lineage import describe
 from flows.execute.runner import run
 from flows.plan.build import build
+from flows.track.links import mlflow_run
 from flows.track.runs import EXPERIMENT_KIND, experiment_links
 
 pytestmark = pytest.mark.slow
@@ -32,11 +34,15 @@ steps:
   luong:
     uses: train.model
     with: {data: "${toy.dataset}", model: luong-tiny, steps: 5, max_tokens: 300}
+  decay:
+    uses: probe.gradient_decay
+    with: {model: "${rnn.checkpoint}", length: 12, batch: 4}
   card:
     uses: report.scorecard
     with:
       measurements: {rnn: "${rnn.summary}"}
       run_ids: {rnn: "${rnn.run_id}"}
+      plots: {gradient_decay: "${decay.plot}"}
       expect:
         - {id: 1, claim: the tiny RNN trains without diverging, check: finite, value: "rnn.test_loss", exact: true}
         - {id: 2, claim: it beats a perfect score, check: above, value: "rnn.test_acc", than: 1.0, exact: true}
@@ -71,6 +77,31 @@ def test_the_parent_run_description_is_the_scorecard(result):
     assert "the tiny RNN trains without diverging" in rows[0] and "holds" in rows[0]
     assert "it beats a perfect score" in rows[1] and "fails" in rows[1]
     assert "## Runs" not in note
+
+
+def test_the_parent_run_shows_the_figures_and_training_runs_their_learning_curves(result, tmp_path):
+    client = mlflow.MlflowClient()
+    parent = result.parent_run_id
+    figures = [a.path for a in client.list_artifacts(parent, "figures")]
+    assert figures == ["figures/gradient_decay.png"]
+    with open(client.download_artifacts(parent, figures[0], str(tmp_path)), "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"  # an image the artifact pane shows
+    # the same key over training for both architectures (an RNN classifier, an attention translator)
+    for step, steps in (("rnn", 10), ("luong", 5)):
+        history = client.get_metric_history(result.outputs[step]["run_id"], "valid/loss")
+        assert len(history) >= 5 and history[-1].step == steps, (step, [(m.step, m.value) for m in history])
+        assert history[-1].value == pytest.approx(result.outputs[step]["summary"]["valid_loss"])
+    # the parent's metrics are the scorecard's verdicts and their evidence, no per-architecture bars
+    assert set(client.get_run(parent).data.metrics) >= {"claim/1", "claim/2", "claims/total"}
+    assert all(k.startswith(("claim/", "claims/")) for k in client.get_run(parent).data.metrics)
+
+
+def test_the_scorecard_links_its_runs_to_their_pages(result):
+    card = json.loads(open(result.outputs["card"]["scorecard"]).read())
+    rnn = result.outputs["rnn"]["run_id"]
+    exp = mlflow.MlflowClient().get_experiment_by_name("mlflow-view").experiment_id
+    assert card["links"] == {rnn: mlflow_run(exp, rnn)}
+    assert card["links"][rnn].endswith(f"/#/experiments/{exp}/runs/{rnn}?workflowType=machine_learning")
 
 
 def test_training_runs_record_their_dataset_as_an_input(result):
