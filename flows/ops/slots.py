@@ -1,8 +1,8 @@
 """Slots of a schedule that did not run, each kept as a row of the pipeline's history.
 
 A *missed* slot came due while `bottlenecks serve` was not running: Prefect holds it as a Late
-flow run when its server was up, and holds nothing when the server was down too (the slots between
-the deployment's last flow run and now, read from its cron). A *skipped* slot came due while the
+flow run when its server was up, and holds nothing when the server was down too (a slot of the
+cron, since the schedule was last applied, without a flow run). A *skipped* slot came due while the
 previous run still ran: Prefect cancelled it ("Deployment concurrency limit reached.").
 
 Each becomes one MLflow run in the pipeline's experiment, FINISHED, without metrics, tagged
@@ -99,18 +99,21 @@ def cron_slots(cron: str, tz: str, after: datetime, before: datetime, cap: int =
 
 
 def missed(dep: dict, cron: str, tz: str, runs: list[dict], now: datetime) -> list[Slot]:
-    """Slots before ``now`` that never ran: Late flow runs, and slots with no flow run at all
-    (the server was down) after the deployment's newest flow run or its creation; oldest first."""
+    """Slots before ``now`` that never ran, oldest first: Late flow runs, and the cron's slots with
+    no flow run at all (the server was down) since the schedule was last applied (by `schedule` or
+    a `serve` start; applying it again is also how its cron changes)."""
     due = [r for r in runs if _parse(r["expected_start_time"]) < now]
     late = [
         Slot(MISSED, _parse(r["expected_start_time"]), "serve was not running (Prefect marked it Late)", r["id"])
         for r in due
         if r.get("state_type") == "SCHEDULED"
     ]
-    since = max([_parse(r["expected_start_time"]) for r in due] + [_parse(dep["created"])])
+    made = {_parse(r["expected_start_time"]) for r in runs}
+    applied = [dep["created"]] + [s["created"] for s in dep.get("schedules") or [] if s.get("created")]
     gap = [
         Slot(MISSED, t, "neither serve nor the Prefect server was running (no flow run was made)")
-        for t in cron_slots(cron, tz, since, now)
+        for t in cron_slots(cron, tz, max(map(_parse, applied)), now)
+        if t not in made
     ]
     return sorted(late + gap, key=lambda s: s.time)
 
