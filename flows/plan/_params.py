@@ -140,12 +140,16 @@ def _wrong(err: dict) -> str:
         return f": {err['msg']} (got {shown})"
     if isinstance(got, bool):
         return f", got {str(got).lower()}"
-    hint = ""
-    if isinstance(got, str) and not isinstance(yaml.safe_load(got) if _plain_yaml(got) else got, str):
-        hint = "; write it without quotes"  # '30' or 'true': a string, where the YAML value was meant
+    hint = "; write it without quotes" if isinstance(got, str) and _unquoted_is_value(got) else ""
     return f", got {kind(got)} ({shown}){hint}"
 
 
-def _plain_yaml(text: str) -> bool:
-    """Whether ``text`` is one plain YAML scalar (no flow, no comment) worth reading as YAML."""
-    return bool(text) and len(text) < 40 and not any(c in text for c in "[]{}#:,&*!|>'\"%@`\n")
+def _unquoted_is_value(text: str) -> bool:
+    """Whether ``text`` written without quotes is a YAML number or true/false ('30', 'true')."""
+    if not (0 < len(text) < 40 and text.isprintable()) or any(c in text for c in "[]{}#:,&*!|>'\"%@`"):
+        return False
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return False
+    return isinstance(value, (int, float, bool))

@@ -144,6 +144,10 @@ def _set_param(arg: _Set, value: Any, params: dict, errors: Collector) -> None:
 def _set_step_param(arg: _Set, value: Any, pipe: Pipeline, params: dict, errors: Collector) -> None:
     sid, _, pname = arg.key.removeprefix("params.").partition(".")
     step = pipe.steps.get(sid)
+    if step is None and sid in params:  # a part of a param: a param is set whole
+        message = f"param {sid!r} is set whole (--set {sid}=VALUE); it has no part {pname!r} to set"
+        errors.errors.append(Located("--set", arg.i, 1, message))
+        return
     if step is None:
         message = f"unknown param or step {sid!r}{suggest(sid, list(params) + list(pipe.steps))}"
         errors.errors.append(Located("--set", arg.i, 1, message))
