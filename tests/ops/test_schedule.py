@@ -179,3 +179,31 @@ def test_text_parameters_reach_the_run_as_text():
     assert _as_sets(parameters, "p.yaml") == ["a=/data", 'b="[[["', 'c="x: y"', 'd="12"', "e=3", 'f=[1, "a b"]', 'g=""']
     with pytest.raises(ScheduleError, match="schedule.parameters must be a mapping of param to value, got a list"):
         _as_sets([1, 2], "p.yaml")
+
+
+def test_list_prints_every_column_in_full_when_piped(tmp_path, monkeypatch):
+    """Piped into a file or `grep`, --list is tab-separated lines, a header first, nothing cut."""
+    import re
+
+    from flows.cli.schedules import COLUMNS
+
+    monkeypatch.chdir(tmp_path)
+    name = "a-pipeline-with-a-name-long-enough-that-an-eighty-column-table-would-cut-it"
+    path = write(tmp_path, 'schedule: {cron: "15 3 * * 1-5", timezone: Europe/Berlin}', name=name)
+    hook = "https://hooks.example/services/T000/B000/a-long-webhook-path"
+    options = ["--notify", hook, "--notify-on", "change", "--fresh"]
+    made = CliRunner().invoke(app, ["schedule", str(path), *options])
+    assert made.exit_code == 0, made.output
+    try:
+        listed = CliRunner().invoke(app, ["schedule", "--list"])
+    finally:
+        removed = CliRunner().invoke(app, ["schedule", "--remove", name])
+    assert listed.exit_code == 0 and removed.exit_code == 0, listed.output + removed.output
+    lines = [line.split("\t") for line in listed.stdout.splitlines()]
+    assert lines[0] == list(COLUMNS)
+    row = next(line for line in lines if line[0] == name)
+    assert row[:6] + row[7:] == [name, "p.yaml", "-", "15 3 * * 1-5", "Europe/Berlin", "bottlenecks serve"] + [
+        f"{hook} on change",
+        "yes",
+    ]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC|-", row[6]), row[6]  # - until Prefect's scheduler ran
