@@ -21,7 +21,7 @@ from flows.ops.history.direction import Directions, directions
 from flows.ops.history.judge import Judgement, judge, regressions
 from flows.ops.history.read import parent_runs
 from flows.ops.history.render import log_trend, render, trend_plot
-from flows.ops.history.table import INFO_COLUMNS, table
+from flows.ops.history.table import INFO_COLUMNS, from_values, table
 
 __all__ = [
     "INFO_COLUMNS",
@@ -34,6 +34,7 @@ __all__ = [
     "Thresholds",
     "_reason",
     "directions",
+    "from_values",
     "judge",
     "log_trend",
     "parent_runs",

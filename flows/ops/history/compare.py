@@ -61,7 +61,9 @@ def seeds(metric: str, now: tuple[float, ...], before: tuple[float, ...]) -> Com
         return None
     est = _estimate(a, b)
     m_now, m_before = sum(a) / len(a), sum(b) / len(b)
-    if est.se == 0:  # no spread within either run: deterministic figures, any difference is real
+    if est.se == 0 or (
+        _flat(a) and _flat(b)
+    ):  # no spread within either run: deterministic figures, any difference is real
         moved = (est.mean > 0) - (est.mean < 0)
         text = f"{head}: {_change(est.mean)} (every seed equal within each run: no noise to allow for)"
         return Comparison(metric, m_now, m_before, moved, text, "identical", 0.0 if moved else 1.0)
@@ -75,15 +77,19 @@ def seeds(metric: str, now: tuple[float, ...], before: tuple[float, ...]) -> Com
     return Comparison(metric, m_now, m_before, moved, text, "seeds", d.p)
 
 
+def _flat(values: list[float]) -> bool:
+    """No spread beyond float rounding (as ``stats.one_sample`` tells identical seeds)."""
+    mean = statistics.fmean(values)
+    return len(values) < 2 or statistics.stdev(values) <= 1e-12 * max(1.0, abs(mean))
+
+
 def _estimate(a: list[float], b: list[float]) -> stats.Estimate:
     """The difference of means (now - before): Welch's over two seeded runs, else the prediction
     interval of the single value from the seeded side's spread (``sd * sqrt(1/n + 1/m)``, ``n - 1`` df)."""
     if len(a) >= 2 and len(b) >= 2:
         return stats.two_sample(a, b)
     seeded, single = (a, b) if len(a) >= 2 else (b, a)
-    sd = statistics.stdev(seeded)
-    if sd <= 1e-12 * max(1.0, abs(statistics.fmean(seeded))):
-        sd = 0.0
+    sd = 0.0 if _flat(seeded) else statistics.stdev(seeded)
     diff = statistics.fmean(a) - statistics.fmean(b)
     se = sd * math.sqrt(1 / len(seeded) + 1 / len(single))
     return stats.Estimate(len(a) + len(b), diff, se, len(seeded) - 1, sd, 0.0, "t", (diff,))

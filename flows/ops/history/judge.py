@@ -127,7 +127,7 @@ def _claims(frame: pd.DataFrame, ctx: _Context) -> list[Flag]:
             continue
         kind, direction = claims.moved(float(previous), float(now))
         head = f"{metric}: {claims.verdict_name(float(previous))} -> {claims.verdict_name(float(now))}"
-        tail = claims.evidence(metric, ctx.previous, ctx.newest)
+        tail = claims.evidence(metric, ctx.previous, ctx.newest) if frame.attrs.get("experiment") else ""
         flags.append(Flag(metric, kind, float(now), float(previous), f"{head}\0{tail}", direction))
     return flags
 

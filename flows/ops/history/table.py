@@ -109,3 +109,26 @@ def _why_unfinished(run) -> str | None:
 
 def metric_columns(frame: pd.DataFrame) -> list[str]:
     return [c for c in frame.columns if c not in INFO_COLUMNS]
+
+
+def from_values(nights: list[dict[str, tuple[float, ...]]], keys: dict[str, str] | None = None) -> pd.DataFrame:
+    """A table over nights given in memory (column -> one value per seed, oldest first), shaped as ``table``
+    shapes MLflow's: for judging simulated nights (benchmarks/history_calibration.py) and for tests."""
+    ids = [f"night{i:04d}" for i in range(len(nights))]
+    columns = sorted({c for n in nights for c in n})
+    values = pd.DataFrame([{c: read.mean(v) for c, v in n.items()} for n in nights], index=ids)
+    info = pd.DataFrame(
+        {
+            "start_time": pd.to_datetime([i * 86_400_000 for i in range(len(nights))], unit="ms", utc=True),
+            "status": "FINISHED",
+            "cached": "",
+        },
+        index=ids,
+    )
+    frame = pd.concat([info, values.reindex(columns=columns)], axis=1)
+    frame.attrs.update(
+        keys=keys or {},
+        seeds={rid: dict(n) for rid, n in zip(ids, nights)},
+        logged={rid: set(n) for rid, n in zip(ids, nights)},
+    )
+    return frame
