@@ -1,5 +1,9 @@
 """Operations: nightly runs and what they show over time.
 
-schedule.py  schedules as Prefect deployments with a cron; ``serve`` runs them here
-history/     one pipeline's runs judged night by night (direction and seed noise), notify.py tells someone
+deployments.py  schedules as Prefect deployments with a cron: made, read back, listed, removed (no Prefect import)
+prefect_api.py  the few Prefect REST calls that needs, over the standard library
+schedule.py     the flow each schedule's slot runs (``run_pipeline``), and its ``RunnerDeployment``
+serve.py        ``serve``: a Prefect runner for the schedules, stopped in one line
+slots.py        missed and skipped slots recorded in MLflow; the newest missed slot caught up
+history/        one pipeline's runs judged night by night (direction and seed noise), notify.py tells someone
 """

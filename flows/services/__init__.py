@@ -1,7 +1,8 @@
 """Services: the processes and stores a run leans on, started and checked here.
 
     daemon.py          the warm process (a zygote) ``bottlenecks run`` hands its work to
-    prefect_server.py  the folder's background Prefect server, and a foreground one for ``serve``
+    prefect_server.py  the folder's background Prefect server (runs, schedules and ``serve`` share it)
+    scheduler_server.py  a temporary Prefect server for one command (``BOTTLENECKS_PREFECT_SERVER=off``)
     prefect_db.py      a new folder's Prefect database from a migrated template
     mlflow_db.py       a new folder's MLflow store from a migrated template
     templates.py       the atomic template copy both stores use

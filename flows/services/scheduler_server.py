@@ -1,5 +1,6 @@
-"""A foreground Prefect server for ``bottlenecks serve`` when no ``PREFECT_API_URL`` is set: it
-lives exactly as long as the scheduler that started it."""
+"""A temporary Prefect server for one `schedule` or `serve` command when neither ``PREFECT_API_URL``
+nor the folder's background server is to be used (``BOTTLENECKS_PREFECT_SERVER=off``): it lives
+exactly as long as the command that started it."""
 
 from __future__ import annotations
 
