@@ -33,6 +33,26 @@ def serve(
             "serving schedules needs a Prefect server (the embedded store runs no "
             "scheduler); set PREFECT_API_URL or let `bottlenecks serve` start one"
         )
+    got: list[int] = []
+
+    def early(signum, frame):  # before the runner polls: nothing runs yet, stop at once
+        got.append(signum)
+        raise KeyboardInterrupt
+
+    previous = {s: signal.signal(s, early) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        runner = _prepare(served, limit, catch_up, say)
+    except KeyboardInterrupt:
+        name = signal.Signals(got[0]).name if got else "SIGINT"
+        return f"stopped serving on {name} before it polled for runs"
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    return _run(runner)
+
+
+def _prepare(served, limit: int | None, catch_up: bool, say: Callable[[str], None]):
+    """Catch up every schedule, then a runner with their deployments applied."""
     from flows.ops.schedule import to_deployment
 
     for spec, dep in served:
@@ -41,7 +61,7 @@ def serve(
     runner = _runner(limit)
     for spec, _ in served:
         runner.add_deployment(to_deployment(spec))
-    return _run(runner)
+    return runner
 
 
 def _catch_up(spec: ScheduleSpec, dep: dict, run_newest: bool, say: Callable[[str], None]) -> None:
@@ -66,9 +86,9 @@ def _runner(limit: int | None):
         signalled: int | None = None
 
         def handle_sigterm(self, signum: int = signal.SIGTERM, *args) -> None:
-            if self.signalled is not None or not self.started or self._loop is None:
+            again, self.signalled = self.signalled is not None, self.signalled or signum
+            if again or not self.started or self._loop is None:
                 raise SystemExit(0)  # a second signal, or one before the loop runs: stop now
-            self.signalled = signum
             self.stopping = True
             self.execute_in_background(_stop, self)
 
@@ -89,15 +109,16 @@ def _run(runner) -> str:
     """Run ``runner`` until it stops; the line that says how."""
     from prefect.exceptions import TerminationSignal
 
-    previous = signal.signal(signal.SIGINT, runner.handle_sigterm)
+    previous = {s: signal.signal(s, runner.handle_sigterm) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        asyncio.run(runner.start())
+        asyncio.run(runner.start())  # sets SIGTERM's handler again, to the same
     except (KeyboardInterrupt, TerminationSignal, SystemExit):
         pass
     except Exception as e:  # noqa: BLE001  (the server went away, or refused the runner)
         if runner.signalled is None:
             raise ScheduleError(f"stopped serving: {type(e).__name__}: {str(e).splitlines()[0][:300]}") from None
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
     name = signal.Signals(runner.signalled).name if runner.signalled else "a signal"
     return f"stopped serving on {name}; any run in progress was cancelled, the schedules stay as they are"

@@ -251,12 +251,15 @@ def test_serve_runs_a_scheduled_pipeline_without_overlap(servers, tmp_path):
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
     assert started.read_text().count("\n") == 1  # the cancelled run never reached the step
-    parents = [
+    tops = [
         r
         for r in mlflow_runs(servers, "srv-serve")
         if "mlflow.parentRunId" not in r["tags"] and r["tags"].get("pipeline") == "srv-serve"
     ]
+    parents = [r for r in tops if "bottlenecks.slot" not in r["tags"]]
     assert len(parents) == 1 and parents[0]["status"] == "FINISHED"
+    slots = [(r["tags"]["bottlenecks.slot"], r["tags"]["prefect_flow_run_id"]) for r in tops if r not in parents]
+    assert slots == [("skipped", second["id"])]  # the cancelled slot is a row of the history
 
 
 @pytest.mark.parametrize("dying", ["mlflow", "prefect"])

@@ -3,7 +3,11 @@ of the pipeline's history, once each; serve catches up the newest missed slot; a
 schedule asks (fresh, telling someone)."""
 
 import itertools
+import os
+import signal
 import sys
+import threading
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from types import SimpleNamespace
@@ -190,3 +194,24 @@ def test_a_fresh_schedule_recomputes_and_tells_after_the_run(tmp_path, monkeypat
     out = schedule.run_pipeline.fn("p.yaml", fresh=True, notify="cmd:cat", notify_on="always")
     assert asked == {"use_cache": False, "in_flow_run": True, "told": ("fresh-nightly", "cmd:cat", "always")}
     assert out["parent_run_id"] == "r1"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_serve_stops_in_one_line_on_a_signal_before_and_while_it_polls(monkeypatch, signum):
+    from flows.ops import serve
+
+    def signalled_while_catching_up(*args):
+        os.kill(os.getpid(), signum)
+        time.sleep(5)
+
+    monkeypatch.setattr(serve, "_prepare", signalled_while_catching_up)
+    said = serve.serve([], catch_up=True)
+    assert said == f"stopped serving on {signum.name} before it polled for runs"
+
+    runner = serve._runner(None)  # a real Prefect runner on the test server, serving nothing
+    threading.Timer(2.0, os.kill, (os.getpid(), signum)).start()
+    started = time.monotonic()
+    said = serve._run(runner)
+    assert said.startswith(f"stopped serving on {signum.name}; any run in progress was cancelled")
+    assert time.monotonic() - started < 30
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the command's own again
