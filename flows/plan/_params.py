@@ -118,7 +118,9 @@ def _refuse(step: Step, comp: Component, err: dict, field_name: str, errors: Col
         )
     elif (bound := refusal(err)) is not None:  # a value of the right type out of its declared range
         hint = suggest(str(err["input"]), choices(err["ctx"]["expected"])) if kind == "literal_error" else ""
-        errors.add(step.with_.vpos(field_name), f"step {step.id!r} ({comp.name}): {bound}{hint}")
+        written = step.with_.get(field_name)
+        source = f" (from {written})" if isinstance(written, str) and "${" in written else ""  # ${params.steps}
+        errors.add(step.with_.vpos(field_name), f"step {step.id!r} ({comp.name}): {bound}{source}{hint}")
     elif kind == "value_error" and isinstance(err.get("ctx", {}).get("error"), ParameterValueError):
         # a parameter type's own check (a model name) says what is wrong in its own words
         errors.add(
