@@ -8,7 +8,7 @@ once; the second waits and then takes the cached result. The lease is an exclusi
 kernel drops it when its holder dies) whose file names its owner (host, pid, run), so a waiter can
 say whom it waits for and give up after a timeout.
 
-A record holds its key's parts (``flows/plan/_keys.py``), and ``cache/last/`` points from each
+A record holds its key's parts (``flows/plan/_keys.py``), and ``last/`` points from each
 pipeline's step run to the key its latest run computed or reused, so that ``plan`` can say why a
 step's key changed since.
 """
@@ -75,7 +75,7 @@ class StepCache:
 
     def __init__(self, root: Path):
         self.root = Path(root)
-        for sub in ("cache", "cache/last", "work", "locks"):
+        for sub in ("cache", "last", "work", "locks"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         self._sweep_temporaries()
 
@@ -83,7 +83,7 @@ class StepCache:
         """Remove half-written records (``KEY.PID.tmp``) left by a process killed while it saved
         one: a save takes milliseconds, so one older than ``STALE_TMP_SECONDS`` has no writer."""
         now = time.time()
-        for tmp in [*(self.root / "cache").glob("*.tmp"), *(self.root / "cache" / "last").glob("*.tmp")]:
+        for tmp in [*(self.root / "cache").glob("*.tmp"), *(self.root / "last").glob("*.tmp")]:
             try:
                 if now - tmp.stat().st_mtime > STALE_TMP_SECONDS:
                     tmp.unlink()
@@ -154,7 +154,7 @@ class StepCache:
 
     def _last(self, pipeline: str, step: str) -> Path:
         name = hashlib.sha256(f"{pipeline}\0{step}".encode()).hexdigest()[:32]
-        return self.root / "cache" / "last" / f"{name}.json"
+        return self.root / "last" / f"{name}.json"
 
     def forget(self, key: str) -> None:
         self._entry(key).unlink(missing_ok=True)
