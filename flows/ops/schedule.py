@@ -72,7 +72,8 @@ def run_pipeline(
     try:
         result = run(plan, use_cache=not fresh, in_flow_run=True)
     finally:
-        slots.record_current_deployment(plan.name, plan.profile)  # the slots Prefect skipped meanwhile
+        # the slots Prefect skipped meanwhile
+        slots.record_current_deployment(plan.name, plan.profile, by=prefect_view.flow_run_name(plan))
     if result.stopped_by is not None:
         return Cancelled(message=f"stopped by signal {result.stopped_by}; finished steps are in the cache")
     if notify:

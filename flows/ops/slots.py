@@ -12,20 +12,23 @@ A slot is recorded once, however often it is looked at.
 
 When `serve` starts it catches up: the newest missed slot runs once, now (its Late flow run, or a
 new flow run when Prefect has none), and the older ones are recorded and their Late flow runs
-cancelled; with ``--no-catch-up`` every missed slot is recorded and none runs.
+cancelled. When the next slot is due within ``CATCH_UP_GRACE`` that slot is the catch-up (running
+both would overlap, and Prefect would skip one), and with ``--no-catch-up`` none runs: every
+missed slot is recorded.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
 from flows.ops import prefect_api
 
 MISSED, SKIPPED = "missed", "skipped"
 SKIP_MESSAGE = "Deployment concurrency limit reached"  # how Prefect cancels a run that would overlap
+CATCH_UP_GRACE = timedelta(minutes=10)  # a slot due this soon is the catch-up: running both would overlap
 MAX_RECORDED = 100  # missed slots recorded one by one; older ones become one row saying how many
 PAGE = 200  # the most flow runs the API returns at once
 SLOT, REASON, TIME = "bottlenecks.slot", "bottlenecks.slot_reason", "bottlenecks.slot_time"
@@ -129,15 +132,18 @@ def catch_up(spec, dep: dict, run_newest: bool = True, now: datetime | None = No
     runs = flow_runs(url, dep["id"], before=now)
     lines = []
     late = missed(dep, spec.cron, spec.timezone, runs, now)
-    if late and run_newest:
+    soon = cron_slots(spec.cron, spec.timezone, now, now + CATCH_UP_GRACE)
+    if late and run_newest and not soon:
         newest = late.pop()
         _run_now(url, dep, newest)
         for slot in late:
             slot.reason += f"; serve caught up by running the newest missed slot ({iso(newest.time)}) once"
         lines.append(f"{spec.deployment}: catching up the slot of {iso(newest.time)} now")
     elif late:
+        why = "serve --no-catch-up" if not run_newest else f"the next slot, {iso(soon[0])}, runs instead"
         for slot in late:
-            slot.reason += "; not caught up (serve --no-catch-up)"
+            slot.reason += f"; not caught up ({why})"
+        lines.append(f"{spec.deployment}: not catching up {len(late)} missed slot(s): {why}")
     for slot in late:
         if slot.flow_run_id:  # else the runner would start every Late run at once
             _cancel(url, slot.flow_run_id, f"missed: {slot.reason}")
@@ -179,9 +185,9 @@ def _cancel(url: str, flow_run_id: str, message: str) -> None:
 # -- what a scheduled run does at its end ------------------------------------------------------------
 
 
-def record_current_deployment(pipeline: str, profile: str | None) -> int:
+def record_current_deployment(pipeline: str, profile: str | None, by: str | None = None) -> int:
     """Record the slots of this flow run's deployment that Prefect skipped while a run went on
-    (this one's, usually); 0 outside a deployment's flow run. Never raises: a row is a courtesy."""
+    (this one, named ``by``, usually); 0 outside a deployment's flow run. Never raises: a row is a courtesy."""
     try:
         from prefect.context import FlowRunContext
 
@@ -191,7 +197,7 @@ def record_current_deployment(pipeline: str, profile: str | None) -> int:
         if run is None or run.deployment_id is None or not url:
             return 0
         runs = flow_runs(url, str(run.deployment_id), ["CANCELLED"])
-        return record(pipeline, profile, skipped(runs, by=run.name))
+        return record(pipeline, profile, skipped(runs, by=by or run.name))
     except Exception as e:  # noqa: BLE001
         import logging
 

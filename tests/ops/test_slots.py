@@ -150,6 +150,20 @@ def test_serve_catches_up_the_newest_missed_slot_once_and_records_the_rest_once(
     assert len(rows(name)) == len(recorded)  # a slot is one row, however often serve starts
 
 
+def test_a_slot_due_within_minutes_is_the_catch_up(monkeypatch):
+    """Started at 04:55 with 05:00 next, serve runs no extra slot that 05:00 would collide with."""
+    name = f"slots-{next(_names)}"
+    api = FakeAPI([flow_run(1, "COMPLETED")])
+    monkeypatch.setattr(slots.prefect_api, "call", api)
+    monkeypatch.setenv("PREFECT_API_URL", "http://prefect.test/api")
+    said = slots.catch_up(ScheduleSpec(name, "p.yaml", "0 * * * *"), dep(), now=at(4.92))
+    assert not [c for c in api.calls if c[1].endswith("/create_flow_run")]
+    assert (
+        said[0] == f"{name}: not catching up 3 missed slot(s): the next slot, 2026-12-01T05:00:00+00:00, runs instead"
+    )
+    assert [r.data.tags["bottlenecks.slot_time"][11:16] for r in rows(name)] == ["02:00", "03:00", "04:00"]
+
+
 def test_more_missed_slots_than_rows_fold_into_one_row_saying_how_many():
     many = [slots.Slot("missed", at(h), "serve was not running") for h in range(250)]
     folded = slots._fold(many)
