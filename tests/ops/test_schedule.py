@@ -207,3 +207,11 @@ def test_list_prints_every_column_in_full_when_piped(tmp_path, monkeypatch):
         "yes",
     ]
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC|-", row[6]), row[6]  # - until Prefect's scheduler ran
+
+
+def test_serve_without_schedules_says_how_to_make_one(monkeypatch):
+    monkeypatch.setattr("flows.ops.deployments.deployments", lambda: [])  # the test server may hold others'
+    done = CliRunner().invoke(app, ["serve"])
+    assert done.exit_code == 1
+    text = " ".join(done.output.split())
+    assert "nothing to serve: create a schedule with `bottlenecks schedule PIPELINE" in text

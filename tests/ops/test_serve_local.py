@@ -133,15 +133,3 @@ def _stop(proc, tmp_path) -> None:
     if proc is not None and proc.poll() is None:
         os.killpg(proc.pid, signal.SIGKILL)
     prefect_server.stop(tmp_path / "home")
-
-
-def test_serve_without_schedules_says_how_to_make_one(tmp_path):
-    try:
-        done = subprocess.run(
-            bottlenecks("serve"), cwd=REPO, env=env_for(tmp_path), text=True, capture_output=True, timeout=240
-        )
-    finally:
-        _stop(None, tmp_path)
-    assert done.returncode == 1
-    lines = done.stderr.strip().splitlines()
-    assert lines[-1].startswith("nothing to serve: create a schedule with `bottlenecks schedule PIPELINE")
