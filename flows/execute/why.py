@@ -37,7 +37,7 @@ def _why(plan: Plan, inst: Instance, cache: StepCache, rerunning: set[str], prin
         return ["its cached result's work folder was removed"]
     last = cache.last(plan.name, inst.id)
     if last is None:
-        return ["no earlier result of this step run"]
+        return ["not run before"]
     if "parts" not in last:
         return ["key changed (the earlier result did not record what its key held)"]
     return changes(last["parts"], inst, plan.instances, rerunning, prints) or ["key changed"]

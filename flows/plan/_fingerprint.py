@@ -92,9 +92,15 @@ class Fingerprints:
     def __init__(self, store: Path):
         self.store = Path(store)
         self._db: sqlite3.Connection | None = None
+        self._seen: dict[Path, dict[str, Any]] = {}  # a path read by many steps of a plan is walked once
 
     def of(self, path: Path) -> dict[str, Any]:
         """``{"digest": ..., "files": n}`` of the file or folder at ``path``; ``{"missing": True}`` if none."""
+        if path not in self._seen:
+            self._seen[path] = self._fingerprint(path)
+        return self._seen[path]
+
+    def _fingerprint(self, path: Path) -> dict[str, Any]:
         if not path.exists():
             return {"missing": True}
         manifest = self._manifest(path)

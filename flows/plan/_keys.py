@@ -24,16 +24,23 @@ from flows.settings import Settings
 def assign_keys(instances: dict[str, Instance], settings: Settings) -> None:
     """Give every instance (in topological order: producers first) its key parts and key."""
     prints = Fingerprints(home.home())
+    libs: dict[str, dict] = {}  # by component: its closure is looked at once a plan
     try:
         for inst in instances.values():
-            inst.parts = key_parts(inst, instances, settings, prints)
+            inst.parts = key_parts(inst, instances, settings, prints, libs)
             inst.key = digest(inst.parts)
     finally:
         prints.close()
 
 
-def key_parts(inst: Instance, instances: dict[str, Instance], settings: Settings, prints: Fingerprints) -> dict:
-    """What ``inst``'s result depends on, as the JSON its key hashes."""
+def key_parts(
+    inst: Instance, instances: dict[str, Instance], settings: Settings, prints: Fingerprints, libs: dict | None = None
+) -> dict:
+    """What ``inst``'s result depends on, as the JSON its key hashes (``libs``: libraries by component,
+    shared by the instances of one plan)."""
+    libs = {} if libs is None else libs
+    if inst.component.name not in libs:
+        libs[inst.component.name] = libraries(inst.component)
     parts = {
         "component": inst.component.name,
         "code": inst.component.code_version,
@@ -41,7 +48,7 @@ def key_parts(inst: Instance, instances: dict[str, Instance], settings: Settings
         "needs": sorted(instances[d].key for d in inst.deps),
         "matrix": {k: str(v) for k, v in inst.bindings.items()},
         "seed": settings.seed,
-        "libraries": libraries(inst.component),
+        "libraries": libs[inst.component.name],
     }
     found = {where: prints.of(path) for where, path in path_params(inst.component, inst.params, prints.store).items()}
     files = {where: fp for where, fp in found.items() if fp.get("files") != 0}  # an empty folder adds nothing

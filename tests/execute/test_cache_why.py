@@ -79,7 +79,7 @@ def test_plan_names_a_parameter_and_the_steps_downstream(tmp_path, home):
 def test_fresh_steps_no_record_and_a_removed_folder_are_reasons_too(tmp_path, home):
     path = write(tmp_path, PIPE)
     plan = build(path)
-    assert why(plan, home)["nums[offset=0]"] == ["no earlier result of this step run"]
+    assert why(plan, home)["nums[offset=0]"] == ["not run before"]
     finished(plan, home)
     assert mark_fresh(plan.instances, ["sum", "train*"], "--fresh") == ["train*"]
     said = why(plan, home)
