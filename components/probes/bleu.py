@@ -336,7 +336,9 @@ def eval_bleu(
     max_len_b: Count = 10,
     batch_size: Size = 64,
     buckets: Edges = [1, 10, 20, 30, 40, 50],  # noqa: B006 - source words
-    tokenize: str = "13a",  # sacrebleu tokenizer; 'none' for pre-split synthetic tokens
+    tokenize: Literal[  # sacrebleu's tokenizers; 'none' for pre-split synthetic tokens
+        "13a", "none", "intl", "char", "zh", "ja-mecab", "ko-mecab", "spm", "flores101", "flores200", "spBLEU-1K"
+    ] = "13a",
     n_bootstrap: Count = 1000,  # paired bootstrap resamples (1000+ as Koehn 2004; fewer give coarse p-values); 0: none
     bootstrap_seed: Count = BOOTSTRAP_SEED,
     max_examples: Count = 0,  # 0: the whole split
