@@ -95,11 +95,11 @@ def _cron_problem(cron: str) -> str | None:
     from datetime import datetime
 
     if len(cron.split()) != 5:
-        return f"{len(cron.split())} field(s), not 5"
+        return f'Invalid cron string: "{cron}" has {len(cron.split())} field(s), not 5'
     try:
         CronSim(cron, datetime(2026, 1, 1))
     except CronSimError as e:
-        return str(e)
+        return f'Invalid cron string: "{cron}" ({e})'
     return None
 
 

@@ -58,9 +58,9 @@ def work(tmp_path, monkeypatch):
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
     run_module = sys.modules["flows.cli.run"]
     monkeypatch.setattr(run_module, "require_servers", _went_too_far)
-    from flows.ops import schedule
+    from flows.cli import schedules
 
-    monkeypatch.setattr(schedule, "apply", _went_too_far)
+    monkeypatch.setattr(schedules, "prefect_server", _went_too_far)
     before = listing(folder)
     yield folder
     (folder / "secret.yaml").chmod(0o644)
@@ -217,12 +217,12 @@ SCHEDULES = {
     "a cron that is none": (
         ["p.yaml", "--cron", "not a cron"],
         None,
-        "invalid schedule cron='not a cron' timezone='UTC': Value error, Invalid cron string",
+        "invalid schedule cron='not a cron' timezone='UTC': Invalid cron string",
     ),
     "an unknown timezone": (
         ["p.yaml", "--timezone", "Mars/Base"],
         None,
-        "invalid schedule cron='0 2 * * *' timezone='Mars/Base': Value error, Invalid timezone",
+        "invalid schedule cron='0 2 * * *' timezone='Mars/Base': Invalid timezone",
     ),
 }
 
