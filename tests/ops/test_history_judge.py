@@ -43,7 +43,9 @@ def test_worse_beyond_the_noise_is_a_regression_by_direction_and_better_an_impro
     (worse,) = flags([{ACC: (0.91, 0.90, 0.92)}, {ACC: (0.80, 0.79, 0.81)}])
     assert (worse.kind, worse.direction) == ("regression", "worse")
     assert (worse.newest, worse.baseline) == pytest.approx((0.8, 0.91))
-    assert "95% interval of the change [-0.1327, -0.08733] (Welch t over 3 and 3 seeds, p = 0.00018)" in worse.message
+    assert worse.message.endswith(
+        "95% interval of the change [-0.1327, -0.08733] (Welch t over 3 and 3 seeds, p = 0.00018)"
+    )
     loss = "train[arch=lstm]/valid/loss"
     (better,) = flags([{loss: (2.0, 2.1, 1.9)}, {loss: (1.0, 1.1, 0.9)}], keys={loss: "valid/loss"})
     assert (better.kind, better.direction) == ("improvement", "better")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from flows.ops.history.read import download
 from flows.track import reports
 
 CLAIM_STATS = re.compile(r"(^|/)claim/[^/]+/")  # a claim's margin, interval and p-values: shown, not judged
@@ -69,7 +70,7 @@ def _verdicts(run_id: str) -> dict | None:
         names = [name] if name else [a.path for a in client.list_artifacts(run_id) if a.path.endswith(".json")]
         with tempfile.TemporaryDirectory() as tmp:
             for candidate in names:
-                card = json.loads(Path(client.download_artifacts(run_id, candidate, tmp)).read_text())
+                card = json.loads(Path(download(client, run_id, candidate, tmp)).read_text())
                 if isinstance(card, dict) and isinstance(card.get("claims"), list):
                     return card
     except Exception:  # noqa: BLE001  (no artifact, or an unreadable one: no evidence to show)

@@ -44,6 +44,7 @@ class _Context:
     moved_env: dict
     code_note: str
     pipeline_changed: bool
+    env_recorded: bool = False  # both runs recorded their environment (and it is the same when not moved_env)
 
 
 def judge(frame: pd.DataFrame, thresholds: Thresholds, directions: Directions | None = None) -> Judgement:
@@ -94,7 +95,8 @@ def _context(frame: pd.DataFrame, newest: str, previous: str) -> _Context:
     code = (commits.get(previous), commits.get(newest))
     code_note = f"; code {code[0][:8]} -> {code[1][:8]}" if all(code) and code[0] != code[1] else ""
     changed = pipeline.changed(frame.attrs.get("spec", {}), previous, newest)
-    return _Context(newest, previous, differences(envs.get(previous), envs.get(newest)), code_note, changed)
+    a, b = envs.get(previous), envs.get(newest)
+    return _Context(newest, previous, differences(a, b), code_note, changed, bool(a and b))
 
 
 def _in_context(flag: Flag, ctx: _Context) -> Flag:
@@ -111,7 +113,8 @@ def _in_context(flag: Flag, ctx: _Context) -> Flag:
             f"the figure; rerun one commit on both to tell it from a regression{tail}"
         )
     elif flag.kind == "regression":
-        flag.message = f"{head} (same environment){ctx.code_note}{tail}"
+        same = " (same environment)" if ctx.env_recorded else ""
+        flag.message = f"{head}{same}{ctx.code_note}{tail}"
     else:
         flag.message = f"{head}{word if flag.kind == 'change' else ''}{ctx.code_note}{tail}"
     return flag

@@ -13,6 +13,8 @@ import difflib
 import tempfile
 from pathlib import Path
 
+from flows.ops.history.read import download
+
 TEXT_FOLDER = "pipeline"  # the parent run's artifact folder holding the pipeline file's text
 
 
@@ -58,6 +60,6 @@ def _text(client, run_id: str) -> str | None:
         if not files:
             return None
         with tempfile.TemporaryDirectory() as tmp:
-            return Path(client.download_artifacts(run_id, files[0], tmp)).read_text()
+            return Path(download(client, run_id, files[0], tmp)).read_text()
     except Exception:  # noqa: BLE001  (an unreadable artifact store: fall back to the params)
         return None

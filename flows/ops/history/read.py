@@ -12,6 +12,7 @@ step run's ``component`` tag) so nights logged under older names compare with ne
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -57,6 +58,14 @@ def current_name():
     except ImportError:
         return lambda key, component=None: key
     return current
+
+
+def download(client, run_id: str, path: str, folder: str) -> str:
+    """An artifact of a run into ``folder``, without MLflow's progress bar on the terminal."""
+    from unittest import mock
+
+    with mock.patch.dict(os.environ, {"MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false"}):
+        return client.download_artifacts(run_id, path, folder)
 
 
 def tracking_uri() -> str:
