@@ -38,7 +38,7 @@ def history(
     metric: Annotated[
         Optional[list[str]],
         typer.Option(
-            "--metric", "-m", help="metrics matching this glob, step runs' too, e.g. 'train*/test_acc'; repeatable"
+            "--metric", "-m", help="metrics matching this glob, step runs' too, e.g. 'train*/test/acc'; repeatable"
         ),
     ] = None,
     higher: Annotated[
@@ -62,7 +62,7 @@ def history(
     the previous run (Welch t, Holm over the night's tests), or, with one value a run, the relative
     threshold against the median. Better is known by name (loss, time, seconds, memory, error lower;
     acc, bleu, recall, claims/holds higher) or --higher/--lower; a regression is a metric worse beyond
-    its noise, a claim gone from holds to fails, or a failed newest run. Improvements, moves of unknown
+    its noise, a claim gone from holds to fails, or a failed, killed or dead newest run. Improvements, moves of unknown
     direction, and changes that came with a changed pipeline or another environment exit 0. Exit 3: no
     regression, but --notify could not deliver (a regression exits 1 whether or not it was delivered).
     """
