@@ -40,6 +40,9 @@ def configure() -> Path:
     env.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_TASK_RUNS_LEVEL", "CRITICAL")
     env.setdefault("PREFECT_RESULTS_PERSIST_BY_DEFAULT", "false")
     env.setdefault("DO_NOT_TRACK", "1")
+    # MLflow reads DO_NOT_TRACK only as "true"; its own switch also keeps its telemetry threads
+    # (a config download, a consumer) out of every run
+    env.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     env.setdefault("MLFLOW_TRACKING_URI", f"sqlite:///{root / 'mlflow.db'}")
     env.setdefault("MLFLOW_ENABLE_ASYNC_LOGGING", "false")
     # A team server that went away should fail the step within about a minute, naming its URL,

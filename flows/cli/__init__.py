@@ -33,7 +33,20 @@ PRELOAD = (
     "flows.execute.pool",
     "flows.execute.runner",
     "flows.execute.view",
+    "flows.track.runs",
     "flows.track.zombies",
+    # what a run imported on first use, each command again (graphviz through Prefect's flow
+    # visualisation, the SQLite dialect, Alembic for MLflow's schema check, the local services)
+    "prefect.utilities.visualization",
+    "prefect.artifacts",
+    "sqlalchemy.dialects.sqlite.pysqlite",
+    "alembic.config",
+    "anyio._backends._asyncio",
+    "mlflow.store.tracking.sqlalchemy_workspace_store",
+    "rich.logging",
+    "flows.services.prefect_server",
+    "flows.services.mlflow_db",
+    "components.library",
 )
 
 __all__ = ["app", "main"]

@@ -19,7 +19,9 @@ and starts a fresh zygote. It exits after ``BOTTLENECKS_DAEMON_IDLE`` seconds wi
 (default 1800) and on `bottlenecks stop` (which stops every zygote of the user; `bottlenecks stop
 --list` shows them). ``BOTTLENECKS_DAEMON_PRELOAD=pkg,pkg.models`` also imports those modules in the
 zygote (a plugin with heavy imports of its own). ``BOTTLENECKS_DAEMON=off`` turns it off (the test
-suite runs so, apart from tests/services/test_daemon.py).
+suite runs so, apart from tests/services/test_daemon.py). A preloaded module of the command's own
+may define ``warm_up()``: the zygote calls it once, for work every command would otherwise repeat
+(it must leave no thread, connection or open file behind).
 """
 
 from __future__ import annotations
@@ -309,7 +311,8 @@ def zygotes() -> list[dict]:
 
 def preload(modules: list[str]) -> None:
     """Import what a run imports (``modules``, then ``BOTTLENECKS_DAEMON_PRELOAD``), and nothing
-    that starts a thread or opens a connection."""
+    that starts a thread or opens a connection; then call the ``warm_up()`` of each of ``modules``
+    that has one."""
     import shutil
     import tempfile
 
@@ -321,6 +324,10 @@ def preload(modules: list[str]) -> None:
     home.configure()
     for name in modules:  # the command's own: a failure here is a broken install, not a plugin's
         importlib.import_module(name)
+    for name in modules:  # work every command would repeat, done once here (no thread, file or connection)
+        warm_up = getattr(sys.modules[name], "warm_up", None)
+        if callable(warm_up):
+            warm_up()
     for name in filter(None, (n.strip() for n in os.environ.get("BOTTLENECKS_DAEMON_PRELOAD", "").split(","))):
         try:  # a plugin package with heavy imports of its own
             importlib.import_module(name)

@@ -7,6 +7,7 @@ the step's own run inside the worker thread.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -31,6 +32,30 @@ NOTE_MAX = 7_500  # MLflow's run tags hold 8,000 characters; the note is one
 EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 _KEY_BAD = re.compile(r"[^A-Za-z0-9_\-. :/]")
 _DATASETS = threading.Lock()  # one process's steps create a dataset one at a time
+
+
+def warm_up() -> None:
+    """Do once what opening a local store does in every command (the warm process calls this)."""
+    from mlflow.store.db import utils
+
+    latest = getattr(utils, "_get_latest_schema_revision", None)
+    if callable(latest):
+        latest()
+
+
+def _remember_schema_head() -> None:
+    """Opening a SQL store, MLflow loads its ~100 Alembic migration scripts to learn the newest
+    schema revision, a constant of the installed MLflow: keep the answer for the process."""
+    try:
+        from mlflow.store.db import utils
+    except ImportError:
+        return
+    latest = getattr(utils, "_get_latest_schema_revision", None)
+    if callable(latest) and not hasattr(latest, "cache_info"):
+        utils._get_latest_schema_revision = functools.lru_cache(maxsize=1)(latest)
+
+
+_remember_schema_head()
 
 
 def git_commit() -> str | None:
