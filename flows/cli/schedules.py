@@ -275,6 +275,9 @@ def serve(
             err.print(f"serving {escape(spec.deployment)} at '{escape(spec.cron)}' {escape(spec.timezone)}")
         err.print("Ctrl-C to stop")
         from flows.ops.serve import serve as run_schedules
+        from flows.services import mlflow_db
+
+        mlflow_db.prepare(artifact_root=home.artifact_root())  # a new folder's store, for the slots' rows
 
         try:
             said = run_schedules(served, limit=limit, catch_up=catch_up, say=lambda line: err.print(escape(line)))
