@@ -53,7 +53,7 @@ def test_the_same_pipeline_twice_on_the_cpu_gives_identical_metrics(tmp_path, ho
     assert first.ok and second.ok and set(second.status.values()) == {"done"}  # recomputed, not cached
     a, b = metrics(first, "repro-twice"), metrics(second, "repro-twice")
     common = a.keys() & b.keys()
-    finals = {(f"rnn[seed={s}]", f"metrics.{m}") for s in (0, 1) for m in ("test_loss", "valid_loss", "test_acc")}
+    finals = {(f"rnn[seed={s}]", f"metrics.{m}") for s in (0, 1) for m in ("test/loss", "valid/loss", "test/acc")}
     assert finals <= common
     different = {k: (a[k], b[k]) for k in common if a[k] != b[k]}
     assert different == {}  # bit for bit: timings are the only figures left out
