@@ -141,8 +141,8 @@ class Component:
             model = self.validate(params)
         except ValidationError as e:
             raise self._refused(params, e) from None
-        if getattr(ctx, "component", None) == "":
-            ctx.component = self.name  # the context places its metric names by this (docs/metrics.md)
+        if hasattr(ctx, "component"):  # the context places this call's metric names by it (docs/metrics.md)
+            ctx.component = self.name
         result = self.fn(ctx, model) if self.config is not None else self.fn(ctx, **model.model_dump())
         if not isinstance(result, dict):
             raise ComponentError(f"{self.name} returned {type(result).__name__}, expected a dict of outputs")

@@ -41,6 +41,8 @@ def test_a_user_plugin_called_through_the_registry_logs_grouped_names(tmp_path):
     assert ctx.component == "namestest.probe"
     assert ctx.metrics == {"namestest/probe/hits": [(None, 3.0)], "valid/acc": [(10, 0.5)]}
     assert ctx.last_metric("hits") == 3.0  # read back by the name the component logged
+    get("data.adding")(ctx, seq_len=20, n_train=4, n_valid=2, n_test=2)  # one context, a second component
+    assert ctx.metrics["data/n_train"] == [(None, 4.0)] and "namestest/probe/n_train" not in ctx.metrics
 
 
 @pytest.mark.parametrize(
