@@ -7,6 +7,7 @@
     worker.py      ``run_step(payload)``: one step on a worker, plain data in and out
     order.py       the submission order that keeps workers busy
     cache.py       the content-addressed step cache and its leases
+    why.py         why each step of a plan would be computed rather than served from the cache
     view.py        the live terminal view
     threadsafe.py  locks around matplotlib and tqdm for ``executor: threads``
 

@@ -8,7 +8,10 @@ private module of its own:
     _refs.py      the step order from references and ``needs``, and each ``${...}`` resolved
     _params.py    each step's component, and an instance's parameters checked against it
     _place.py     how many GPUs each instance runs on (and re-placement at run start)
-    _keys.py      every instance's cache key and the plan's spec hash
+    _keys.py      every instance's cache key from its parts, why two keys' parts differ, the spec hash
+    _libraries.py the libraries a component's results depend on and their installed versions
+    _fingerprint.py  content fingerprints of the folders a step reads from outside the store
+    _fresh.py     the steps ``--fresh`` or ``settings.fresh`` has computed again
     _model.py     ``Plan``, ``Instance`` and the names every phase shares, alone so phases import it
     size.py       the bound on step runs and links, counted before anything is expanded
     resources.py  devices as resources: the GPUs a run gets and what each step asks for
