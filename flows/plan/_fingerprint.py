@@ -107,11 +107,12 @@ class Fingerprints:
         lines = "".join(f"{name}\0{digest}\n" for name, digest in sorted(manifest.items()))
         digest = hashlib.sha256(lines.encode()).hexdigest()[:16]
         self._keep_manifest(digest, manifest)
+        self._commit()  # now, not at the end of the plan: another plan waits on the lock while it is held
         return {"digest": digest, "files": len(manifest)}
 
     def manifest(self, digest: str) -> dict[str, str] | None:
         """The file name -> content hash list a fingerprint was made of, when it is remembered."""
-        row = self.db.execute("SELECT body FROM manifests WHERE digest = ?", (digest,)).fetchone()
+        row = self._sql("SELECT body FROM manifests WHERE digest = ?", (digest,)).fetchone()
         return json.loads(row[0]) if row else None
 
     def _manifest(self, path: Path) -> dict[str, str]:
@@ -131,23 +132,33 @@ class Fingerprints:
         with open(file, "rb") as fh:
             digest = hashlib.file_digest(fh, "sha256").hexdigest()
         if time.time_ns() - st.st_mtime_ns > RACY_NS:
-            self.db.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", (str(file), *stamp, digest))
+            self._sql("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", (str(file), *stamp, digest))
         return digest
 
     def _known(self, path: Path, single: bool = False) -> dict[str, tuple]:
         """Remembered (size, mtime, inode, hash) of the file ``path`` or of every file under it."""
         if single:
-            rows = self.db.execute("SELECT * FROM files WHERE path = ?", (str(path),))
+            rows = self._sql("SELECT * FROM files WHERE path = ?", (str(path),))
         else:
             prefix = str(path).rstrip(os.sep) + os.sep
-            rows = self.db.execute("SELECT * FROM files WHERE path >= ? AND path < ?", (prefix, prefix + "\uffff"))
+            rows = self._sql("SELECT * FROM files WHERE path >= ? AND path < ?", (prefix, prefix + "\uffff"))
         return {row[0]: row[1:] for row in rows}
 
     def _keep_manifest(self, digest: str, manifest: dict[str, str]) -> None:
-        self.db.execute("INSERT OR IGNORE INTO manifests VALUES (?, ?)", (digest, json.dumps(manifest)))
+        self._sql("INSERT OR IGNORE INTO manifests VALUES (?, ?)", (digest, json.dumps(manifest)))
+
+    def _sql(self, query: str, args: tuple) -> sqlite3.Cursor:
+        """Run ``query``; a database that cannot be read or written (locked past the timeout, on a
+        file system without locks) is left for one in memory: hashes are then computed again."""
+        try:
+            return self.db.execute(query, args)
+        except sqlite3.Error:
+            self.close()
+            self._db = _open(":memory:")
+            return self._db.execute(query, args)
 
     @property
-    def db(self) -> sqlite3.Connection:
+    def db(self) -> sqlite3.Connection:  # opened on first use: a plan without such paths never opens it
         """The remembered hashes; in memory when the state folder cannot be written."""
         if self._db is None:
             try:
@@ -157,19 +168,22 @@ class Fingerprints:
                 self._db = _open(":memory:")
         return self._db
 
+    def _commit(self) -> None:
+        try:
+            self.db.commit()
+        except sqlite3.Error:  # another writer held it past the timeout: hashes are computed again next time
+            pass
+
     def close(self) -> None:
         """Write what was learnt and close the database."""
         if self._db is not None:
-            try:
-                self._db.commit()
-            except sqlite3.Error:  # another writer held it past the timeout: hashes are computed again next time
-                pass
+            self._commit()
             self._db.close()
             self._db = None
 
 
 def _open(where: str) -> sqlite3.Connection:
-    db = sqlite3.connect(where, timeout=30)
+    db = sqlite3.connect(where, timeout=10)
     db.execute(
         "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, size INT, mtime_ns INT, inode INT, digest TEXT)"
     )

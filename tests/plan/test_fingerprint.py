@@ -142,3 +142,10 @@ def test_an_empty_folder_adds_nothing_until_files_appear(tmp_path, home):
     assert changes(before.parts, after.instances["read"], after.instances, set()) == [
         "data_dir read from outside the store now"
     ]
+
+
+def test_a_state_folder_that_cannot_keep_hashes_still_plans_with_the_same_key(tmp_path, home, corpus):
+    before = plan_of(tmp_path, corpus).instances["read"].key
+    (home / "fingerprints.db").unlink()
+    (home / "fingerprints.db").mkdir()  # no database can be opened there
+    assert plan_of(tmp_path, corpus).instances["read"].key == before
