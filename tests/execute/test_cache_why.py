@@ -90,7 +90,16 @@ def test_fresh_steps_no_record_and_a_removed_folder_are_reasons_too(tmp_path, ho
     assert why(build(path), home)["nums[offset=0]"] == ["its cached result's work folder was removed"]
 
 
-def test_a_fresh_setting_that_names_no_step_is_an_invalid_pipeline(tmp_path):
+def test_a_profile_asks_steps_fresh_and_a_pattern_that_names_none_is_an_invalid_pipeline(tmp_path):
+    nightly = "profiles: {nightly: {settings: {fresh: [enginetest.total]}}}\n    steps:"
+    plan = build(write(tmp_path, PIPE.replace("steps:", nightly, 1)), profile="nightly")
+    assert {i: inst.fresh for i, inst in plan.instances.items()} == {
+        "nums[offset=0]": "",
+        "nums[offset=10]": "",
+        "sum[offset=0]": "settings.fresh enginetest.total",
+        "sum[offset=10]": "settings.fresh enginetest.total",
+        "table": "input sum[offset=0] reruns",
+    }
     path = write(tmp_path, PIPE.replace("steps:", "settings: {fresh: [trian*]}\n    steps:", 1))
     with pytest.raises(PipelineInvalid, match=r"fresh pattern 'trian\*' matches no step.*steps: nums, sum, table"):
         build(path)
