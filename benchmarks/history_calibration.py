@@ -22,18 +22,20 @@ Rows.
 
 - ``null 1``: an unchanged night with one metric: rates of a false ``regression`` and a false
   ``improvement`` (each should be at most 2.5%: a two-sided test at 5%).
-- ``null 10``: an unchanged night with 10 independent metrics: the rate of nights with any false
-  regression and with any flag at all (Holm keeps the latter at most 5%).
+- ``null 10``: an unchanged night with 10 independent metrics: the rates of nights with a false
+  regression on any metric, a false improvement on any, and any flag at all (Holm keeps the last at
+  most 5%, each of the first two at most 2.5%).
 - ``shift D``: the newest run's mean ``D`` seed sds lower (worse), alone (``of 1``) or beside 9 unchanged
   metrics (``of 10``, where Holm costs power): the rate at which it is reported as a ``regression``.
 - ``one seed``: one value a run and 9 runs before, judged by the relative threshold (25% of the median)
   for a seed spread of ``CV`` of the mean: the rate of any flag on an unchanged night. This is the
   fallback history says it uses; it knows nothing of the noise, which this row shows.
 
-Targets: false regression and false improvement at most 2.5% per metric, any false flag in a night of 10
-at most 5%; a rate misses when it is above its target by more than 3 Monte-Carlo standard errors
-(``sqrt(p (1 - p) / N)``). The power and one-seed rows are shown, not held to a target. Exit 1 on a miss.
-Draws come from numpy's ``default_rng(--rng-seed)`` row by row, so a run is reproducible.
+Targets: on an unchanged night, a false regression and a false improvement at most 2.5% each and any
+false flag at most 5% (in a night of 10: on any of its metrics); a rate misses when it is above its
+target by more than 3 Monte-Carlo standard errors (``sqrt(p (1 - p) / N)``). The power and one-seed
+rows are shown, not held to a target. Exit 1 on a miss. Draws come from numpy's
+``default_rng(--rng-seed)`` row by row, so a run is reproducible.
 """
 
 from __future__ import annotations
@@ -99,16 +101,16 @@ def _flags(history, nights, thresholds=None):
 
 
 def seeded_row(history, rng, seeds: int, metrics: int, shift: float, sims: int) -> dict:
-    """Rates over ``sims`` nights: false regression / improvement / any flag, and the shifted metric's verdicts."""
-    counts = {"regression": 0, "improvement": 0, "any": 0, "night_regression": 0, "shift_found": 0}
+    """Rates over ``sims`` nights: a regression, an improvement, any flag (on any metric of the night), and
+    the shifted metric found as a regression."""
+    counts = {"regression": 0, "improvement": 0, "any": 0, "shift_found": 0}
     for _ in range(sims):
         flags = _flags(history, _night(rng, seeds, metrics, shift))
-        mine = [f.kind for f in flags if f.metric == METRIC]
-        counts["regression"] += "regression" in mine
-        counts["improvement"] += "improvement" in mine
+        kinds = {f.kind for f in flags}
+        counts["regression"] += "regression" in kinds
+        counts["improvement"] += "improvement" in kinds
         counts["any"] += bool(flags)
-        counts["night_regression"] += any(f.kind == "regression" for f in flags)
-        counts["shift_found"] += "regression" in mine
+        counts["shift_found"] += any(f.metric == METRIC and f.kind == "regression" for f in flags)
     return {k: v / sims for k, v in counts.items()} | {"seeds": seeds, "metrics": metrics, "shift": shift, "sims": sims}
 
 
@@ -140,9 +142,8 @@ def misses(result: dict) -> list[str]:
         checks = [
             ("false regression", r["regression"], TARGET_FALSE),
             ("false improvement", r["improvement"], TARGET_FALSE),
+            ("any false flag", r["any"], TARGET_NIGHT),
         ]
-        if r["metrics"] > 1:
-            checks.append(("any false flag in a night", r["any"], TARGET_NIGHT))
         for what, rate, target in checks:
             if rate - Z_MISS * _mcse(rate, n) > target:
                 out.append(f"{r['seeds']} seeds, {r['metrics']} metric(s): {what} {rate:.2%} > {target:.1%}")
@@ -198,7 +199,8 @@ def render(result: dict) -> str:
         f"of {NIGHT}), rng seed {m['rng_seed']}; "
         f"{result['seconds']} s",
         "",
-        "seeds  metrics  newest mean      false regression  false improvement  any flag (night)  found as regression",
+        "(rates of nights: a false regression / improvement / any flag on any of the night's metrics)",
+        "seeds  metrics  newest mean      false regression  false improvement         any flag  found as regression",
     ]
     for r in result["seeded"]:
         null = r["shift"] == 0
