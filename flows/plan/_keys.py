@@ -91,7 +91,7 @@ def changes(
         said.append(f"component {old.get('component')} -> {new['component']}")
     elif old.get("code") != new["code"]:
         said.append(_code_change(new["component"], old.get("code"), new["code"]))
-    said += _param_changes(_leaves(old.get("params", {})), _leaves(new["params"]))
+    said += _param_changes(_leaves(old.get("params", {})), _leaves(new["params"]), _defaults(inst))
     said += _named_changes("matrix ", old.get("matrix", {}), new["matrix"])
     if old.get("seed") != new["seed"]:
         said.append(f"settings.seed {old.get('seed')} -> {new['seed']}")
@@ -129,12 +129,30 @@ def _leaves(value: Any, where: str = "") -> dict[str, Any]:
     return {where: value}
 
 
-def _param_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    return _named_changes("parameter ", old, new)
+def _defaults(inst: Instance) -> dict[str, Any]:
+    """The component's parameters that have a default, with it (a parameter not written has it)."""
+    fields = inst.component.params_model.model_fields
+    return {name: f.default for name, f in fields.items() if not f.is_required()}
+
+
+def _param_changes(old: dict[str, Any], new: dict[str, Any], defaults: dict[str, Any]) -> list[str]:
+    """``parameter lr 0.001 -> 0.002``; one written on one side only reads against its default."""
+    said = []
+    for name in sorted(set(old) | set(new)):
+        before, after = old.get(name, defaults.get(name)), new.get(name, defaults.get(name))
+        if (name in old or name in defaults) and (name in new or name in defaults):
+            if before != after:
+                was, now = ("" if name in side else " (default)" for side in (old, new))
+                said.append(f"parameter {name} {_short(before)}{was} -> {_short(after)}{now}")
+        elif name not in old:
+            said.append(f"parameter {name} added ({_short(after)})")
+        else:
+            said.append(f"parameter {name} removed (was {_short(before)})")
+    return said
 
 
 def _named_changes(what: str, old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """``parameter lr 0.001 -> 0.002``, ``parameter warmup added (100)``, ``parameter x removed``."""
+    """``matrix seed 0 -> 1``, ``parameter warmup added (100)``, ``parameter x removed``."""
     said = []
     for name in sorted(set(old) | set(new)):
         if name not in old:
@@ -187,9 +205,19 @@ def _input_changes(
     old_needs: list[str], inst: Instance, instances: dict[str, Instance], rerunning: set[str]
 ) -> list[str]:
     """``input mt_data reruns`` (or ``changed``, when its new result is cached) for each input whose
-    key the earlier run did not read."""
+    key the earlier run did not read; past two of a kind, ``input sum[seed=0] and 5 more rerun``."""
     seen = set(old_needs)
-    return [f"input {d} {'reruns' if d in rerunning else 'changed'}" for d in inst.deps if instances[d].key not in seen]
+    new = [d for d in inst.deps if instances[d].key not in seen]
+    said = []
+    for verb, plural, names in (
+        ("reruns", "rerun", [d for d in new if d in rerunning]),
+        ("changed", "changed", [d for d in new if d not in rerunning]),
+    ):
+        if len(names) > 2:
+            said.append(f"input {names[0]} and {len(names) - 1} more {plural}")
+        else:
+            said += [f"input {d} {verb}" for d in names]
+    return said
 
 
 def _count(files: int) -> str:

@@ -72,7 +72,7 @@ def test_plan_names_a_parameter_and_the_steps_downstream(tmp_path, home):
     finished(build(path), home)
     said = why(build(path, sets=["sum.scale=2.0"]), home)
     assert said["nums[offset=0]"] == [] and said["nums[offset=10]"] == []
-    assert said["sum[offset=0]"] == ["parameter scale added (2.0)"]  # the default was not written before
+    assert said["sum[offset=0]"] == ["parameter scale 1.0 (default) -> 2.0"]  # not written before
     assert said["table"] == ["input sum[offset=0] reruns", "input sum[offset=10] reruns"]
 
 

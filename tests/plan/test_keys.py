@@ -70,8 +70,8 @@ def test_a_parameter_change_is_named_with_both_values_and_reaches_what_reads_it(
     ]
     table = after.instances["table"]
     said = changes(plan.instances["table"].parts, table, after.instances, {"sum[offset=0,seed=0]"})
-    assert said[0] == "input sum[offset=0,seed=0] reruns" and "input sum[offset=100,seed=1] changed" in said
-    assert len(said) == 4  # one per input; the reference parameter itself is unchanged
+    # the reference parameter itself is unchanged; past two inputs of a kind, a count
+    assert said == ["input sum[offset=0,seed=0] reruns", "input sum[offset=0,seed=1] and 2 more changed"]
 
 
 def test_code_seed_and_library_sets_are_named(plan):
@@ -79,8 +79,7 @@ def test_code_seed_and_library_sets_are_named(plan):
     inst.parts = {**inst.parts, "code": "1+def"}
     old = {**inst.parts, "code": "1+abc", "seed": 0, "libraries": {"torch": "1.0"}, "params": {"n": 3}}
     assert changes(old, inst, plan.instances, set()) == [
-        "code of enginetest.numbers changed",
-        "parameter offset added (0)",
+        "code of enginetest.numbers changed",  # offset: written now, as its default: no change
         "settings.seed 0 -> 7",
         "depends on numpy now (1.0)",
     ]
@@ -89,4 +88,14 @@ def test_code_seed_and_library_sets_are_named(plan):
     assert changes(versioned, inst, plan.instances, set()) == ["enginetest.numbers version 1 -> 2"]
     assert changes({k: v for k, v in inst.parts.items() if k != "libraries"}, inst, plan.instances, set()) == [
         "library versions were not recorded then"
+    ]
+
+
+def test_a_parameter_read_against_its_default_when_written_on_one_side_only(plan):
+    inst = plan.instances["nums[offset=0]"]  # n: 3 and offset: 0 written; both have defaults
+    old = {**inst.parts, "params": {"n": 3, "offset": 5, "gone": 1}}
+    inst.parts = {**inst.parts, "params": {"n": 3}}
+    assert changes(old, inst, plan.instances, set()) == [
+        "parameter gone removed (was 1)",
+        "parameter offset 5 -> 0 (default)",
     ]
