@@ -1,6 +1,7 @@
 """Test-wide settings: embedded Prefect and MLflow stores in a temporary folder, set before any
 test imports prefect or mlflow (both read their settings from the environment at import)."""
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -50,18 +51,59 @@ def pytest_configure(config):
     os.environ.pop("BOTTLENECKS_PREFECT_IDLE")
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--record-file-times",
+        metavar="PATH",
+        help="write each test file's seconds (setup, call and teardown of its tests) to PATH as JSON; "
+        "tests/file_times.json is what orders the files (tests/README.md)",
+    )
+
+
+FILE_TIMES = Path(__file__).with_name("file_times.json")
+
+
+def _file_times() -> dict[str, float]:
+    """Seconds per test file as last recorded on a quiet machine (empty when the file is missing)."""
+    try:
+        return {str(k): float(v) for k, v in json.loads(FILE_TIMES.read_text()).items()}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
 def pytest_collection_modifyitems(config, items):
-    """Modules with a `server` test first, then those with a `slow` test, then the rest, each group
-    in its usual order: xdist hands out whole files in this order, so the long files start while
-    the short ones fill the other worker, instead of one long file running alone at the end."""
+    """The longest files first: xdist hands out whole files in this order (with
+    ``--no-loadscope-reorder``), so the long ones start at once and the short ones fill the gaps,
+    instead of one long file running alone at the end. A file's time is the one recorded in
+    tests/file_times.json; a file not recorded there counts as long when it has a `server` test
+    (120 s) or a `slow` one (30 s), else as short (1 s)."""
+    known = _file_times()
 
-    def rank(item) -> int:
-        return 0 if item.get_closest_marker("server") else 1 if item.get_closest_marker("slow") else 2
+    def guess(item) -> float:
+        return 120.0 if item.get_closest_marker("server") else 30.0 if item.get_closest_marker("slow") else 1.0
 
-    module_rank: dict[str, int] = {}
+    def path(item) -> str:
+        return Path(os.path.relpath(item.fspath.strpath, REPO)).as_posix()
+
+    seconds: dict[str, float] = {}
     for item in items:
-        module_rank[item.fspath.strpath] = min(module_rank.get(item.fspath.strpath, 2), rank(item))
-    items.sort(key=lambda item: module_rank[item.fspath.strpath])  # stable: each group keeps its order
+        seconds[path(item)] = known.get(path(item), max(seconds.get(path(item), 0.0), guess(item)))
+    items.sort(key=lambda item: -seconds[path(item)])  # stable: a file's tests keep their order
+
+
+_times: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    """Sum each file's seconds (in the controller too, where xdist's workers report)."""
+    path = report.nodeid.split("::", 1)[0]
+    _times[path] = _times.get(path, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session, exitstatus):
+    target = session.config.getoption("--record-file-times", None)
+    if target and not hasattr(session.config, "workerinput"):
+        Path(target).write_text(json.dumps({k: round(v, 1) for k, v in sorted(_times.items())}, indent=1) + "\n")
 
 
 def pytest_unconfigure(config):

@@ -55,4 +55,5 @@ def test_a_killed_participant_costs_nothing_but_the_step_in_flight(project, salt
 
 def test_three_runs_started_together_under_load_compute_each_step_once(project):
     proj, reference = project
-    assert chaos.concurrent_round(proj, 10_000, reference, runs=3, load=2) == []
+    # one busy process: the suite's other worker is load too
+    assert chaos.concurrent_round(proj, 10_000, reference, runs=3, load=1) == []
