@@ -143,7 +143,7 @@ def test_pipeline_runs_against_servers(servers, tmp_path):
 
     seen = cli(servers, tmp_path / "home", "history", "srv-track")
     assert seen.returncode == 0, seen.stdout
-    assert "sum[offset=10]/total" in seen.stdout and "no regression" in seen.stdout
+    assert "sum[offset=10]/enginetest/total/total" in seen.stdout and "no regression" in seen.stdout
     logged = api("GET", f"{servers.mlflow_url}/api/2.0/mlflow/artifacts/list?run_id={parents[0]['id']}&path=history")
     assert {f["path"] for f in logged["files"]} == {"history/trend.png", "history/trend.csv"}
 
