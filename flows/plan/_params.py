@@ -100,16 +100,16 @@ def _json(value):
 def _refuse(step: Step, comp: Component, err: dict, field_name: str, errors: Collector) -> None:
     """Say, where the file sets it, why ``comp`` refused one parameter."""
     fields = comp.params_model.model_fields
-    kind = err["type"]
+    problem = err["type"]
     loc = where(err["loc"])  # betas[0], models.tf
-    if kind == "extra_forbidden":
+    if problem == "extra_forbidden":
         names = list(fields)
         errors.add(
             step.with_.kpos(field_name),
             f"step {step.id!r}: unknown parameter {field_name!r} for {comp.name}"
             f"{suggest(field_name, names)}; parameters: {', '.join(names) or 'none'}",
         )
-    elif kind == "missing":
+    elif problem == "missing":
         at = step.node.kpos("with") if "with" in step.node else step.node.kpos("uses")
         errors.add(
             at,
@@ -117,11 +117,11 @@ def _refuse(step: Step, comp: Component, err: dict, field_name: str, errors: Col
             f"({type_name(fields[field_name].annotation)}) for {comp.name}",
         )
     elif (bound := refusal(err)) is not None:  # a value of the right type out of its declared range
-        hint = suggest(str(err["input"]), choices(err["ctx"]["expected"])) if kind == "literal_error" else ""
+        hint = suggest(str(err["input"]), choices(err["ctx"]["expected"])) if problem == "literal_error" else ""
         written = step.with_.get(field_name)
         source = f" (from {written})" if isinstance(written, str) and "${" in written else ""  # ${params.steps}
         errors.add(step.with_.vpos(field_name), f"step {step.id!r} ({comp.name}): {bound}{source}{hint}")
-    elif kind == "value_error" and isinstance(err.get("ctx", {}).get("error"), ParameterValueError):
+    elif problem == "value_error" and isinstance(err.get("ctx", {}).get("error"), ParameterValueError):
         # a parameter type's own check (a model name) says what is wrong in its own words
         errors.add(
             step.with_.vpos(field_name), f"step {step.id!r}: parameter {loc!r} of {comp.name}: {err['ctx']['error']}"
