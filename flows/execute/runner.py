@@ -61,6 +61,8 @@ def run(plan: Plan, *, use_cache: bool = True, view=None, executor=None, in_flow
     executor = executor or choose(plan, to_compute(plan, cache, use_cache))
     tracker = Tracker(plan.name)
     swept = tracker.sweep_zombies()
+    if use_cache:  # the runs the cached steps copy their results from, in one query
+        tracker.read_ahead([_origin(cache, inst) for inst in plan.instances.values() if inst.cacheable])
     result = RunResult(plan.name, open_parent(plan, tracker, executor.name), zombies=swept)
     runner = StepRunner(plan, tracker, result.parent_run_id, cache, use_cache, view, result, executor)
     signals = Signals(runner.stop)
@@ -84,6 +86,12 @@ def run(plan: Plan, *, use_cache: bool = True, view=None, executor=None, in_flow
             result.seconds = time.monotonic() - started
             close_parent(plan, result, tracker, interrupted)
     return result
+
+
+def _origin(cache: StepCache, inst) -> str:
+    """The run a step's cached result came from, or "" when it has none."""
+    record = cache.peek(inst.key)
+    return str(record.get("run_id") or "") if isinstance(record, dict) else ""
 
 
 def _lost_server(e: Exception) -> str:

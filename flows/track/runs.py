@@ -31,6 +31,7 @@ NOTE_MAX = 7_500  # MLflow's run tags hold 8,000 characters; the note is one
 # (the value of ExperimentKind.CUSTOM_MODEL_DEVELOPMENT in MLflow's UI).
 EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 _KEY_BAD = re.compile(r"[^A-Za-z0-9_\-. :/]")
+_RUN_ID = re.compile(r"[0-9a-f]{32}")  # an MLflow run id, safe to quote in a search filter
 _DATASETS = threading.Lock()  # one process's steps create a dataset one at a time
 
 
@@ -96,10 +97,12 @@ class Tracker:
         tracker = cls.__new__(cls)
         tracker.client = MlflowClient(tracking_uri=uri or None)
         tracker.experiment_id = None
+        tracker._read = {}
         return tracker
 
     def __init__(self, experiment: str):
         self.client = MlflowClient()
+        self._read: dict[str, Any] = {}  # run id -> a run read ahead for copy_results
         exp = self.client.get_experiment_by_name(experiment)
         if exp is None:
             try:
@@ -173,10 +176,23 @@ class Tracker:
         """Mark runs of this experiment that a dead process left RUNNING as KILLED."""
         return zombies.sweep(self.client, self.experiment_id)
 
+    def read_ahead(self, run_ids: list[str]) -> None:
+        """Read the runs ``copy_results`` will copy from in one query per 100 (a cached rerun's
+        origins) instead of one each; those not found here are read one by one as before."""
+        ids = sorted({i for i in run_ids if i and _RUN_ID.fullmatch(i)} - set(self._read))
+        for start in range(0, len(ids) if self.experiment_id is not None else 0, 100):
+            chunk = ids[start : start + 100]
+            where = "attributes.run_id IN (" + ", ".join(f"'{i}'" for i in chunk) + ")"
+            try:
+                runs = self.client.search_runs([self.experiment_id], filter_string=where, max_results=len(chunk))
+            except mlflow.exceptions.MlflowException:
+                return
+            self._read.update({run.info.run_id: run for run in runs})
+
     def copy_results(self, source_run: str, target_run: str, params: bool = True) -> None:
         """Copy the latest metrics (and the params) of one run onto another."""
         try:
-            run = self.client.get_run(source_run)
+            run = self._read.pop(source_run, None) or self.client.get_run(source_run)
         except mlflow.exceptions.MlflowException:
             return
         now = int(time.time() * 1000)
