@@ -68,7 +68,9 @@ steps:
     with: {n: 3}
 """
 
-ACCEPTED = {p.name: p.read_text(encoding="utf-8") for p in SHIPPED} | {
+# the shipped pipelines pass check in tests/pipelines/test_pipelines.py; here the schema must accept them
+SHIPPED_TEXT = {p.name: p.read_text(encoding="utf-8") for p in SHIPPED}
+ACCEPTED = {
     "refs anywhere": REFS_ANYWHERE,
     "every key": EVERY_KEY,
     "keys left empty": "name: t\ndescription:\nparams:\nsettings:\nprofiles:\n  q: {params: , steps: {a: }}\n"
@@ -136,10 +138,11 @@ def _check(text: str, tmp_path: Path) -> list[str]:
     return []
 
 
-@pytest.mark.parametrize("name", list(ACCEPTED))
+@pytest.mark.parametrize("name", list(SHIPPED_TEXT) + list(ACCEPTED))
 def test_a_pipeline_check_accepts_validates_against_the_schema(name, validator, tmp_path):
-    text = ACCEPTED[name]
-    assert _check(text, tmp_path) == []
+    text = SHIPPED_TEXT.get(name) or ACCEPTED[name]
+    if name in ACCEPTED:
+        assert _check(text, tmp_path) == []
     errors = [f"{list(e.absolute_path)}: {e.message[:200]}" for e in validator.iter_errors(yaml.safe_load(text))]
     assert errors == []
 
