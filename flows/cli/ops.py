@@ -70,7 +70,7 @@ def history(
     from flows.language.errors import PipelineInvalid
     from flows.ops import history as hist
     from flows.ops import notify as tell
-    from flows.ops.schedule import pipeline_name
+    from flows.ops.deployments import pipeline_name  # without importing Prefect
 
     try:
         target = tell.parse_target(notify) if notify else None
