@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
+import annotated_types as at
 from pydantic import Field
 
 Size = Annotated[int, Field(ge=1)]  # a length, width, batch or vocabulary: at least one
@@ -76,3 +77,44 @@ def refusal(err: dict) -> str | None:
     if kind == "literal_error":
         return f"{name} must be {ctx['expected']}; got {_shown(got)}"
     return None
+
+
+def _num(v: Any) -> Any:
+    return int(v) if isinstance(v, float) and v.is_integer() else v
+
+
+def described(metadata) -> str:
+    """The bounds in a type's metadata as a person writes them next to it: ``>= 1``, ``in [0, 1)``,
+    ``(non-empty)``; '' for none (a validator is no bound)."""
+    found: dict[str, Any] = {}
+    for m in metadata:
+        if isinstance(getattr(m, "metadata", None), list):  # a Field(...) inside Annotated holds its bounds
+            return described(m.metadata)
+        for kind, attr in ((at.Ge, "ge"), (at.Gt, "gt"), (at.Le, "le"), (at.Lt, "lt")):
+            if isinstance(m, kind):
+                found[attr] = _num(getattr(m, attr))
+        if isinstance(m, at.MinLen):
+            found["min"] = m.min_length
+        if isinstance(m, at.MaxLen):
+            found["max"] = m.max_length
+    return " ".join(part for part in (_range(found), _length(found)) if part)
+
+
+def _range(found: dict[str, Any]) -> str:
+    low = [f"[{found['ge']}"] if "ge" in found else [f"({found['gt']}"] if "gt" in found else []
+    high = [f"{found['le']}]"] if "le" in found else [f"{found['lt']})"] if "lt" in found else []
+    if low and high:
+        return f"in {low[0]}, {high[0]}"
+    words = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
+    return next((f"{words[k]} {found[k]}" for k in words if k in found), "")
+
+
+def _length(found: dict[str, Any]) -> str:
+    n_min, n_max = found.get("min", 0), found.get("max")
+    if not n_min and n_max is None:
+        return ""
+    if n_min == n_max:
+        return f"({n_min} items)"
+    if n_max is None:
+        return "(non-empty)" if n_min == 1 else f"(at least {n_min} items)"
+    return f"({n_min} to {n_max} items)"

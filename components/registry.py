@@ -17,7 +17,7 @@ import threading
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable
+from typing import Annotated, Any, Callable
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
@@ -114,10 +114,11 @@ class Component:
         return outputs.get(name) if name is not None and isinstance(outputs, dict) else None
 
     def parameters(self) -> dict[str, tuple[Any, Any, bool]]:
-        """Map parameter name to (annotation, default, required)."""
+        """Map parameter name to (annotation with its declared bounds, default, required)."""
         out = {}
         for name, f in self.params_model.model_fields.items():
-            out[name] = (f.annotation, f.default, f.is_required())
+            ann = Annotated[(f.annotation, *f.metadata)] if f.metadata else f.annotation  # pydantic keeps them apart
+            out[name] = (ann, f.default, f.is_required())
         return out
 
     def validate(self, params: dict[str, Any]) -> BaseModel:

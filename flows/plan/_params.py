@@ -10,7 +10,7 @@ import typing
 import yaml
 from pydantic import ValidationError
 
-from components.bounds import choices, refusal, where
+from components.bounds import choices, described, refusal, where
 from components.registry import Component, ComponentError, ParameterValueError, get
 from flows.language.errors import Collector, kind
 from flows.language.spec import Pipeline, Step
@@ -41,10 +41,12 @@ def type_name(ann) -> str:
 
 
 def _plain(ann) -> str:
-    """``ann`` written without ``Annotated`` metadata: ``dict[str, Annotated[str, ...]]`` is ``dict[str, str]``."""
+    """``ann`` written without ``Annotated`` metadata but its bounds: ``dict[str, Annotated[str, ...]]``
+    is ``dict[str, str]``, ``list[Annotated[int, Field(ge=1)]]`` is ``list[int >= 1]``."""
     origin, args = typing.get_origin(ann), typing.get_args(ann)
     if origin is typing.Annotated:
-        return _plain(args[0])
+        bounds = described(args[1:])
+        return f"{_plain(args[0])} {bounds}" if bounds else _plain(args[0])
     if not args:
         return getattr(ann, "__name__", str(ann).replace("typing.", ""))
     if origin in (typing.Union, types.UnionType):

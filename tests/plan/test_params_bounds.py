@@ -96,3 +96,15 @@ def test_a_direct_call_refuses_a_value_out_of_bounds_in_the_same_words(tmp_path)
         _sized.component(Context(tmp_path), n=0, p=2)
     assert str(e.value) == "boundstest.sized: n must be at least 1; got 0; p must be at most 1; got 2"
     assert _sized.component(Context(tmp_path), n=2) == {"n": 2}
+
+
+def test_a_parameter_is_listed_with_its_bounds():
+    from components import get
+    from flows.plan.build import type_name
+
+    listed = {name: type_name(ann) for name, (ann, _, _) in get("train.model").parameters().items()}
+    assert listed["steps"] == "int >= 0" and listed["lr"] == "float > 0"
+    assert listed["label_smoothing"] == "float in [0, 1]" and listed["prefetch"] == "int >= 0 | None"
+    assert listed["betas"] == "list[float in [0, 1)] (2 items)"
+    assert type_name(get("probe.param_count").parameters()["lengths"][0]) == "list[int >= 1] (non-empty)"
+    assert type_name(Sizes) == "list[int >= 1] (non-empty)" and type_name(list[int]) == "list[int]"
