@@ -107,6 +107,20 @@ def history(
         raise typer.Exit(3)
 
 
+def _links(frame, newest: str, previous: str | None) -> dict[str, str]:
+    """The MLflow pages of the judged and the previous run, and their Prefect flow runs' where a server keeps them."""
+    from flows.track.links import mlflow_run, prefect_flow_run
+
+    links = {}
+    for name, rid in (("newest", newest), ("previous", previous)):
+        if rid:
+            links[name] = mlflow_run(frame.attrs.get("experiment", "0"), rid)
+            flow = prefect_flow_run(frame.attrs.get("flow_run", {}).get(rid))
+            if flow:
+                links[f"{name} (Prefect)"] = flow
+    return links
+
+
 LABELS = {
     "improvement": "[green]IMPROVEMENT[/]",
     "change": "[yellow]CHANGE[/]",
@@ -123,16 +137,11 @@ def _print_flags(flags) -> None:
 
 def _notify(tell, target, when: str, name: str, found, frame) -> bool:
     """Send the verdict when ``when`` asks for it; False when the delivery failed (reported here)."""
-    from flows.track.links import mlflow_run
-
     verdict = tell.verdict(found.flags)
     if not tell.due(when, verdict):
         err.print(f"not notified: the verdict is {verdict} (--notify-on {when})")
         return True
-    experiment = frame.attrs.get("experiment", "0")
-    links = {"newest": mlflow_run(experiment, found.newest)}
-    if found.previous:
-        links["previous"] = mlflow_run(experiment, found.previous)
+    links = _links(frame, found.newest, found.previous)
     try:
         done = tell.send(target, tell.message(name, found.flags, links, found.notes))
     except tell.NotifyError as e:

@@ -132,7 +132,7 @@ def test_a_command_gets_the_text_on_stdin_and_the_verdict_in_its_environment(tmp
 
 def test_history_tells_a_local_receiver_of_a_regression_and_keeps_exit_1():
     p = name()
-    ids = trained(p, [[0.91, 0.90, 0.92], [0.80, 0.79, 0.81]])
+    ids = trained(p, [[0.91, 0.90, 0.92], [0.80, 0.79, 0.81]], tags={"prefect_flow_run_id": "f10w"})
     with Receiver() as hook:
         result = CliRunner().invoke(app, ["history", p, "-m", "train*", "--no-plot", "--notify", hook.url])
     assert result.exit_code == 1, result.output
@@ -141,6 +141,7 @@ def test_history_tells_a_local_receiver_of_a_regression_and_keeps_exit_1():
     assert [c["metric"] for c in got["changes"]] == ["train[arch=lstm]/test/acc"]
     assert got["links"]["newest"].endswith(f"/runs/{ids[-1]}?workflowType=machine_learning")
     assert ids[0] in got["links"]["previous"]
+    assert got["links"]["newest (Prefect)"].endswith("/runs/flow-run/f10w")  # the suite's Prefect server keeps them
     assert f"notified {hook.url}" in result.output
 
 

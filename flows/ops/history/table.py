@@ -48,12 +48,12 @@ def _cached(night: read.Night) -> str:
 def table(pipeline: str, last: int = 10, metrics: list[str] | None = None) -> pd.DataFrame:
     """One row per finished (or failed, killed, dead) parent run, oldest first, indexed by run id.
 
-    ``metrics`` are globs over the parent runs' metrics and the step runs' (``train[arch=lstm]/test_acc``,
-    seeds grouped). ``attrs``: ``seeds`` (run -> column -> one value per seed), ``keys`` (column ->
-    the metric's name within its run), ``logged`` (run -> the
-    columns it has, so a logged NaN is told from a missing metric), ``why`` (why a run was killed or is
-    dead), ``environment``, ``commit``, ``spec`` (the pipeline's spec hash), ``running`` (runs still
-    running, left out) and ``slots`` (slots that did not run since the oldest row).
+    ``metrics`` are globs over the parent runs' metrics and the step runs' (``train[arch=lstm]/test/acc``,
+    seeds grouped). ``attrs``: ``seeds`` (run -> column -> one value per seed), ``keys`` (column -> the
+    metric's name within its run), ``logged`` (run -> the columns it has, so a logged NaN is told from a
+    missing metric), ``why`` (why a run was killed or is dead), ``environment``, ``commit``, ``spec``
+    (the pipeline's spec hash), ``flow_run`` (its Prefect flow run), ``experiment``, ``running`` (runs
+    still running, left out) and ``slots`` (slots that did not run since the oldest row).
     """
     newest_first = read.all_parent_runs(pipeline, last)
     judged, live = read.split_running(newest_first)
@@ -84,6 +84,7 @@ def table(pipeline: str, last: int = 10, metrics: list[str] | None = None) -> pd
         environment={r.info.run_id: from_tags(r.data.tags) for r in runs},
         commit={r.info.run_id: r.data.tags.get("git_commit") for r in runs},
         spec={r.info.run_id: r.data.tags.get("spec_hash") for r in runs},
+        flow_run={r.info.run_id: r.data.tags.get("prefect_flow_run_id") for r in runs},
         running=[r.info.run_id for r in live if r.info.start_time >= runs[-1].info.start_time],
         slots=read.slots(pipeline, runs[0].info.start_time if len(runs) >= last else None),
     )
