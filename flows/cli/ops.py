@@ -62,40 +62,21 @@ def history(
     the previous run (Welch t, Holm over the night's tests), or, with one value a run, the relative
     threshold against the median. Better is known by name (loss, time, seconds, memory, error lower;
     acc, bleu, recall, claims/holds higher) or --higher/--lower; a regression is a metric worse beyond
-    its noise, a claim gone from holds to fails, or a failed, killed or dead newest run. Improvements, moves of unknown
-    direction, and changes that came with a changed pipeline or another environment exit 0. Exit 3: no
-    regression, but --notify could not deliver (a regression exits 1 whether or not it was delivered).
+    its noise, a claim gone from holds to fails, or a failed, killed or dead newest run. Improvements,
+    moves of unknown direction, and changes that came with a changed pipeline or another environment
+    exit 0. Exit 3: no regression, but --notify could not deliver (a regression exits 1 either way).
     """
     home.configure()
-    from flows.language.errors import PipelineInvalid
     from flows.ops import history as hist
     from flows.ops import notify as tell
-    from flows.ops.deployments import pipeline_name  # without importing Prefect
 
     try:
         target = tell.parse_target(notify) if notify else None
     except tell.NotifyError as e:
         fail(str(e), 2)
-    require_servers(2)
-    try:
-        name = pipeline_name(pipeline)
-    except PipelineInvalid as e:
-        fail(f"{print_invalid(e)} error(s); no history shown.", 2)
-    try:
-        thresholds = hist.parse_thresholds(threshold)
-        frame = hist.table(name, last, metric)
-    except hist.HistoryError as e:
-        fail(str(e), 2)
+    name, frame, thresholds = _read(pipeline, last, threshold, metric)
     found = hist.judge(frame, thresholds, hist.directions(higher, lower))
-    print(hist.render(frame, found.flags))
-    for note in found.notes:
-        err.print(escape(note), highlight=False, soft_wrap=True)
-    if plot:
-        with tempfile.TemporaryDirectory() as tmp:
-            png = hist.trend_plot(frame, found.flags, Path(tmp) / "trend.png")
-            hist.log_trend(found.newest, png, frame)
-        err.print(f"trend plot logged to run {found.newest} as history/trend.png")
-    _print_flags(found.flags)
+    _show(frame, found, plot)
     told = target is None or _notify(tell, target, notify_on.value, name, found, frame)
     if found.regressed:
         raise typer.Exit(1)
@@ -105,6 +86,39 @@ def history(
     )
     if not told:
         raise typer.Exit(3)
+
+
+def _read(pipeline: str, last: int, threshold: list[str] | None, metric: list[str] | None):
+    """(the pipeline's name, its runs' table, the thresholds), or exit 2 naming what is wrong."""
+    from flows.language.errors import PipelineInvalid
+    from flows.ops import history as hist
+    from flows.ops.deployments import pipeline_name  # without importing Prefect
+
+    require_servers(2)
+    try:
+        name = pipeline_name(pipeline)
+    except PipelineInvalid as e:
+        fail(f"{print_invalid(e)} error(s); no history shown.", 2)
+    try:
+        thresholds = hist.parse_thresholds(threshold)  # a bad option is told before the store is read
+        return name, hist.table(name, last, metric), thresholds
+    except hist.HistoryError as e:
+        fail(str(e), 2)
+
+
+def _show(frame, found, plot: bool) -> None:
+    """Print the table, the notes and the findings; log the trend plot to the judged run."""
+    from flows.ops import history as hist
+
+    print(hist.render(frame, found.flags))
+    for note in found.notes:
+        err.print(escape(note), highlight=False, soft_wrap=True)
+    if plot:
+        with tempfile.TemporaryDirectory() as tmp:
+            png = hist.trend_plot(frame, found.flags, Path(tmp) / "trend.png")
+            hist.log_trend(found.newest, png, frame)
+        err.print(f"trend plot logged to run {found.newest} as history/trend.png")
+    _print_flags(found.flags)
 
 
 def _links(frame, newest: str, previous: str | None) -> dict[str, str]:
