@@ -225,12 +225,16 @@ class _Store:
         if self._entries is None:
             self._entries = self._read()
         entry = self._entries.get(content)
-        if not (isinstance(entry, list) and len(entry) == 2):
-            return None
         try:
-            return _Parsed(bytes.fromhex(entry[0]), tuple((lv, m, tuple(ns)) for lv, m, ns in entry[1]))
-        except (TypeError, ValueError):
+            tree, imports = entry
+            parsed = _Parsed(bytes.fromhex(tree), tuple((lv, m, tuple(ns)) for lv, m, ns in imports))
+        except (TypeError, ValueError):  # not an entry this module wrote: parse the file instead
             return None
+        ok = all(
+            isinstance(lv, int) and isinstance(m, str) and all(isinstance(n, str) for n in ns)
+            for lv, m, ns in parsed.imports
+        )
+        return parsed if ok and len(parsed.tree) == 32 else None
 
     def put(self, content: str, parsed: _Parsed) -> None:
         if self._entries is None:

@@ -1,6 +1,8 @@
 """A step's cache key follows the code it runs: an edit to a helper it imports invalidates it, an
 edit elsewhere in the same package does not (a report change must not retrain every model)."""
 
+import hashlib
+import json
 import sys
 import textwrap
 
@@ -92,3 +94,12 @@ def test_a_corrupt_store_is_ignored(plugin, tmp_path, monkeypatch):
     code_version.forget()
     monkeypatch.setattr(code_version, "_STORE", code_version._Store())
     assert digest("cvplug.sub.comp") == before
+    entries = {h: ["00" * 32, [["one", 2, "three"]]] for h in _hashes(plugin)}  # valid JSON, wrong shapes
+    code_version._Store().path().write_text(json.dumps(entries))
+    code_version.forget()
+    monkeypatch.setattr(code_version, "_STORE", code_version._Store())
+    assert digest("cvplug.sub.comp") == before
+
+
+def _hashes(plugin) -> list[str]:
+    return [hashlib.sha256(p.read_bytes()).hexdigest() for p in plugin.rglob("*.py")]
