@@ -127,9 +127,6 @@ def _stats(paths) -> Stats:
     return tuple(out)
 
 
-_closure = closure  # the name flows.plan._libraries calls it by
-
-
 def _walk(module_name: str) -> dict[str, Path]:
     """Walk the imports from ``module_name`` (``closure`` remembers what this finds)."""
     root = module_name.split(".")[0]
