@@ -23,10 +23,12 @@ def cache_dir() -> Path:
     return Path(os.environ.get("BOTTLENECKS_CACHE", default))
 
 
-def configure() -> Path:
-    """Point Prefect and MLflow at embedded stores unless servers are configured; silence noise."""
+def configure(create: bool = True) -> Path:
+    """Point Prefect and MLflow at embedded stores unless servers are configured; silence noise.
+    ``create=False`` for commands that only read (``plan``, ``history``): the folder is not made."""
     root = home()
-    root.mkdir(parents=True, exist_ok=True)
+    if create:
+        root.mkdir(parents=True, exist_ok=True)
     env = os.environ
     env.setdefault("PREFECT_HOME", str(root / "prefect"))
     env.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")

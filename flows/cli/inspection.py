@@ -68,7 +68,7 @@ def plan_cmd(
 
     `plan PIPELINE --params [STEP_RUN_OR_STEP]` shows the parameters each step run gets after the
     profile and --set (all step runs, one step's or one step run's); --json prints them for a program."""
-    home.configure()
+    home.configure(create=False)  # reads only: leaves no folder behind
     plan = plan_or_exit(pipeline, profile, set_)
     apply_fresh(plan, fresh)
     selected = _select(plan, only)
@@ -86,7 +86,7 @@ def _why(plan) -> dict[str, list[str]]:
     from flows.execute.cache import StepCache
     from flows.execute.why import reasons
 
-    return reasons(plan, StepCache(home.home()))
+    return reasons(plan, StepCache(home.home(), create=False))
 
 
 def _print_json(plan, selected: set[str], why: dict[str, list[str]]) -> None:

@@ -66,7 +66,7 @@ def history(
     moves of unknown direction, and changes that came with a changed pipeline or another environment
     exit 0. Exit 3: no regression, but --notify could not deliver (a regression exits 1 either way).
     """
-    home.configure()
+    home.configure(create=False)  # reads only: leaves no folder behind
     from flows.ops import history as hist
     from flows.ops import notify as tell
 

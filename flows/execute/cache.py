@@ -73,11 +73,14 @@ STALE_TMP_SECONDS = 600
 class StepCache:
     """Outputs of finished steps under ``root/cache`` and their files under ``root/work``."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, *, create: bool = True):
+        """``create=False`` reads only (``plan``): no folder is made and nothing is swept, so a command
+        that only looks leaves no files behind; a missing folder reads as an empty cache."""
         self.root = Path(root)
-        for sub in ("cache", "last", "work", "locks"):
-            (self.root / sub).mkdir(parents=True, exist_ok=True)
-        self._sweep_temporaries()
+        if create:
+            for sub in ("cache", "last", "work", "locks"):
+                (self.root / sub).mkdir(parents=True, exist_ok=True)
+            self._sweep_temporaries()
 
     def _sweep_temporaries(self) -> None:
         """Remove half-written records (``KEY.PID.tmp``) left by a process killed while it saved

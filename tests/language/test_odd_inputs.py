@@ -244,11 +244,23 @@ def test_the_history_of_a_new_folder_reads_no_store_into_being(tmp_path, monkeyp
 @pytest.mark.slow  # the whole command: imports Prefect, asks the servers
 def test_history_of_a_new_folder_creates_no_store(tmp_path, monkeypatch):
     store = tmp_path / ".bottlenecks" / "mlflow.db"
+    monkeypatch.setenv("BOTTLENECKS_HOME", str(store.parent))
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{store}")
     result = CliRunner().invoke(app, ["history", "nothing-here", "--no-plot"])
     assert result.exit_code == 2, result.output
     assert f"no runs of pipeline 'nothing-here' in the MLflow store sqlite:///{store};" in result.output
-    assert not store.exists()
+    assert not store.parent.exists()  # not even an empty state folder
+
+
+def test_plan_in_a_new_folder_leaves_no_state_folder(cli, tmp_path, monkeypatch):
+    path = tmp_path / "p.yaml"
+    path.write_text(STEP)
+    state = tmp_path / ".bottlenecks"
+    monkeypatch.setenv("BOTTLENECKS_HOME", str(state))
+    result = cli.invoke(app, ["plan", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "not run before" in result.output  # it read the (missing) cache as empty
+    assert not state.exists()
 
 
 # -- whatever the input: an end, exit 0 or 2, no traceback -------------------------------------------
