@@ -57,7 +57,8 @@ def judge(
     seeds = list(values)
     own = [float((own_se or {}).get(s) or 0.0) for s in seeds]
     est = stats.one_sample([values[s] for s in seeds], own, exact=exact)
-    return outcome(stats.decide(est, low, high, strict=strict), values, own_se, ok_text, bad_text, quantity)
+    decision = stats.decide(est, low, high, strict=strict)
+    return outcome(decision, values, own_se, ok_text, bad_text, quantity, strict=strict)
 
 
 def judge_all(
@@ -91,7 +92,7 @@ def judge_all(
     if verdict == INCONCLUSIVE and not d.why:
         d.why, d.seeds_needed = stats._why(d), stats.seeds_needed(d)
     label, values, own_se = parts[i]
-    out = outcome(d, values, own_se, ok_text, bad_text, label)
+    out = outcome(d, values, own_se, ok_text, bad_text, label, strict=True)
     out.evidence["parts"] = k
     return out
 
@@ -103,12 +104,20 @@ def outcome(
     ok_text: str,
     bad_text: str,
     quantity: str = "margin",
+    *,
+    strict: bool = False,
 ) -> Outcome:
-    """An Outcome from a decision: the reason names the seeds and the test."""
+    """An Outcome from a decision: the reason names the seeds and the test. ``ok_text`` leads it when
+    every seed lies on the claim's side (past its edge when ``strict``: a tie beats nothing)."""
     low, high = d.region
-    on_side = all(
-        not math.isnan(v) and (low is None or v >= low) and (high is None or v <= high) for v in values.values()
-    )
+
+    def inside(v: float) -> bool:
+        if math.isnan(v):
+            return False
+        above = low is None or (v > low if strict else v >= low)
+        return above and (high is None or (v < high if strict else v <= high))
+
+    on_side = all(inside(v) for v in values.values())
     text = ok_text if on_side else bad_text
     detail = interval_text(d, quantity)
     reason = text + (f"; {detail}" if detail else "")

@@ -208,3 +208,10 @@ def test_loglog_fit_gives_the_slopes_95_percent_half_width():
     fit = sps.linregress([math.log(x) for x in xs], [math.log(y) for y in ys])
     assert k == pytest.approx(fit.slope) and half == pytest.approx(sps.t.ppf(0.975, 2) * fit.stderr)
     assert math.isnan(loglog_fit(xs[:2], ys[:2])[1])  # two points leave no residual
+
+
+def test_a_tie_in_every_seed_fails_and_says_a_does_not_beat_b():
+    # a ceiling both sides reach (accuracy 1.0): no seed has A above B, so A beats nothing
+    out = beats(seeds(1.0, 1.0, 1.0), seeds(1.0, 1.0, 1.0))
+    assert out.verdict == "fails"
+    assert out.reason.startswith("A does not beat B in seed 0, seed 1, seed 2 (seed 0: 1 vs 1"), out.reason
