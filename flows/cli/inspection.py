@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -131,10 +132,21 @@ def _print_table(plan, selected: set[str], why: dict[str, list[str]]) -> None:
         status = "[yellow]will run" if why[iid] else "[blue]cached"
         after = escape(", ".join(inst.deps)) or "-"
         table.add_row(escape(iid), inst.component.name, after, status, escape("; ".join(why[iid])), inst.key[:12])
-    out.print(table)
+    _piped_wide().print(table)
     about = (plan.pipeline.profiles or {}).get(plan.profile) if plan.profile else None
     if about and about.get("description"):  # e.g. the full profile's link to its deviations from the papers
         out.print(f"profile {plan.profile}: {about['description']}", markup=False, highlight=False)
+
+
+def _piped_wide():
+    """The output console; when piped, one as wide as ``COLUMNS`` asks (200 when unset) so that no
+    column of the plan (its why) is cut at the 80 columns a pipe gets by default."""
+    if out.is_terminal:
+        return out
+    from rich.console import Console
+
+    columns = os.environ.get("COLUMNS", "")
+    return Console(width=int(columns) if columns.isdigit() else 200, soft_wrap=True, emoji=False)
 
 
 def _select(plan, only: str | None) -> set[str]:
