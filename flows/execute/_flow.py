@@ -8,7 +8,8 @@ import logging
 import signal
 import time
 import traceback
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from flows import home
 
@@ -64,21 +65,37 @@ def pipeline_flow(plan: Plan, runner: StepRunner, signals: Signals):
     return run_steps
 
 
-def call_flow(run_steps, params: dict[str, Any], in_flow_run: bool = False) -> None:
+def call_flow(run_steps, params: dict[str, Any], in_flow_run: bool = False, heartbeats: bool = True) -> None:
     """Run the flow ``pipeline_flow`` made: as a flow run of its own, or (``in_flow_run``, a schedule's
     deployment) inside the flow run we are in, so that a scheduled slot is one flow run whose task
-    runs are the steps. A failed step is in the run's result either way."""
+    runs are the steps. A failed step is in the run's result either way. ``heartbeats=False`` (a run
+    with nothing to compute) sends no Prefect flow-run heartbeats."""
     from prefect.context import FlowRunContext
 
     context = FlowRunContext.get() if in_flow_run else None
     if context is None:
-        run_steps(params, return_state=True)
+        with _heartbeats(heartbeats):
+            run_steps(params, return_state=True)
         return
     with run_steps.task_runner.duplicate() as task_runner, context.model_copy(update={"task_runner": task_runner}):
         try:
             run_steps.fn(params)
         except StepFailed:
             pass
+
+
+@contextmanager
+def _heartbeats(on: bool) -> Iterator[None]:
+    """Prefect's flow-run heartbeats, or none: a run that only reuses cached results ends long
+    before the first interval (180 s), and the heartbeat thread, which sleeps in whole seconds,
+    holds the end of every flow run by up to a second (half a second on average)."""
+    if on:
+        yield
+        return
+    from prefect.settings import temporary_settings
+
+    with temporary_settings(updates={"flows.heartbeat_frequency": None}):
+        yield
 
 
 def _step(plan: Plan, runner: StepRunner, iid: str):

@@ -58,7 +58,8 @@ def run(plan: Plan, *, use_cache: bool = True, view=None, executor=None, in_flow
 
     view = view or StepView(list(plan.instances), enabled=False)
     cache = StepCache(home.home())
-    executor = executor or choose(plan, to_compute(plan, cache, use_cache))
+    computing = to_compute(plan, cache, use_cache)
+    executor = executor or choose(plan, computing)
     tracker = Tracker(plan.name)
     swept = tracker.sweep_zombies()
     if use_cache:  # the runs the cached steps copy their results from, in one query
@@ -70,7 +71,7 @@ def run(plan: Plan, *, use_cache: bool = True, view=None, executor=None, in_flow
     started, interrupted = time.monotonic(), None
     with view, signals, prefect_tags(*prefect_view.run_tags(plan)):
         try:
-            call_flow(flow, plan.params, in_flow_run)
+            call_flow(flow, plan.params, in_flow_run, heartbeats=any(computing))
             if not runner.stopping.is_set():
                 promote_reports(plan, result, tracker)
         except KeyboardInterrupt:  # a second Ctrl-C while stopping
