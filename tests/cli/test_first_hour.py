@@ -96,8 +96,10 @@ def test_a_piped_runs_scorecard_has_each_claim_on_one_line(tmp_path, capsys):
     _print_reports(plan, SimpleNamespace(outputs={"report": {"scorecard": str(path)}}))
     text = capsys.readouterr().out
     for n, verdict in ((1, "holds"), (2, "fails"), (3, "not measured")):
-        (line,) = [x for x in text.splitlines() if f"claim {n}: " in x]
-        assert line.startswith(f"| {n} | B{n} |") and LONG in line and verdict in line, text
+        (first,) = [x for x in text.splitlines() if x.startswith(f"| **{n}** claim {n}: ")]  # the verdicts table
+        assert LONG in first and f" {verdict} |" in first, first
+        (line,) = [x for x in text.splitlines() if x.startswith(f"| {n} | B{n} |")]  # the evidence below it
+        assert LONG in line and verdict in line, text
         assert "train.acc" in line and "probe.slope" in line, line
         assert f"because the measured value {n} is what it is, said at some length to need wrapping" in line
     assert "╭" not in text and "┃" not in text and "│" not in text  # no Rich box drawing
@@ -115,7 +117,9 @@ def test_the_piped_scorecard_of_a_run_goes_through_the_cli_as_markdown(tmp_path)
     probe.command()(lambda: show_on_console(str(path), "components.report.console:render"))
     result = runner.invoke(probe, [])
     assert result.exit_code == 0, result.output
-    assert sum(1 for x in result.output.splitlines() if x.startswith("| ") and LONG in x) == 3, result.output
+    lines = result.output.splitlines()
+    assert sum(1 for x in lines if x.startswith("| **") and LONG in x) == 3, result.output  # verdicts, one a line
+    assert sum(1 for x in lines if x.startswith("| ") and x[2].isdigit() and LONG in x) == 3, result.output
 
 
 # -- plan --params / --json -------------------------------------------------------------------------------
