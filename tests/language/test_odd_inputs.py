@@ -246,7 +246,14 @@ def test_history_of_a_new_folder_creates_no_store(tmp_path, monkeypatch):
     store = tmp_path / ".bottlenecks" / "mlflow.db"
     monkeypatch.setenv("BOTTLENECKS_HOME", str(store.parent))
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{store}")
-    result = CliRunner().invoke(app, ["history", "nothing-here", "--no-plot"])
+    import mlflow
+
+    before = mlflow.get_tracking_uri()  # an earlier test in this process may have set one
+    mlflow.set_tracking_uri(f"sqlite:///{store}")
+    try:
+        result = CliRunner().invoke(app, ["history", "nothing-here", "--no-plot"])
+    finally:
+        mlflow.set_tracking_uri(before)
     assert result.exit_code == 2, result.output
     assert f"no runs of pipeline 'nothing-here' in the MLflow store sqlite:///{store};" in result.output
     assert not store.parent.exists()  # not even an empty state folder
