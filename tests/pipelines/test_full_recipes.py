@@ -239,6 +239,8 @@ def test_the_whole_full_profile_runs_end_to_end_at_toy_size_on_cpu(tmp_path, hom
         "mt_transformer.checkpoint_every=1",
         "explode.steps=4",
         "bias15.steps=4",
+        *(f"{step}.eval_every=0" for step in ("rnn", "lstm", "bias15", "gru", "explode", "heads", "vit", "cnn")),
+        *(f"{step}.eval_every=0" for step in ("learned_positions", "captioner", "mt_transformer")),
         "bleu.max_examples=12",
         "bleu_bahdanau.max_examples=12",
         "capacity.max_examples=12",
