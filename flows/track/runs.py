@@ -25,6 +25,9 @@ from flows import home
 from flows.track import environment, links, zombies
 from flows.track.links import MODEL_TRAINING_VIEW
 
+# metric families copied point by point onto a cached step's run: the learning curves (docs/metrics.md)
+CURVES = ("valid/",)
+
 PARAM_MAX = 500
 NOTE_MAX = 7_500  # MLflow's run tags hold 8,000 characters; the note is one
 # The MLflow 3 UI opens an experiment of this kind on its runs table, not the GenAI overview
@@ -190,16 +193,28 @@ class Tracker:
             self._read.update({run.info.run_id: run for run in runs})
 
     def copy_results(self, source_run: str, target_run: str, params: bool = True) -> None:
-        """Copy the latest metrics (and the params) of one run onto another."""
+        """Copy the latest metrics (and the params) of one run onto another; a learning curve
+        (``CURVES``) point by point at its steps, so a cached training run still shows its curve."""
         try:
             run = self._read.pop(source_run, None) or self.client.get_run(source_run)
         except mlflow.exceptions.MlflowException:
             return
         now = int(time.time() * 1000)
-        metrics = [Metric(k, v, now, 0) for k, v in run.data.metrics.items()]
+        metrics = []
+        for key, value in run.data.metrics.items():
+            curve = self._history(source_run, key, now) if key.startswith(CURVES) else []
+            metrics += curve or [Metric(key, value, now, 0)]
         self.log(target_run, params=dict(run.data.params) if params else None, metrics=metrics)
         if run.inputs and run.inputs.dataset_inputs:  # a cached training step still shows its data
             self._log_inputs(target_run, list(run.inputs.dataset_inputs))
+
+    def _history(self, run_id: str, key: str, now: int) -> list[Metric]:
+        """Every point of ``key`` in ``run_id`` at its step (empty when it cannot be read)."""
+        try:
+            points = self.client.get_metric_history(run_id, key)
+        except mlflow.exceptions.MlflowException:
+            return []
+        return [Metric(key, m.value, now, m.step) for m in points]
 
     def log_dataset(self, run_id: str, dataset: DatasetInput) -> None:
         """Record a dataset input on a step run and on its parent (the row the runs table shows)."""

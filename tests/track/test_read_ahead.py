@@ -40,3 +40,18 @@ def test_a_run_not_read_ahead_is_read_when_copied(home):
     target = tracker.start("copy", {"cached": "true"})
     tracker.copy_results(origin, target)
     assert tracker.client.get_run(target).data.metrics == {"train/loss": 1.0}
+
+
+def test_a_cached_copy_keeps_the_learning_curve_point_by_point(home):
+    name = f"read-ahead-{uuid.uuid4().hex[:6]}"
+    tracker = Tracker(name)
+    origin = tracker.start("train", {"step": "train"}, parent="0" * 32)
+    curve = [Metric("valid/loss", 2.0 - 0.3 * i, 0, 50 * i) for i in range(1, 7)]
+    tracker.log(origin, metrics=[*curve, Metric("train/loss", 0.4, 0, 300), Metric("test/acc", 0.9, 0, 300)])
+    tracker.finish(origin, ok=True)
+    target = tracker.start("train", {"cached": "true"})
+    tracker.copy_results(origin, target)
+    history = tracker.client.get_metric_history(target, "valid/loss")
+    assert [(m.step, round(m.value, 6)) for m in history] == [(50 * i, round(2.0 - 0.3 * i, 6)) for i in range(1, 7)]
+    latest = tracker.client.get_run(target).data.metrics  # the run's value is the curve's last point
+    assert latest == {"valid/loss": curve[-1].value, "train/loss": 0.4, "test/acc": 0.9}
