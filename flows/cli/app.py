@@ -6,6 +6,7 @@ interpret no emoji shortcodes, and messages are escaped before Rich sees them.
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, NoReturn, Optional
 
@@ -28,6 +29,14 @@ SetOpt = Annotated[
     Optional[list[str]],
     typer.Option("--set", "-s", help="override a param (KEY=VALUE) or a step parameter (STEP.PARAM=VALUE); repeatable"),
 ]
+
+
+class NotifyOn(str, Enum):
+    """The verdicts ``--notify`` tells of (``flows.ops.notify.WHEN``): ``history`` and ``schedule``."""
+
+    regression = "regression"
+    change = "change"
+    always = "always"
 
 
 def fail(message: str, code: int = 1, after: str = "") -> NoReturn:

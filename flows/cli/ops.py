@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import tempfile
-from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -11,13 +10,7 @@ import typer
 from rich.markup import escape
 
 from flows import home
-from flows.cli.app import app, err, fail, print_invalid, require_servers
-
-
-class NotifyOn(str, Enum):
-    regression = "regression"
-    change = "change"
-    always = "always"
+from flows.cli.app import NotifyOn, app, err, fail, print_invalid, require_servers
 
 
 @app.command()

@@ -12,7 +12,6 @@ import os
 import sys
 import time
 from contextlib import contextmanager
-from enum import Enum
 from pathlib import Path
 from typing import Annotated, Iterator, Optional
 
@@ -20,7 +19,7 @@ import typer
 from rich.markup import escape
 
 from flows import home
-from flows.cli.app import app, err, fail, out, print_invalid, require_servers
+from flows.cli.app import NotifyOn, app, err, fail, out, print_invalid, require_servers
 
 ProfileOpt = Annotated[Optional[str], typer.Option("--profile", "-p", help="named profile to run")]
 SetOpt = Annotated[
@@ -28,12 +27,6 @@ SetOpt = Annotated[
     typer.Option("--set", "-s", help="override a param (KEY=VALUE) for the scheduled runs; repeatable"),
 ]
 COLUMNS = ("schedule", "pipeline file", "profile", "cron", "timezone", "runs on", "next run", "tells", "fresh")
-
-
-class NotifyWhen(str, Enum):
-    regression = "regression"
-    change = "change"
-    always = "always"
 
 
 @contextmanager
@@ -134,7 +127,7 @@ def schedule(
             help="after each run, `bottlenecks history --notify TARGET` (a URL, cmd:COMMAND, block:TYPE/NAME)"
         ),
     ] = None,
-    notify_on: Annotated[NotifyWhen, typer.Option(help="when to tell TARGET")] = NotifyWhen.regression,
+    notify_on: Annotated[NotifyOn, typer.Option(help="when to tell TARGET")] = NotifyOn.regression,
     fresh: Annotated[bool, typer.Option("--fresh", help="recompute every step each run (run --no-cache)")] = False,
     list_: Annotated[bool, typer.Option("--list", help="list the schedules")] = False,
     remove: Annotated[bool, typer.Option("--remove", help="remove the schedule of PIPELINE (and --profile)")] = False,
