@@ -12,7 +12,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from components.models.cells import CELLS
+from components.models.cells import STEPS
 from components.models.masks import length_mask, reverse_padded
 from components.models.registry import ModelError, check_choice
 
@@ -58,7 +58,7 @@ class Recurrent(nn.Module):
         impl: str = "auto",
     ):
         super().__init__()
-        check_choice("cell", cell, CELLS)
+        check_choice("cell", cell, STEPS)
         check_choice("impl", impl, {"auto", "fused", "loop"})
         if impl == "fused" and cell not in FUSED:
             raise ModelError(f"cell {cell!r} has no fused PyTorch kernel; use impl='loop' or 'auto'")
@@ -76,8 +76,8 @@ class Recurrent(nn.Module):
                 dropout=dropout if num_layers > 1 else 0.0,
             )
         else:
-            self.core = _Weights(CELLS[cell][1], input_size, hidden_size, num_layers, self.directions)
-        block = CELLS[cell][2]
+            self.core = _Weights(STEPS[cell][1], input_size, hidden_size, num_layers, self.directions)
+        block = STEPS[cell][2]
         if gate_bias is not None and block is not None:
             with torch.no_grad():
                 for name, p in self.core.named_parameters():
@@ -115,7 +115,7 @@ class Recurrent(nn.Module):
 
     def _loop(self, x, lengths, state):
         B, T, _ = x.shape
-        step = CELLS[self.cell][0]
+        step = STEPS[self.cell][0]
         LD, H = self.num_layers * self.directions, self.hidden_size
         zeros = x.new_zeros(LD, B, H)
         if state is None:

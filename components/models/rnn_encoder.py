@@ -12,6 +12,7 @@ from components.models.recurrent import HAS_CELL_STATE, Recurrent
 from components.models.registry import ModelError, check_choice
 
 ATTENTIONS = {"none", "bahdanau", "dot", "general", "concat"}
+GRUS = {"pytorch", "bahdanau"}
 
 
 @dataclass
@@ -20,6 +21,7 @@ class Seq2SeqConfig:
 
     attention: str = "none"  # none (Sutskever/Cho) | bahdanau | dot | general | concat (Luong)
     cell: str = "gru"  # rnn | lstm | gru
+    gru: str = "pytorch"  # pytorch: tanh(W x + r*(U h)), nn.GRU | bahdanau: tanh(W x + U (r*h)) (Bahdanau 2015 A.1.1)
     src_vocab_size: int = 32
     tgt_vocab_size: int = 32
     embed_dim: int = 32
@@ -37,8 +39,21 @@ class Seq2SeqConfig:
     def __post_init__(self):
         check_choice("attention", self.attention, ATTENTIONS)
         check_choice("cell", self.cell, {"rnn", "lstm", "gru"})
+        check_choice("gru", self.gru, GRUS)
+        if self.gru == "bahdanau" and self.cell != "gru":
+            raise ModelError(f"gru='bahdanau' is a GRU's form: set cell 'gru' or gru 'pytorch' (cell is {self.cell!r})")
+        if self.gru == "bahdanau" and self.update_bias is not None:
+            raise ModelError(
+                "update_bias sets PyTorch's GRU update gate (z keeps the old state); Bahdanau's z takes the new "
+                "candidate: set update_bias null with gru='bahdanau'"
+            )
         if min(self.hidden_size, self.embed_dim, self.num_layers) < 1:
             raise ModelError("hidden_size, embed_dim and num_layers must be >= 1")
+
+    @property
+    def cell_kind(self) -> str:
+        """The recurrent cell to build: ``cell``, or ``gru_bahdanau`` for Bahdanau's GRU."""
+        return "gru_bahdanau" if self.cell == "gru" and self.gru == "bahdanau" else self.cell
 
     @property
     def gate_bias(self):
@@ -58,7 +73,7 @@ class RNNEncoder(nn.Module):
         self.cfg = cfg
         self.embed = nn.Embedding(cfg.src_vocab_size, cfg.embed_dim, padding_idx=cfg.pad_id)
         self.rnn = Recurrent(
-            cfg.cell,
+            cfg.cell_kind,  # Bahdanau's GRU runs our cell loop (input projections of all steps in one matmul)
             cfg.embed_dim,
             cfg.hidden_size,
             cfg.num_layers,

@@ -11,7 +11,8 @@ RNNencdec (Cho 2014, the baseline of Bahdanau 2015): the same decoder and deep o
 the one context vector c = tanh(V h_T) of a unidirectional encoder instead of c_i; s_0 = tanh(W_s c).
 So the two differ only in where the context comes from (``RNNEncDec``). ``RNNPaperConfig`` adds the
 paper's initialisation (``components.models.init``) and RNNsearch's s_0 = tanh(W_s h<-_1) from the
-backward state alone.
+backward state alone. With ``gru: bahdanau`` (the paper variants) the encoder and the decoder use the
+paper's GRU (A.1.1, ``components.models.cells.gru_bahdanau_step``) instead of PyTorch's.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from components.models.cells import BahdanauGRUCell, gru_bahdanau_step
 from components.models.decoding import Generates, kept
 from components.models.init import check_init, paper_init
 from components.models.recurrent import HAS_CELL_STATE
@@ -29,7 +31,7 @@ from components.models.registry import ModelError, check_choice
 from components.models.rnn_attention import BahdanauAttention
 from components.models.rnn_encoder import RNNEncoder, Seq2SeqConfig
 
-CELL = {"rnn": nn.RNNCell, "lstm": nn.LSTMCell, "gru": nn.GRUCell}
+CELL = {"rnn": nn.RNNCell, "lstm": nn.LSTMCell, "gru": nn.GRUCell, "gru_bahdanau": BahdanauGRUCell}
 
 
 @dataclass
@@ -60,6 +62,8 @@ class BackwardBridge(nn.Module):
 
 def cell_from_gates(kind: str, gi: Tensor, cell: nn.Module, s: Tensor, c: Tensor) -> tuple[Tensor, Tensor]:
     """Advance ``cell`` given its input pre-activations gi = W_ih x + b_ih (B, G*H); as nn.*Cell computes."""
+    if kind == "gru_bahdanau":  # r resets s before U: tanh(W x + U (r * s)) (Bahdanau 2015 A.1.1)
+        return gru_bahdanau_step(gi, (s, c), cell.weight_hh, cell.bias_hh)
     gh = F.linear(s, cell.weight_hh, cell.bias_hh)
     if kind == "gru":  # r, z, n gates; n = tanh(W_in x + r * (W_hn h + b_hn))
         i_r, i_z, i_n = gi.chunk(3, -1)
@@ -100,7 +104,7 @@ class RNNSearch(Generates, nn.Module):
         [E y_{i-1}; c_i], maxout deep output and the softmax layer."""
         H, E = cfg.hidden_size, cfg.embed_dim
         self.embed = nn.Embedding(cfg.tgt_vocab_size, E, padding_idx=cfg.pad_id)
-        self.cell = CELL[cfg.cell](E + K, H)
+        self.cell = CELL[cfg.cell_kind](E + K, H)
         if cfg.cell == "lstm":
             with torch.no_grad():
                 self.cell.bias_ih[H : 2 * H].fill_(cfg.forget_bias)
@@ -162,7 +166,7 @@ class RNNSearch(Generates, nn.Module):
             states.append(s)
             ctxs.append(ctx[:, 0])
             attns.append(a[:, 0])
-            s, c = cell_from_gates(self.config.cell, gi + F.linear(ctx[:, 0], w_c), self.cell, s, c)
+            s, c = cell_from_gates(self.config.cell_kind, gi + F.linear(ctx[:, 0], w_c), self.cell, s, c)
         prev_s, ctx = torch.stack(states, 1), torch.stack(ctxs, 1)  # s_{i-1}, c_i: (B, T, H), (B, T, K)
         t = self.deep(self.drop(torch.cat([prev_s, emb, ctx], -1)))
         t = t.view(*t.shape[:2], self.maxout, 2).max(-1).values  # maxout (B, T, maxout)
@@ -223,7 +227,7 @@ class RNNEncDec(RNNSearch):
         states = []
         for gi in (F.linear(emb, w_y) + gi_c).unbind(1):
             states.append(s)
-            s, c = cell_from_gates(self.config.cell, gi, self.cell, s, c)
+            s, c = cell_from_gates(self.config.cell_kind, gi, self.cell, s, c)
         prev_s = torch.stack(states, 1)
         t = self.deep(self.drop(torch.cat([prev_s, emb, ctx[:, None].expand(-1, emb.shape[1], -1)], -1)))
         t = t.view(*t.shape[:2], self.maxout, 2).max(-1).values

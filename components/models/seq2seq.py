@@ -32,7 +32,7 @@ class Seq2Seq(Generates, nn.Module):
         self.encoder = RNNEncoder(cfg, cfg.num_layers)
         self.embed = nn.Embedding(cfg.tgt_vocab_size, cfg.embed_dim, padding_idx=cfg.pad_id)
         self.decoder = Recurrent(
-            cfg.cell, cfg.embed_dim, cfg.hidden_size, cfg.num_layers, False, cfg.dropout, cfg.gate_bias
+            cfg.cell_kind, cfg.embed_dim, cfg.hidden_size, cfg.num_layers, False, cfg.dropout, cfg.gate_bias
         )
         H = cfg.hidden_size
         if cfg.attention != "none":

@@ -213,7 +213,7 @@ def seq2seq_tiny():
 
 @variant("seq2seq-small", build_seq2seq)
 def seq2seq_small():
-    """GRU encoder-decoder passing only the final state (Cho 2014), hidden 128 (quick profile)."""
+    """GRU encoder-decoder passing only the final state (Sutskever 2014's design), hidden 128 (quick profile)."""
     return Seq2SeqConfig(embed_dim=64, hidden_size=128)
 
 
@@ -290,32 +290,32 @@ def rnnsearch_1000():
 
 
 def _bahdanau_2015(**kw) -> RNNPaperConfig:
-    """Bahdanau 2015 (A.2 and B.1): GRU 1000, embeddings 620, maxout 500, 30k words a side, the paper's init."""
-    sizes = dict(cell="gru", src_vocab_size=30000, tgt_vocab_size=30000, embed_dim=620, hidden_size=1000)
-    return RNNPaperConfig(**{**sizes, "maxout_dim": 500, "init": "paper", **kw})
+    """Bahdanau 2015 (A.1.1, A.2 and B.1): the paper's GRU 1000, embeddings 620, maxout 500, 30k words a side, init."""
+    sizes = dict(src_vocab_size=30000, tgt_vocab_size=30000, embed_dim=620, hidden_size=1000, maxout_dim=500)
+    return RNNPaperConfig(**{**sizes, "cell": "gru", "gru": "bahdanau", "init": "paper", **kw})
 
 
 @variant("rnnsearch-50", build_rnn_paper)
 def rnnsearch_50():
-    """Paper model: RNNsearch (Bahdanau 2015), bidirectional GRU 1000, attention 1000, s_0 from h<-_1, paper init."""
+    """Paper model: RNNsearch (Bahdanau 2015), bidirectional GRU 1000 (A.1.1), attention 1000, s_0 from h<-_1."""
     return _bahdanau_2015(attention="bahdanau", bidirectional_encoder=True, attention_dim=1000)
 
 
 @variant("rnnencdec-50", build_rnn_paper)
 def rnnencdec_50():
-    """Paper model: RNNencdec (Cho 2014; Bahdanau 2015's baseline), RNNsearch's decoder fed c = tanh(V h_T)."""
+    """Paper model: RNNencdec (Cho 2014's design; Bahdanau 2015's baseline), RNNsearch's decoder fed c = tanh(V h_T)."""
     return _bahdanau_2015(attention="none")
 
 
 @variant("rnnsearch-tiny", build_rnn_paper)
 def rnnsearch_tiny():
-    """rnnsearch-50 at hidden 16 (tests)."""
+    """rnnsearch-50 at hidden 16 with PyTorch's GRU (tests)."""
     return RNNPaperConfig(attention="bahdanau", bidirectional_encoder=True, embed_dim=8, hidden_size=16, maxout_dim=8)
 
 
 @variant("rnnencdec-tiny", build_rnn_paper)
 def rnnencdec_tiny():
-    """rnnencdec-50 at hidden 16 (tests)."""
+    """rnnencdec-50 at hidden 16 with PyTorch's GRU (tests)."""
     return RNNPaperConfig(attention="none", embed_dim=8, hidden_size=16, maxout_dim=8)
 
 
