@@ -5,6 +5,8 @@ A model decodes through three methods: ``encode(src, src_lengths) -> memory``,
 state, attn (B, T_src) or None)``. Memory and state are tensors (or tuples/dicts of them) with the
 batch first, so beams are made and reordered by indexing dim 0.
 Outputs exclude BOS, include EOS, and hold ``config.pad_id`` after it (EOS if the model has none).
+``max_len`` is one limit for the batch or one per sentence (a (B,) tensor): a sentence that reaches
+its own limit ends there, unended, whatever the others' limits.
 """
 
 from __future__ import annotations
@@ -60,11 +62,20 @@ def _fill(model, eos: int) -> int:
     return eos if pad is None else pad
 
 
-def _check(max_len: int, beam: int = 1) -> None:
-    if max_len < 1:
-        raise ModelError(f"max_len must be >= 1 (the longest output to generate), got {max_len}")
+def _limits(max_len: int | Tensor, B: int, device, beam: int = 1) -> Tensor:
+    """Each sentence's output limit as a (B,) long tensor on ``device``, checked."""
     if beam < 1:
         raise ModelError(f"beam must be >= 1, got {beam}")
+    if isinstance(max_len, Tensor):
+        if tuple(max_len.shape) != (B,):
+            raise ModelError(f"max_len must be one limit or one per sentence ({B},), got {tuple(max_len.shape)}")
+        limits = max_len.to(device=device, dtype=torch.long)
+        low = int(limits.min()) if B else 1
+    else:
+        limits, low = torch.full((B,), int(max_len), dtype=torch.long, device=device), int(max_len)
+    if low < 1:
+        raise ModelError(f"max_len must be >= 1 (the longest output to generate), got {low}")
+    return limits
 
 
 # Stopping early needs the host to read "all finished?" from the device, which waits for the GPU;
@@ -72,25 +83,25 @@ def _check(max_len: int, beam: int = 1) -> None:
 SYNC_EVERY = 8
 
 
-def greedy(model, src, src_lengths, max_len: int, bos: int, eos: int) -> tuple[Tensor, Tensor | None]:
+def greedy(model, src, src_lengths, max_len: int | Tensor, bos: int, eos: int) -> tuple[Tensor, Tensor | None]:
     """Pick the most likely token at every step; return tokens (B, T <= max_len) and attn (B, T, T_src)."""
-    _check(max_len)
+    B = src.shape[0]
+    limits = _limits(max_len, B, src.device)
     pad = _fill(model, eos)
     with _inference(model):
         memory = model.encode(src, src_lengths)
         state = model.init_state(memory)
-        B = src.shape[0]
         prev = torch.full((B,), bos, dtype=torch.long, device=src.device)
         done = torch.zeros(B, dtype=torch.bool, device=src.device)
         lengths = torch.zeros(B, dtype=torch.long, device=src.device)
         tokens, attns = [], []
-        for i in range(max_len):
+        for i in range(int(limits.max()) if B else 0):
             logp, state, attn = model.step(prev, state, memory)
             tok = logp.argmax(-1).masked_fill(done, pad)
             tokens.append(tok)
             attns.append(attn)
             lengths += ~done
-            done |= tok == eos
+            done |= (tok == eos) | (limits <= i + 1)  # ended, or at its own limit (unended)
             prev = tok
             if (i + 1) % SYNC_EVERY == 0 and done.all():
                 break
@@ -104,21 +115,41 @@ def length_penalty(lengths: Tensor, alpha: float) -> Tensor:
     return ((5.0 + lengths.float()) / 6.0) ** alpha
 
 
-def _best_bound(scores: Tensor, length: int, max_len: int, alpha: float) -> Tensor:
+def _best_bound(scores: Tensor, length: int, limits: Tensor, alpha: float) -> Tensor:
     """The best normalised score any continuation of live hypotheses of ``length`` tokens can reach.
 
     Log-probabilities only fall as a hypothesis grows, so its log P stays at most ``scores``; it ends
-    at a length in (length, max_len], where ``scores / lp`` is largest at the largest lp there (lp grows
-    with length for alpha > 0, shrinks for alpha < 0).
+    at a length in (length, limit], where ``scores / lp`` is largest at the largest lp there (lp grows
+    with length for alpha > 0, shrinks for alpha < 0). ``limits``: each sentence's own (B,).
     """
-    return scores / max(_lp(length + 1, alpha), _lp(max_len, alpha))
+    return scores / torch.clamp(length_penalty(limits, alpha), min=_lp(length + 1, alpha))
 
 
 def _lp(length: int, alpha: float) -> float:
     return ((5.0 + length) / 6.0) ** alpha
 
 
-def beam_search(model, src, src_lengths, beam: int, max_len: int, bos: int, eos: int, alpha: float = 0.6) -> Tensor:
+class _Best:
+    """The best finished hypothesis of each sentence: tokens (B, max_len), score and length (B,)."""
+
+    def __init__(self, B: int, max_len: int, pad: int, device):
+        self.pad = pad
+        self.tokens = torch.full((B, max_len), pad, dtype=torch.long, device=device)
+        self.score = torch.full((B,), float("-inf"), device=device)
+        self.length = torch.zeros(B, dtype=torch.long, device=device)
+
+    def offer(self, better: Tensor, hyp: Tensor, score: Tensor) -> None:
+        """Replace the rows where ``better`` by hypotheses ``hyp`` (B, n) scored ``score`` (no host sync)."""
+        n = hyp.shape[1]
+        self.tokens[:, :n] = torch.where(better[:, None], hyp, self.tokens[:, :n])
+        self.tokens[:, n:] = torch.where(better[:, None], self.pad, self.tokens[:, n:])
+        self.score = torch.where(better, score, self.score)
+        self.length = torch.where(better, n, self.length)
+
+
+def beam_search(
+    model, src, src_lengths, beam: int, max_len: int | Tensor, bos: int, eos: int, alpha: float = 0.6
+) -> Tensor:
     """Beam search as fairseq and tensor2tensor do it; return the best hypothesis by log P / lp (B, T).
 
     Each sentence keeps ``beam`` live hypotheses (none ending in EOS) and a finished set. At every step
@@ -126,17 +157,16 @@ def beam_search(model, src, src_lengths, beam: int, max_len: int, bos: int, eos:
     scored with the length penalty at its own length and enters the finished set; the live hypotheses
     are the ``beam`` best non-EOS extensions, so a hypothesis that finishes frees its slot instead of
     occupying it. Only the best finished hypothesis is returned, so the set keeps its best. A sentence
-    stops when no live hypothesis can beat that best (``_best_bound``, as tensor2tensor); at ``max_len``
-    live hypotheses count as finished, unended, at lp(max_len). With a beam wide enough to prune
-    nothing the result is the exact argmax of log P / lp over all outputs of at most ``max_len``
-    tokens; with ``beam=1`` it is greedy decoding unless a later ending outscores greedy's.
-    All B * beam hypotheses advance as one batch; the output is
+    stops when no live hypothesis can beat that best (``_best_bound``, as tensor2tensor); at its limit
+    (``max_len``, one for all or one per sentence) its live hypotheses count as finished, unended, at
+    lp(limit). With a beam wide enough to prune nothing the result is the exact argmax of log P / lp
+    over all outputs within the limit; with ``beam=1`` it is greedy decoding unless a later ending
+    outscores greedy's. All B * beam hypotheses advance as one batch; the output is
     as long as its longest best hypothesis and holds the pad id after EOS.
     """
-    _check(max_len, beam)
-    pad, B, K = _fill(model, eos), src.shape[0], beam
-    dev = src.device
-    ninf = float("-inf")
+    pad, B, K, dev = _fill(model, eos), src.shape[0], beam, src.device
+    limits = _limits(max_len, B, dev, beam)
+    steps, ninf = (int(limits.max()) if B else 1), float("-inf")
     with _inference(model):
         memory = model.encode(src, src_lengths)
         memory = index_batch(memory, torch.arange(B, device=dev).repeat_interleave(K))  # (B*K, ...)
@@ -145,12 +175,9 @@ def beam_search(model, src, src_lengths, beam: int, max_len: int, bos: int, eos:
         scores[:, 0] = 0.0  # all beams start as one hypothesis
         prev = torch.full((B * K,), bos, dtype=torch.long, device=dev)
         tokens = torch.zeros(B * K, 0, dtype=torch.long, device=dev)
-        best = torch.full((B, max_len), pad, dtype=torch.long, device=dev)  # the best finished hypothesis
-        best_score = torch.full((B,), ninf, device=dev)
-        best_len = torch.zeros(B, dtype=torch.long, device=dev)
-        done = torch.zeros(B, dtype=torch.bool, device=dev)
+        best, done = _Best(B, steps, pad, dev), torch.zeros(B, dtype=torch.bool, device=dev)
         base = torch.arange(B, device=dev)[:, None] * K
-        for i in range(max_len):
+        for i in range(steps):
             logp, state, _ = model.step(prev, state, memory)  # (B*K, V)
             logp = logp.float()
             V = logp.shape[-1]
@@ -158,14 +185,9 @@ def beam_search(model, src, src_lengths, beam: int, max_len: int, bos: int, eos:
             cand = (scores.view(-1, 1) + logp).view(B, K * V)
             kth = cand.topk(K, -1).values[:, -1:]  # a hypothesis finishes when its EOS is among the K best (fairseq)
             eos_cand = cand.view(B, K, V)[:, :, eos]
-            ended = torch.where(eos_cand >= kth, eos_cand, ninf) / _lp(i + 1, alpha)
-            top_end, k_end = ended.max(-1)
-            better = (top_end > best_score) & ~done  # no host sync: rows that do not improve keep theirs
+            top_end, k_end = (torch.where(eos_cand >= kth, eos_cand, ninf) / _lp(i + 1, alpha)).max(-1)
             hyp = torch.cat([tokens[base[:, 0] + k_end], torch.full((B, 1), eos, dtype=torch.long, device=dev)], 1)
-            best[:, : i + 1] = torch.where(better[:, None], hyp, best[:, : i + 1])
-            best[:, i + 1 :] = torch.where(better[:, None], pad, best[:, i + 1 :])
-            best_score = torch.where(better, top_end, best_score)
-            best_len = torch.where(better, i + 1, best_len)
+            best.offer((top_end > best.score) & ~done, hyp, top_end)  # rows that do not improve keep theirs
             # live: the K best extensions that do not end
             cand.view(B, K, V)[:, :, eos] = ninf
             top, idx = cand.topk(K, -1)  # (B, K)
@@ -173,26 +195,26 @@ def beam_search(model, src, src_lengths, beam: int, max_len: int, bos: int, eos:
             tok = (idx % V).view(-1)
             tokens = torch.cat([tokens[origin], tok[:, None]], 1)
             state, scores, prev = index_batch(state, origin), top, tok
-            done |= (best_score > ninf) & (best_score >= _best_bound(top[:, 0], i + 1, max_len, alpha))
+            # at its own limit a sentence's live hypotheses end unfinished, at lp(limit)
+            top_live, k_live = (scores / _lp(i + 1, alpha)).max(-1)
+            best.offer((top_live > best.score) & (limits == i + 1) & ~done, tokens[base[:, 0] + k_live], top_live)
+            bound = _best_bound(top[:, 0], i + 1, limits, alpha)
+            done |= (limits <= i + 1) | ((best.score > ninf) & (best.score >= bound))
             if (i + 1) % SYNC_EVERY == 0 and bool(done.all()):
                 break
-        else:  # max_len reached: the live hypotheses end unfinished, at lp(max_len)
-            norm = scores / _lp(max_len, alpha)
-            top_live, k_live = norm.max(-1)
-            better = (top_live > best_score) & ~done
-            best = torch.where(better[:, None], tokens[base[:, 0] + k_live], best)
-            best_len = torch.where(better, max_len, best_len)
-        T = int(best_len.max()) if B else 0
-    return best[:, :T]
+        T = int(best.length.max()) if B else 0
+    return best.tokens[:, :T]
 
 
 class Generates:
     """Mixin giving an encoder-decoder the contract's ``greedy`` and ``beam_search`` methods."""
 
-    def greedy(self, src, src_lengths, max_len: int, bos: int, eos: int):
-        """Return greedy tokens (B, T) and attention (B, T, T_src) or None."""
+    def greedy(self, src, src_lengths, max_len: int | Tensor, bos: int, eos: int):
+        """Return greedy tokens (B, T) and attention (B, T, T_src) or None; ``max_len``: one limit or (B,)."""
         return greedy(self, src, src_lengths, max_len, bos, eos)
 
-    def beam_search(self, src, src_lengths, beam: int, max_len: int, bos: int, eos: int, length_penalty: float = 0.6):
+    def beam_search(
+        self, src, src_lengths, beam: int, max_len: int | Tensor, bos: int, eos: int, length_penalty: float = 0.6
+    ):
         """Return the best beam per sentence (B, T), ranked by log P / ((5+|Y|)/6)^length_penalty."""
         return beam_search(self, src, src_lengths, beam, max_len, bos, eos, length_penalty)

@@ -25,6 +25,8 @@ def translate(
     on_batch=None,
 ) -> list[list[int]]:
     """Return output ids per source (in input order), batched by similar source length;
+    each output at most ``max_len_a * its own source length + max_len_b`` tokens (not the batch's
+    longest source: a sentence's output does not depend on its batch-mates);
     ``on_batch(n)`` is called after each batch of n sentences (progress)."""
     if not hasattr(model, "greedy"):
         raise ProbeError(f"{type(model).__name__} cannot decode: it has no greedy(); use an encoder-decoder")
@@ -34,7 +36,7 @@ def translate(
     for start in range(0, len(order), batch_size):
         idx = order[start : start + batch_size]
         src, lengths = pad([src_ids[i] for i in idx], pad_id)
-        max_len = int(max_len_a * int(lengths.max()) + max_len_b)
+        max_len = output_limits(lengths, max_len_a, max_len_b)
         src, lengths = src.to(device), lengths.to(device)
         if beam > 1:
             tokens = model.beam_search(src, lengths, beam, max_len, bos, eos, length_penalty)
@@ -45,6 +47,11 @@ def translate(
         if on_batch is not None:
             on_batch(len(idx))
     return out
+
+
+def output_limits(src_lengths: torch.Tensor, a: float, b: int) -> torch.Tensor:
+    """Each sentence's output limit, int(a * its source length + b), at least 1 (an empty source)."""
+    return torch.tensor([max(1, int(a * n + b)) for n in src_lengths.tolist()], dtype=torch.long)
 
 
 def strip(ids: list[int], bos: int, eos: int, pad_id: int) -> list[int]:
