@@ -5,7 +5,7 @@ Weights follow ``nn.RNN``/``nn.LSTM``/``nn.GRU``: ``w_ih (G*H, I)``, ``w_hh (G*H
 ``gi = x W_ih^T + b_ih`` precomputed for the whole sequence (one matmul instead of T).
 
 Two GRUs: PyTorch's (``gru``, cuDNN's form) resets the recurrent term after the matmul,
-``tanh(W x + r * (U h))``; Bahdanau 2015's (``gru_bahdanau``, appendix A.1.1, as Cho 2014 eq. 6)
+``tanh(W x + r * (U h))``; Bahdanau 2015's (``gru_bahdanau``, appendix A.1.1, Cho 2014's reset placement)
 resets the state before it, ``tanh(W x + U (r * h))``, which costs a second matmul a step.
 """
 
@@ -42,7 +42,7 @@ def lstm1997_step(gi: Tensor, state: State, w_hh: Tensor, b_hh: Tensor) -> State
 
 
 def gru_step(gi: Tensor, state: State, w_hh: Tensor, b_hh: Tensor) -> State:
-    """GRU (Cho 2014, PyTorch form): h' = (1-z)*n + z*h, n = tanh(i_n + r*(W_hn h + b_hn)); gates r, z, n."""
+    """GRU in PyTorch's form: h' = (1-z)*n + z*h, n = tanh(i_n + r*(W_hn h + b_hn)); gates r, z, n."""
     h, c = state
     gh = h @ w_hh.T + b_hh
     i_r, i_z, i_n = gi.chunk(3, dim=-1)

@@ -332,7 +332,7 @@ def eval_bleu(
     split: Literal["valid", "test"] = "test",
     beam: Size = 1,  # 1: greedy
     length_penalty: NonNegative = 0.6,
-    max_len_a: NonNegative = 1.5,  # output budget a * source length + b
+    max_len_a: NonNegative = 1.5,  # each output at most a * its own source length + b tokens
     max_len_b: Count = 10,
     batch_size: Size = 64,
     buckets: Edges = [1, 10, 20, 30, 40, 50],  # noqa: B006 - source words
