@@ -82,8 +82,13 @@ def _step_properties(comps: dict[str, Any]) -> dict[str, Any]:
         "resources": {
             "type": "object",
             "additionalProperties": False,
-            "properties": {"gpu": {"enum": [0, 1], "description": "GPUs this step runs on"}},
-            "description": "what a worker must offer, e.g. {gpu: 1}",
+            "properties": {
+                "gpu": {
+                    "anyOf": [{"type": "integer", "minimum": 0}, {"const": "all"}],
+                    "description": "GPUs this step holds: a count, or all (every GPU the run is offered)",
+                }
+            },
+            "description": "what a worker must offer, e.g. {gpu: 1}, {gpu: 4} or {gpu: all}",
         },
         "description": {"type": _TEXT},
     }

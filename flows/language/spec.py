@@ -330,8 +330,11 @@ def check_request(value: Any) -> str | None:
     for key, n in value.items():
         if key not in RESOURCE_KEYS:
             return f"unknown resource {key!r}; a step may ask for: {', '.join(RESOURCE_KEYS)}"
-        if not isinstance(n, int) or isinstance(n, bool) or n not in (0, 1):
-            return f"resources.{key} must be 0 or 1 (a step runs on at most one GPU), got {n!r}"
+        if n != "all" and (not isinstance(n, int) or isinstance(n, bool) or n < 0):
+            return (
+                f"resources.{key} must be a number of GPUs (0, 1, 2, ...) or all (every GPU the run is "
+                f"offered), got {n!r}"
+            )
     return None
 
 

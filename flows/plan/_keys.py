@@ -17,7 +17,7 @@ from flows.language.spec import Pipeline
 from flows.plan._fingerprint import Fingerprints, changed_files, path_params
 from flows.plan._libraries import libraries
 from flows.plan._model import Instance
-from flows.plan.resources import device_class
+from flows.plan.resources import device_parts
 from flows.settings import Settings
 
 
@@ -54,8 +54,7 @@ def key_parts(
     files = {where: fp for where, fp in found.items() if fp.get("files") != 0}  # an empty folder adds nothing
     if files:
         parts["files"] = files
-    if inst.gpu:  # the device class, never which GPU
-        parts["device"] = device_class(inst.gpu)
+    parts.update(device_parts(inst.gpu))  # the device class (and a count over 1), never which GPU
     return parts
 
 
@@ -97,6 +96,8 @@ def changes(
         said.append(f"settings.seed {old.get('seed')} -> {new['seed']}")
     if old.get("device") != new.get("device"):
         said.append(f"device {old.get('device') or 'cpu'} -> {new.get('device') or 'cpu'}")
+    elif old.get("gpus", 1) != new.get("gpus", 1):
+        said.append(f"GPUs {old.get('gpus', 1)} -> {new.get('gpus', 1)}")
     said += _library_changes(old.get("libraries"), new["libraries"])
     said += _file_changes(old.get("files", {}), new.get("files", {}), prints)
     said += _input_changes(old.get("needs", []), inst, instances, rerunning)

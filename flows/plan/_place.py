@@ -1,4 +1,4 @@
-"""Placement: how many GPUs each step instance runs on, refused where this cluster offers none; and
+"""Placement: how many GPUs each step instance holds, refused where this cluster offers fewer; and
 re-placement for a cluster known only at run start, its cache keys following."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from flows.language.errors import Collector
 from flows.plan._keys import assign_keys
 from flows.plan._model import Instance, Plan
-from flows.plan.resources import gpus, wants_gpu
+from flows.plan.resources import gpus, offers, wants_gpu
 from flows.settings import Settings
 
 
@@ -21,16 +21,18 @@ def place(instances: dict[str, Instance], settings: Settings, errors: Collector)
         if explicit and inst.gpu > offered and not remote:  # a remote cluster is asked at run start
             local = settings.executor == "dask"
             where = "a local Dask cluster (CPU workers only)" if local else f"devices: {settings.devices}"
+            fix = "ask for gpu: 0" if not offered else f"ask for at most gpu: {offered} (or gpu: all)"
             errors.add(
                 inst.step.node.vpos("resources"),
-                f"step {inst.step.id} asks for gpu: {inst.gpu} but this cluster offers none "
-                f"({where}); set settings.devices, run on a GPU machine, or ask for gpu: 0",
+                f"step {inst.step.id} asks for gpu: {inst.gpu} but this cluster offers {offers(offered)} "
+                f"({where}); set settings.devices, run on a GPU machine, or {fix}",
             )
 
 
 def place_on(plan: Plan, offered: int) -> None:
-    """Re-place the steps for a cluster known only at run start (a remote Dask cluster offering
-    ``offered`` GPU workers): component defaults follow it, and the cache keys follow them."""
+    """Re-place the steps for a cluster known only at run start (``offered``: the most GPUs one step
+    can hold there, e.g. a remote Dask cluster's largest GPU worker): component defaults and
+    ``gpu: all`` follow it, and the cache keys follow them."""
     changed = False
     for inst in plan.instances.values():
         gpu, _ = wants_gpu(inst.component, inst.step.resources, offered)

@@ -1,9 +1,10 @@
 """Devices as resources: which GPUs a run's workers get, and what each step asks for.
 
 ``settings.devices``: ``auto`` (every visible GPU), a list of GPU ids (``[0, 1]``) or ``none``.
-A step asks with ``resources: {gpu: 1}``; a component may declare a default (``train.*``
-wants one GPU), which applies only where the cluster offers GPUs. An explicit request that no
-worker can satisfy is a validation error, before anything runs.
+A step asks with ``resources: {gpu: 1}``, ``{gpu: 4}`` (it holds four GPUs at once) or
+``{gpu: all}`` (every GPU the run is offered; none where none is); a component may declare a
+default (``train.*`` wants one GPU), which applies only where the cluster offers GPUs. An explicit
+request that no worker can satisfy is a validation error, before anything runs.
 """
 
 from __future__ import annotations
@@ -52,10 +53,14 @@ def gpus(devices: Any) -> list[str]:
     raise ValueError(f"settings.devices must be auto, none or a list of GPU ids, got {devices!r}")
 
 
+ALL = "all"  # ``resources: {gpu: all}``: every GPU the run is offered
+
+
 def wants_gpu(component, explicit: dict | None, offered: int) -> tuple[int, bool]:
-    """(GPUs the step gets, whether the request was explicit) for a ``Component``."""
+    """(GPUs the step gets, whether the request was explicit) for a ``Component``; ``offered``: the
+    most GPUs one step can hold on this cluster (what ``gpu: all`` resolves to)."""
     if explicit is not None and "gpu" in explicit:
-        return int(explicit["gpu"]), True
+        return (offered if explicit["gpu"] == ALL else int(explicit["gpu"])), True
     declared = getattr(component, "resources", None) or {}
     default = int(declared.get("gpu", 1 if component.name.startswith(GPU_PREFIXES) else 0))
     return (default if offered else 0), False
@@ -64,3 +69,16 @@ def wants_gpu(component, explicit: dict | None, offered: int) -> tuple[int, bool
 def device_class(gpu: int) -> str:
     """What the cache key records: the kind of device, never which one."""
     return "cuda" if gpu else "cpu"
+
+
+def device_parts(gpu: int) -> dict[str, object]:
+    """The cache key's device parts: none on a CPU, ``device: cuda`` on one GPU, and the count
+    beside it on several (a reduction across GPUs sums in another order), never which GPUs."""
+    if not gpu:
+        return {}
+    return {"device": device_class(gpu), **({"gpus": gpu} if gpu > 1 else {})}
+
+
+def offers(offered: int) -> str:
+    """What a cluster offering ``offered`` GPUs to a step offers, in words: ``none``, ``only 2``."""
+    return "none" if not offered else f"only {offered}"
