@@ -103,6 +103,9 @@ class Context:
     environment_source: Callable[[], dict[str, Any]] | None = field(default=None, repr=False, compare=False)
     # Set by the engine: a run id -> its page in the tracking UI; a Context made without it knows none.
     run_link_source: Callable[[str], str | None] | None = field(default=None, repr=False, compare=False)
+    # The physical GPU ids the step holds, in order (set by the engine): empty on a CPU worker, one
+    # for an ordinary GPU step; with several, the step runs on the first and the others wait for it.
+    gpus: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         self.work_dir = Path(self.work_dir)

@@ -10,6 +10,7 @@ from flows.execute import executors
 from flows.execute.cache import StepCache
 from flows.plan.build import Plan, place_on
 from flows.plan.resources import gpus as selected_gpus
+from flows.plan.resources import offers
 
 
 def torch_threads(plan: Plan) -> int:
@@ -42,17 +43,18 @@ def choose(plan: Plan, eager: tuple[int, int] = (0, 0)):
     executor = executors.make(
         name, workers=int(plan.settings.workers), gpus=gpus, threads=torch_threads(plan), address=address, eager=eager
     )
-    offered = getattr(executor, "gpu_workers", len(gpus))
+    offered = getattr(executor, "gpu_capacity", len(gpus))  # the most GPUs one step can hold
     place_on(plan, offered)  # the cluster may differ from what the plan assumed (remote, overridden)
     wanting = [i for i in plan.instances.values() if i.gpu > offered]
     if wanting:
         executor.close()
         step = wanting[0].step
         line, col = step.node.vpos("resources") if "resources" in step.node else step.node.pos
+        which = "has the resource GPU" if not offered else f"has more than GPU={offered}"
         raise executors.ExecutorError(
             f"{plan.pipeline.file}:{line}:{col}: step {step.id} asks for gpu: "
-            f"{wanting[0].gpu} but this cluster offers none (no worker of the "
-            f"{name} cluster has the resource GPU)"
+            f"{wanting[0].gpu} but this cluster offers {offers(offered)} (no worker of the "
+            f"{name} cluster {which})"
         )
     return executor
 

@@ -41,7 +41,12 @@ class Computation:
         except Stopped:
             self._stopped(inst.id, run_id, "stopped: the run was interrupted")
             raise
-        self.result.workers[inst.id] = {"pid": result.pid, "host": result.host, "device": result.device}
+        self.result.workers[inst.id] = {
+            "pid": result.pid,
+            "host": result.host,
+            "device": result.device,
+            "gpus": list(result.gpus),  # the GPU ids it held (``[]`` on a CPU)
+        }
         if result.status != "done":
             self._failed(inst, run_id, result)
         outputs = {**result.outputs, "run_id": run_id}

@@ -13,8 +13,9 @@ import time
 import uuid
 from typing import Callable
 
-from flows.execute.pool import ProcessPool, Stopped
+from flows.execute.pool import Claims, ProcessPool, Stopped
 from flows.execute.worker import StepPayload, StepResult, run_step
+from flows.plan.resources import visible_gpus
 from flows.settings import EXECUTORS  # noqa: E402  (re-exported for callers)
 
 Events = Callable[[dict], None]
@@ -27,12 +28,15 @@ class ExecutorError(Exception):
 
 class ThreadExecutor:
     """Steps run in the parent's threads (tests, debugging); a stop takes effect at the step's
-    next log or progress call."""
+    next log or progress call. Nothing is pinned, but a GPU step holds the GPU ids it asked for
+    (``payload.gpus``) while it runs, so two steps never hold one GPU at once."""
 
     name = "threads"
 
     def __init__(self, workers: int, gpus: list[str], threads: int):
         self.slots, self.gpus, self.threads = workers + len(gpus), gpus, threads
+        self.gpu_capacity = len(gpus)
+        self.claims: Claims[str] = Claims(list(gpus))
         self.stop = threading.Event()
         self._patching = threading.Lock()
 
@@ -45,7 +49,13 @@ class ThreadExecutor:
             threadsafe.patch_matplotlib()
             threadsafe.patch_tqdm()
         payload.threads = payload.threads or self.threads
-        return run_step(payload, on_event, self.stop)
+        held = self.claims.take(gpu, self.stop) if gpu and self.gpus else []
+        payload.gpus = list(held)
+        try:
+            return run_step(payload, on_event, self.stop)
+        finally:
+            if held:
+                self.claims.give(held)
 
     def close(self) -> None:
         self.stop.set()
@@ -59,6 +69,7 @@ class ProcessExecutor:
     def __init__(self, workers: int, gpus: list[str], threads: int, eager: tuple[int, int] = (0, 0)):
         self.pool = ProcessPool(workers, gpus, threads, eager)
         self.slots = len(self.pool.slots)
+        self.gpu_capacity = len(gpus)  # the most GPUs one step can hold
         self.stop = self.pool.stop
 
     def run(self, payload: StepPayload, gpu: int, on_event: Events) -> StepResult:
@@ -68,7 +79,21 @@ class ProcessExecutor:
         self.pool.close()
 
 
-def _dask_step(payload: StepPayload, topic: str) -> StepResult:
+def held_gpus(gpu: int) -> list[str]:
+    """The GPU ids a step asking for ``gpu`` holds on this Dask worker: the first ``gpu`` it sees
+    (a worker offering several GPUs runs one such step at a time: ``--nthreads 1``); a ``ValueError``
+    when it sees fewer than a multi-GPU step asks for."""
+    seen = visible_gpus()
+    if gpu > 1 and len(seen) < gpu:
+        raise ValueError(
+            f"the step asks for gpu: {gpu} but its Dask worker sees {len(seen)} GPU(s) "
+            f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')!r}); start the worker with "
+            f"--resources GPU=N only for the N GPUs it can see"
+        )
+    return seen[:gpu]
+
+
+def _dask_step(payload: StepPayload, topic: str, gpu: int = 0) -> StepResult:
     """Run a step on a Dask worker; events go back through the scheduler's event log."""
     from distributed import get_client, get_worker
 
@@ -78,6 +103,10 @@ def _dask_step(payload: StepPayload, topic: str) -> StepResult:
         os.environ["BOTTLENECKS_WORKERS_PER_HOST"] = str(max(1, hosts.count(worker.ip)))
     except Exception:
         pass
+    try:
+        payload.gpus = held_gpus(gpu)
+    except ValueError as e:
+        return StepResult("failed", error=str(e), host=worker.ip, pid=os.getpid())
     return run_step(payload, lambda event: worker.log_event(topic, event))
 
 
@@ -121,7 +150,8 @@ class DaskExecutor:
         self.handlers: dict[str, Events] = {}
         self.client.subscribe_topic(self.topic, self._dispatch)
         info = self.client.scheduler_info()["workers"].values()
-        self.gpu_workers = sum(1 for w in info if w.get("resources", {}).get("GPU", 0) >= 1)
+        # the most GPUs one step can hold: a step runs on one worker, so its largest GPU resource
+        self.gpu_capacity = int(max((w.get("resources", {}).get("GPU", 0) for w in info), default=0))
         self.cpu_tagged = any(w.get("resources", {}).get("CPU", 0) >= 1 for w in info)
         self.slots = max(1, len(info))
         self.threads = threads
@@ -139,12 +169,13 @@ class DaskExecutor:
 
         if self.stop.is_set():
             raise Stopped()
-        resources = {"GPU": 1} if gpu else ({"CPU": 1} if self.cpu_tagged else None)
+        resources = {"GPU": gpu} if gpu else ({"CPU": 1} if self.cpu_tagged else None)
         self.handlers[payload.instance] = on_event
         future = self.client.submit(
             _dask_step,
             payload,
             self.topic,
+            gpu,
             resources=resources,
             pure=False,
             retries=0,

@@ -1,5 +1,8 @@
 """A local pool of worker processes, one slot each: CPU workers and one worker per GPU.
 
+A step asking for N GPUs takes N GPU slots at once (``Claims``: all or nothing, first come first
+served), runs in the first slot's worker and holds the others idle until it ends.
+
 Each worker is a Python process running ``flows.execute.worker.serve``, started once and reused across steps (torch is
 imported once per worker), talking over a socket pair. A worker that dies (``os.abort()``, a
 segfault, the OOM killer) fails only the step it was running, with its signal; the slot starts
@@ -16,8 +19,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections import deque
 from multiprocessing.connection import Connection, wait
-from typing import Callable
+from typing import Callable, Generic, TypeVar
 
 from flows.execute.worker import StepPayload, StepResult
 
@@ -39,6 +43,48 @@ def describe_exit(code: int | None) -> str:
         except ValueError:
             return f"signal {-code}"
     return f"exit code {code}"
+
+
+T = TypeVar("T")
+
+
+class Claims(Generic[T]):
+    """Things (GPU slots, GPU ids) handed out several at a time: a request gets all it asks for at
+    once or waits, so two multi-GPU steps never deadlock holding half each. Requests are served
+    strictly in arrival order: a waiting 4-GPU step is not overtaken by 1-GPU steps that arrive
+    after it (they wait too, and a GPU may idle meanwhile), so it never starves."""
+
+    def __init__(self, items: list[T]):
+        self.order = {id(item): i for i, item in enumerate(items)}
+        self.free = list(items)
+        self.total = len(items)
+        self.cond = threading.Condition()
+        self.waiting: deque[object] = deque()
+
+    def take(self, n: int, stop: threading.Event) -> list[T]:
+        """``n`` items, the lowest free first, once every earlier request is served and ``n`` are
+        free; ``Stopped`` once ``stop`` is set."""
+        if n > self.total:
+            raise ValueError(f"a step asks for {n} GPUs but this pool has {self.total}")
+        ticket = object()
+        with self.cond:
+            self.waiting.append(ticket)
+            try:
+                while self.waiting[0] is not ticket or len(self.free) < n:
+                    if stop.is_set():
+                        raise Stopped()
+                    self.cond.wait(0.25)
+                taken, self.free = self.free[:n], self.free[n:]
+                return taken
+            finally:
+                self.waiting.remove(ticket)
+                self.cond.notify_all()
+
+    def give(self, items: list[T]) -> None:
+        """Return ``items`` (taken together earlier)."""
+        with self.cond:
+            self.free = sorted(self.free + list(items), key=lambda item: self.order[id(item)])
+            self.cond.notify_all()
 
 
 class Worker:
@@ -149,11 +195,10 @@ class ProcessPool:
     def __init__(self, cpu_workers: int, gpus: list[str], threads: int, eager: tuple[int, int] = (0, 0)):
         self.cpu = [Slot(f"cpu{i}", None, threads) for i in range(cpu_workers)]
         self.gpu = [Slot(f"gpu{g}", g, threads) for g in gpus]
-        self.free: dict[str, queue.Queue] = {"cpu": queue.Queue(), "gpu": queue.Queue()}
+        self.free: queue.Queue = queue.Queue()  # CPU slots
         for s in self.cpu:
-            self.free["cpu"].put(s)
-        for s in self.gpu:
-            self.free["gpu"].put(s)
+            self.free.put(s)
+        self.gpus: Claims[Slot] = Claims(self.gpu)
         self.stop = threading.Event()
         self._closed = False
         # start the interpreters the plan will need now, while the parent starts Prefect and MLflow
@@ -164,30 +209,38 @@ class ProcessPool:
     def slots(self) -> list[Slot]:
         return self.cpu + self.gpu
 
-    def acquire(self, gpu: int) -> Slot:
-        kind = "gpu" if gpu else "cpu"
+    def acquire(self, gpu: int) -> list[Slot]:
+        """``gpu`` GPU slots at once, or one CPU slot for ``gpu == 0``."""
+        if gpu:
+            return self.gpus.take(gpu, self.stop)
         while True:
             if self.stop.is_set():
                 raise Stopped()
             try:
-                return self.free[kind].get(timeout=0.25)
+                return [self.free.get(timeout=0.25)]
             except queue.Empty:
                 continue
 
-    def release(self, slot: Slot) -> None:
-        self.free["gpu" if slot.gpu is not None else "cpu"].put(slot)
+    def release(self, slots: list[Slot]) -> None:
+        if slots[0].gpu is not None:
+            self.gpus.give(slots)
+        else:
+            self.free.put(slots[0])
 
     def run(self, payload: StepPayload, gpu: int, on_event: Callable[[dict], None]) -> StepResult:
-        slot = self.acquire(gpu)
+        """Run the step in the first slot's worker, holding every slot it asked for until it ends."""
+        slots = self.acquire(gpu)
+        slot = slots[0]
         try:
             payload.threads = payload.threads or slot.threads
+            payload.gpus = [s.gpu for s in slots if s.gpu is not None]
             worker = slot.start()
             result = worker.call(payload, on_event, self.stop)
             if result.status == "died":
                 slot.worker = None  # the next step on this slot gets a fresh worker
             return result
         finally:
-            self.release(slot)
+            self.release(slots)
 
     def close(self) -> None:
         """End every worker (idempotent)."""

@@ -47,6 +47,7 @@ class StepPayload:
     device: str = ""  # "" : what the worker is pinned to (see ``worker_device``)
     inputs: list[str] = field(default_factory=list)  # producer files the step reads
     module: str = ""  # where the component is defined: imported first, so it registers
+    gpus: list[str] = field(default_factory=list)  # the GPU ids the step holds, in order; the executor fills it
 
 
 @dataclass
@@ -61,6 +62,7 @@ class StepResult:
     pid: int = 0
     host: str = ""
     device: str = "cpu"
+    gpus: list[str] = field(default_factory=list)  # the GPU ids the step held
 
 
 def worker_device() -> str:
@@ -107,7 +109,7 @@ def run_step(payload: StepPayload, emit: Emit, stop: threading.Event | None = No
 
     host, pid = socket.gethostname(), os.getpid()
     started = time.monotonic()
-    where = {"host": host, "pid": pid, "device": payload.device or worker_device()}
+    where = {"host": host, "pid": pid, "device": payload.device or worker_device(), "gpus": list(payload.gpus)}
     missing = _missing_inputs(payload)
     if missing:
         return StepResult("failed", error=_unseen(payload, missing[0], host), **where)
@@ -142,6 +144,7 @@ def _context(payload: StepPayload, tracker, emit: Emit, stop: threading.Event | 
         view=_EventView(emit, stop),
         work_dir=Path(payload.work_dir),
         device=device,
+        gpus=tuple(payload.gpus),
         seed=payload.seed,
         step_name=payload.instance,
         stop=stop,
@@ -152,11 +155,10 @@ def _call(payload: StepPayload, tracker, ctx, where: dict) -> dict[str, Any]:
     """Log the step's parameters and worker, call the component, and check its outputs travel."""
     from flows.track.runs import flatten
 
-    tracker.log(
-        payload.run_id,
-        params=flatten(payload.params),
-        tags={"worker.host": where["host"], "worker.pid": str(where["pid"]), "device": where["device"]},
-    )
+    tags = {"worker.host": where["host"], "worker.pid": str(where["pid"]), "device": where["device"]}
+    if payload.gpus:  # how many GPUs the step held, and which (the cache key records only the count)
+        tags.update({"gpus": str(len(payload.gpus)), "worker.gpus": ",".join(payload.gpus)})
+    tracker.log(payload.run_id, params=flatten(payload.params), tags=tags)
     _set_threads(payload.threads or default_threads())
     outputs = _component(payload)(ctx, **payload.params)
     json.dumps(outputs)  # outputs travel as JSON; big things are files in the work dir
