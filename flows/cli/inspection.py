@@ -59,7 +59,7 @@ def plan_cmd(
     json_out: Annotated[
         bool,
         typer.Option(
-            "--json", help="print the step runs as JSON: id, step, component, after, cached, why, key, params"
+            "--json", help="print the step runs as JSON: id, step, component, after, gpu, cached, why, key, params"
         ),
     ] = False,
     fresh: FreshOpt = None,
@@ -91,13 +91,14 @@ def _why(plan) -> dict[str, list[str]]:
 
 
 def _print_json(plan, selected: set[str], why: dict[str, list[str]]) -> None:
-    """Print the selected step runs as JSON: id, step, component, after, cached, why, key, params."""
+    """Print the selected step runs as JSON: id, step, component, after, gpu, cached, why, key, params."""
     rows = [
         {
             "id": iid,
             "step": inst.step.id,
             "component": inst.component.name,
             "after": list(inst.deps),
+            "gpu": inst.gpu,
             "cached": not why[iid],
             "why": why[iid],
             "key": inst.key,
@@ -124,14 +125,18 @@ def _print_params(plan, selected: set[str], why: dict[str, list[str]]) -> None:
 def _print_table(plan, selected: set[str], why: dict[str, list[str]]) -> None:
     """Print the selected step runs as a table (why each would run), then the profile's description."""
     table = Table(title=f"{plan.name} (profile {plan.profile or '-'})")
-    for col in ("step run", "component", "after", "cache", "why", "key"):
+    gpus = any(inst.gpu for inst in plan.instances.values())  # a gpu column only where a step holds one
+    for col in ("step run", "component", "after", *(("gpu",) if gpus else ()), "cache", "why", "key"):
         table.add_column(col)
     for iid, inst in plan.instances.items():
         if iid not in selected:
             continue
         status = "[yellow]will run" if why[iid] else "[blue]cached"
         after = escape(", ".join(inst.deps)) or "-"
-        table.add_row(escape(iid), inst.component.name, after, status, escape("; ".join(why[iid])), inst.key[:12])
+        held = (str(inst.gpu or "-"),) if gpus else ()
+        table.add_row(
+            escape(iid), inst.component.name, after, *held, status, escape("; ".join(why[iid])), inst.key[:12]
+        )
     _piped_wide().print(table)
     about = (plan.pipeline.profiles or {}).get(plan.profile) if plan.profile else None
     if about and about.get("description"):  # e.g. the full profile's link to its deviations from the papers

@@ -69,3 +69,17 @@ def test_one_gpu_keeps_its_key_and_several_record_only_the_count(tmp_path):
     assert two.parts["device"] == "cuda" and two.parts["gpus"] == 2
     assert two.key != one.key  # several GPUs reduce in another order: their results are another entry
     assert two.key == key(2, "[4, 6]").key == key("all", "[4, 6]").key
+
+
+def test_plan_shows_how_many_gpus_each_step_holds(tmp_path, home):
+    import json
+
+    path = write(tmp_path, PIPE.replace("DEVICES", "[0, 1, 2]").replace("ASK", "all"))
+    out = CliRunner().invoke(app, ["plan", str(path), "--json"])
+    assert out.exit_code == 0, out.output
+    assert [(row["id"], row["gpu"]) for row in json.loads(out.output)] == [("t", 3)]
+    table = CliRunner().invoke(app, ["plan", str(path)]).output
+    header = next(line for line in table.splitlines() if "step run" in line)
+    row = next(line for line in table.splitlines() if "whoami" in line or "enginetest" in line)
+    assert [c.strip() for c in header.split("┃")][3:5] == ["after", "gpu"]
+    assert [c.strip() for c in row.split("│")][4] == "3"
