@@ -83,3 +83,17 @@ def test_plan_shows_how_many_gpus_each_step_holds(tmp_path, home):
     row = next(line for line in table.splitlines() if "whoami" in line or "enginetest" in line)
     assert [c.strip() for c in header.split("┃")][3:5] == ["after", "gpu"]
     assert [c.strip() for c in row.split("│")][4] == "3"
+
+
+def test_the_json_schema_accepts_what_check_accepts():
+    import jsonschema
+    import yaml
+
+    from flows.language.schema import pipeline_schema
+
+    validator = jsonschema.Draft202012Validator(pipeline_schema())
+    text = PIPE.replace("DEVICES", "[0, 1, 2]").replace(f'"{C}:whoami"', "data.adding")
+    assert [
+        ask for ask in ("0", "2", "8", "all") if not validator.is_valid(yaml.safe_load(text.replace("ASK", ask)))
+    ] == []
+    assert [ask for ask in ("-1", "two", "1.5") if validator.is_valid(yaml.safe_load(text.replace("ASK", ask)))] == []
