@@ -31,6 +31,7 @@ RESUMABLE_CHANGES = {
     "log_every",
     "compile",
     "prefetch",
+    "processes",  # the same update with any number (the global batch is accumulate's)
 }
 
 
@@ -53,6 +54,12 @@ class TrainConfig(BaseModel):
             device runs out of memory (the step is retried, nothing is lost); on a CPU, one pass per
             micro-batch. A given number also doubles on running out of memory. The summary's
             ``passes_per_step`` says what was used.
+        processes: train in this many processes at once (``torch.distributed``: DistributedDataParallel,
+            ``gloo`` on CPUs, ``nccl`` on GPUs with one GPU each). None: one per GPU the step holds
+            (``resources: {gpu: N}``), else 1. Each step's ``accumulate`` micro-batches are split
+            across them (``accumulate`` must be a multiple of ``processes``) and the update equals one
+            process's (see ``docs/scale.md``); ``passes`` then counts one process's passes. Rank 0
+            alone writes checkpoints, the model and the summary; the step keeps its one MLflow run.
         eval_every: learning curves. Every run logs ``train/loss``, ``train/acc``, ``train/grad_norm``,
             ``train/lr`` and ``train/tokens_per_s`` every ``log_every`` steps, and at each evaluation
             ``valid/loss``, ``valid/acc`` (``valid/acc_all`` where the task has it) and, for
@@ -77,6 +84,7 @@ class TrainConfig(BaseModel):
     max_tokens: Size | None = None  # translation: batch by token count instead of batch_size
     accumulate: Size = 1  # micro-batches per optimiser step (gradient accumulation)
     passes: Size | None = None  # forward/backward passes per step over them; None: fit to the device
+    processes: Size | None = None  # ranks training together (DDP); None: one per GPU the step holds, 1 on CPU
     optimizer: Literal["adam", "adamw", "sgd", "adadelta"] = "adam"  # adadelta: Bahdanau 2015 (lr 1.0)
     lr: Positive = 1e-3
     weight_decay: NonNegative = 0.0

@@ -21,6 +21,8 @@ def finish(ctx: Context, run: Run, done: Trained) -> dict[str, Any]:
     seconds = run.elapsed + done.seconds
     if done.diverged_step is None:
         run.save(done.step, seconds)
+    if run.rank:  # with several processes, rank 0 alone evaluates, summarises and saves
+        return {}
     summary = _summary(run, done, seconds)
     if run.snapshots is not None and done.diverged_step is None:
         paths = run.snapshots.paths()

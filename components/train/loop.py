@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import torch
 
 from components import Context, Progress
+from components.train import distributed as D
 from components.train import precision as P
 from components.train.curves import eval_steps, log_point
 from components.train.monitor import Divergence, Window
@@ -33,6 +34,7 @@ class Trained:
 def train_loop(ctx: Context, run: Run) -> Trained:
     """Train from ``run.start`` to ``cfg.steps``; stop early, as a result, when the loss diverges."""
     cfg, task, net = run.cfg, run.task, run.net
+    net = D.wrap(net, run.world)  # with several processes, DistributedDataParallel
     step_fn = torch.compile(net) if cfg.compile else net
     backward = StepPasses(ctx, step_fn, task, run.opt, cfg, P.autocast(ctx.device, run.precision))
     # image shifts draw from the global RNG: only pure batch functions may run ahead on a thread
@@ -42,12 +44,12 @@ def train_loop(ctx: Context, run: Run) -> Trained:
     points = eval_steps(cfg.eval_every, cfg.steps)
     t0, cpu0 = time.perf_counter(), time.process_time()
     step = run.start
-    loader = Prefetcher(run.batches, run.start * cfg.accumulate, depth, pin=run.cuda)
+    loader = Prefetcher(run.batches, run.start * run.per_step, depth, pin=run.cuda)
     with loader, ctx.progress(total=cfg.steps, description=f"train {cfg.model}") as bar:
         bar.update(completed=run.start)
         net.train()
         while step < cfg.steps:
-            micro = [next(loader) for _ in range(cfg.accumulate)]
+            micro = [next(loader) for _ in range(run.per_step)]
             loss, correct, count = backward(micro, step)
             diverged = watch.check(loss, step)
             if diverged is not None:
@@ -59,7 +61,7 @@ def train_loop(ctx: Context, run: Run) -> Trained:
             run.opt.step()
             run.sched.step()
             step += 1
-            n_tokens = sum(task.tokens(b) for b in micro)
+            n_tokens = int(D.all_sum(sum(task.tokens(b) for b in micro)))  # every process's
             window.add(loss, correct, count, n_tokens)
             tokens += n_tokens
             if logging_step:
@@ -88,8 +90,10 @@ def _evaluate_and_save(ctx: Context, run: Run, step: int, seconds: float, points
     """Log the learning curve's point at ``step`` if it is one of ``points``; save the state every
     ``checkpoint_every``. Return the seconds spent evaluating."""
     cfg, spent = run.cfg, 0.0
-    if step in points:
+    if step in points and run.rank == 0:
         run.history["valid"], spent = log_point(ctx, run, step)
+    if step in points:
+        D.barrier()  # the other processes wait while rank 0 evaluates
     if cfg.checkpoint_every and step % cfg.checkpoint_every == 0 and step < cfg.steps:
         run.save(step, seconds)
     return spent

@@ -12,6 +12,7 @@ from torch import nn
 
 from components import Context
 from components.train import checkpoint as C
+from components.train import distributed as D
 from components.train import precision as P
 from components.train.average import Snapshots
 from components.train.build import build_model, data_overrides
@@ -38,10 +39,17 @@ class Run:
     start: int = 0  # the step the loop starts from (a resumed run's)
     elapsed: float = 0.0  # training seconds of the runs before this process
     history: dict[str, Any] = field(default_factory=dict)
+    rank: int = 0  # this process's rank among ``world`` (distributed.py); rank 0 alone writes files
+    world: int = 1
 
     @property
     def cuda(self) -> bool:
         return self.device.startswith("cuda")
+
+    @property
+    def per_step(self) -> int:
+        """This process's micro-batches per optimiser step (its share of ``accumulate``)."""
+        return self.cfg.accumulate // self.world
 
     @property
     def n_params(self) -> int:
@@ -54,18 +62,25 @@ class Run:
 
     @functools.cached_property
     def batches(self) -> Callable[[int], dict]:
-        """Step -> training batch; made once (translation buckets the whole split by length)."""
+        """This process's micro-batch i -> training batch; made once (translation buckets the whole
+        split by length). One process reads micro-batch i of the single order; rank r of W its share."""
         c = self.cfg
-        return self.task.train_batches(c.seed, c.batch_size, c.max_tokens, c.shift)
+        batches = self.task.train_batches(c.seed, c.batch_size, c.max_tokens, c.shift)
+        return D.shard(batches, c.accumulate, self.rank, self.world)
 
     def save(self, step: int, seconds: float) -> None:
-        """Write the resumable state (and a snapshot for averaging)."""
+        """Write the resumable state (and a snapshot for averaging); with several processes every
+        rank calls it (their random states are gathered) and rank 0 writes."""
+        rngs = D.gather(C.rng_state())
+        if self.rank:
+            return
         C.atomic_save(
             {
                 **C.model_record(self.net, self.cfg.model, self.overrides, **self.info),
                 "optimizer": self.opt.state_dict(),
                 "scheduler": self.sched.state_dict(),
-                "rng": C.rng_state(),
+                "rng": rngs[0],
+                "rng_ranks": rngs,  # each rank's, by rank
                 "step": step,
                 "seconds": seconds,
                 "history": self.history,
@@ -77,8 +92,9 @@ class Run:
             self.snapshots.save(step, self.net, self.cfg.model, self.overrides, **self.info)
 
 
-def prepare(ctx: Context, cfg: TrainConfig) -> Run:
-    """Read the data, build the model and its optimiser on the seed, and log the run's params."""
+def prepare(ctx: Context, cfg: TrainConfig, rank: int = 0, world: int = 1) -> Run:
+    """Read the data, build the model and its optimiser on the seed (the same on every rank), and
+    log the run's params."""
     task = Task(cfg.data, ctx.device)
     ctx.log_dataset(**describe(cfg.data, task.meta))  # MLflow's Dataset column and lineage
     overrides = {**data_overrides(task.meta, cfg.model), **(cfg.overrides or {})}
@@ -100,7 +116,8 @@ def prepare(ctx: Context, cfg: TrainConfig) -> Run:
     sched = make_scheduler(opt, cfg.schedule, cfg.warmup)
     precision = P.choose(net, ctx.device, cfg.bf16)
     snapshots = Snapshots(ctx.path("checkpoints/average"), cfg.average_last) if cfg.average_last > 1 else None
-    run = Run(cfg, ctx.device, task, net, opt, sched, overrides, precision, ctx.path("checkpoints/last.pt"), snapshots)
+    last = ctx.path("checkpoints/last.pt")
+    run = Run(cfg, ctx.device, task, net, opt, sched, overrides, precision, last, snapshots, rank=rank, world=world)
     ctx.log_params(cfg.logged() | {"params": run.n_params, "task_kind": task.kind, "precision": precision})
     return run
 
@@ -113,10 +130,12 @@ def resume(ctx: Context, run: Run) -> None:
             run.net.load_state_dict(state["state_dict"])
             run.opt.load_state_dict(state["optimizer"])
             run.sched.load_state_dict(state["scheduler"])
-            C.set_rng_state(state["rng"])
+            rngs = state.get("rng_ranks", [state["rng"]])
+            C.set_rng_state(rngs[run.rank] if run.rank < len(rngs) else state["rng"])
             run.start, run.elapsed, run.history = state["step"], state["seconds"], state["history"]
             ctx.log.info("resumed from step %d", run.start)
         else:
             ctx.log.warning("ignoring %s: written by a run with other parameters", run.last)
     if run.start == 0:
-        torch.manual_seed(run.cfg.seed)  # dropout draws start from the seed, whatever building consumed
+        # dropout draws start from the seed, whatever building consumed; each rank draws its own
+        torch.manual_seed(run.cfg.seed + D.RANK_SEED * run.rank)

@@ -2,7 +2,7 @@
 
 The phases live in their own modules: ``config`` (the parameters), ``prepare`` (task, model,
 optimiser, resume), ``loop`` (steps, logging, evaluation, checkpoints), ``finish`` (averaging,
-evaluation, summary, the model file).
+evaluation, summary, the model file); ``distributed`` runs them in several processes at once.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from contextlib import contextmanager
 import torch
 
 from components import Context, component
+from components.train import distributed as D
 from components.train import precision as P
 from components.train.config import TrainConfig
 from components.train.finish import finish
@@ -30,12 +31,20 @@ def train_model(ctx: Context, cfg: TrainConfig) -> dict:
     Returns:
         ``checkpoint`` (model file for ``load_model``) and ``summary`` (final valid/test loss and
         accuracy, diverged, diverged_step, steps, seconds, eval_seconds (the learning curve's
-        share of them), params, tokens_per_s: source tokens, or examples, per second of this
-        process's training).
+        share of them), params, tokens_per_s: source tokens, or examples, per second of
+        training, over every process).
     """
     cfg.check()
+    world = D.world_size(cfg.processes, tuple(getattr(ctx, "gpus", ())), ctx.device)
+    if world > 1:  # one rank a process (a GPU each on CUDA), each running ``train`` below
+        return D.launch(ctx, cfg, world)
+    return train(ctx, cfg)
+
+
+def train(ctx: Context, cfg: TrainConfig, rank: int = 0, world: int = 1) -> dict:
+    """Run the phases in this process, as the only one or as rank ``rank`` of ``world``."""
     with _determinism(cfg.deterministic, ctx.device), P.tf32(ctx.device.startswith("cuda")):
-        run = prepare(ctx, cfg)  # the data, the model on the seed, its optimiser; params logged
+        run = prepare(ctx, cfg, rank, world)  # the data, the model on the seed, its optimiser; params logged
         resume(ctx, run)  # from the last checkpoint these parameters wrote, if any
         done = train_loop(ctx, run)
         return finish(ctx, run, done)

@@ -1,0 +1,406 @@
+"""One training across several processes: the launch, the process group, DDP and each rank's share.
+
+With W processes (``train.model``'s ``processes``; by default one per GPU the step holds) the step
+starts W ranks the way ``torchrun`` does: torch.distributed's elastic ``start_processes`` with
+MASTER_ADDR/PORT, RANK, LOCAL_RANK and WORLD_SIZE set, each GPU rank in a child that sees only its
+own GPU (``CUDA_VISIBLE_DEVICES``), ``nccl`` between GPUs and ``gloo`` on CPUs. As in fairseq and
+torchtitan, every rank builds the same model from the same seed and DistributedDataParallel
+averages the gradients; the update equals the single process's at the same global batch (the rule
+is ``accumulate_weights``'s). Rank 0 alone writes checkpoints, the model file and the summary, and
+its context relays what it logs to the launching process's context: the step keeps its one MLflow
+run and its progress bar, and the ranks need no tracking address. This module imports no other
+trainer module at its top (they import it); the rank's entry point imports the trainer when it runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+import math
+import os
+import queue as queues
+import signal
+import socket
+import tempfile
+import time
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from components.context import Context, Progress
+from components.train.errors import TrainError
+
+RANK_SEED = 1_000_003  # rank r draws dropout and shifts from seed + r * RANK_SEED
+TIMEOUT = timedelta(minutes=30)  # a collective that waits longer (a hung rank) fails the step
+_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)  # those the elastic launcher takes over
+# what a rank imports (the optimiser imports torch._dynamo, translation data its readers): 7-10 s on 2 busy cores
+_PRELOAD = ["torch", "torch._dynamo", "components.train.trainer", "components.data.io", "components.models"]
+_RELAYED = {"log_params", "log_metric", "log_artifact", "log_dataset", "set_tags"}
+
+
+# -- how many ranks, on which devices ------------------------------------------------------------
+def world_size(processes: int | None, gpus: tuple[str, ...], device: str) -> int:
+    """The ranks a run uses: ``processes``, else one per GPU the step holds (1 without GPUs)."""
+    if processes is None:
+        return len(gpus) if device.startswith("cuda") and gpus else 1
+    return processes
+
+
+def rank_gpus(world: int, gpus: tuple[str, ...]) -> list[str]:
+    """The GPU id each rank sees: the step's GPUs, else the ones this process sees; refuse too few."""
+    ids = list(gpus) or _visible_gpus()
+    if world > len(ids):
+        raise TrainError(
+            f"processes={world} needs {world} GPUs, one a rank, and the step holds {len(ids)} "
+            f"({', '.join(ids) or 'none'}): ask for them with `resources: {{gpu: {world}}}` "
+            f"or set processes <= {len(ids)}"
+        )
+    return ids[:world]
+
+
+def _visible_gpus() -> list[str]:
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return [g.strip() for g in visible.split(",") if g.strip()]
+    return [str(i) for i in range(torch.cuda.device_count())]
+
+
+def check_split(accumulate: int, passes: int | None, world: int) -> None:
+    """Refuse a step whose micro-batches cannot be split evenly across the ranks."""
+    if accumulate % world:
+        up = math.ceil(accumulate / world) * world
+        raise TrainError(
+            f"accumulate={accumulate} must be a multiple of processes={world}: each optimiser step's "
+            f"micro-batches are split evenly across the processes; set accumulate to {up} "
+            f"(a larger global batch) or processes to a divisor of {accumulate}"
+        )
+    if passes is not None and passes > accumulate // world:
+        raise TrainError(
+            f"passes={passes} counts one process's passes, over its {accumulate // world} of the "
+            f"{accumulate} micro-batches (processes={world}): set passes <= {accumulate // world} or null"
+        )
+
+
+# -- inside a rank ----------------------------------------------------------------------------------
+def world() -> int:
+    """The ranks of this process's group (1 outside one)."""
+    return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+
+
+def shard(batches: Callable[[int], dict], accumulate: int, rank: int, world: int) -> Callable[[int], dict]:
+    """This rank's micro-batches, indexed 0, 1, ...: of each step's ``accumulate`` micro-batches of
+    the single-process order, rank r reads r, r + W, r + 2W, ... (``accumulate / W`` of them)."""
+    if world == 1:
+        return batches
+    per = accumulate // world
+
+    def mine(i: int) -> dict:
+        step, k = divmod(i, per)
+        return batches(step * accumulate + rank + k * world)
+
+    return mine
+
+
+def wrap(net: torch.nn.Module, world: int) -> torch.nn.Module:
+    """``net`` in DistributedDataParallel across the group (as it is with one process)."""
+    if world == 1:
+        return net
+    from torch.nn.parallel import DistributedDataParallel
+
+    cuda = next(net.parameters()).is_cuda
+    return DistributedDataParallel(net, device_ids=[torch.cuda.current_device()] if cuda else None)
+
+
+def accumulate_weights(shares: list[int]) -> tuple[list[float], float]:
+    """Each micro-batch's loss weight and the step's target count, over all ranks.
+
+    The rule: with T the step's real targets summed over every rank's micro-batches (one
+    all-reduce), micro-batch i with n_i targets is backpropagated with weight ``n_i / T * W``.
+    DDP averages the W ranks' gradients, so the update is ``sum_i n_i / T * grad_i`` over the whole
+    step: the single process's with the same ``accumulate``. The reported loss uses ``n_i / T``.
+    """
+    total = max(all_sum(sum(shares)), 1)
+    return [n / total * world() for n in shares], total
+
+
+def all_sum(value: float) -> float:
+    """``value`` summed over the group's ranks (itself with one process)."""
+    if world() == 1:
+        return value
+    t = torch.tensor([float(value)], dtype=torch.float64, device=_collective_device())
+    dist.all_reduce(t)
+    return t.item()
+
+
+def all_sum_tensors(*values) -> list[torch.Tensor]:
+    """Tensors (or numbers) summed over the ranks, in one all-reduce, as float tensors."""
+    device = _collective_device()
+    t = torch.stack([torch.as_tensor(v, device=device).detach().double().reshape(()) for v in values])
+    dist.all_reduce(t)
+    return [x.float() for x in t]
+
+
+def _collective_device() -> str:
+    return "cuda" if dist.get_backend() == "nccl" else "cpu"
+
+
+def no_sync(model, last: bool):
+    """DDP's ``no_sync`` for every micro-batch but the step's last (one gradient all-reduce a step)."""
+    return model.no_sync() if not last and hasattr(model, "no_sync") else nullcontext()
+
+
+def barrier() -> None:
+    """Wait for every rank (nothing with one process)."""
+    if world() > 1:
+        dist.barrier()
+
+
+def gather(obj: Any) -> list[Any]:
+    """Every rank's ``obj``, by rank (``[obj]`` with one process)."""
+    if world() == 1:
+        return [obj]
+    out: list[Any] = [None] * world()
+    dist.all_gather_object(out, obj)
+    return out
+
+
+# -- the launch -------------------------------------------------------------------------------------
+@dataclass
+class RankSpec:
+    """What each rank needs to rebuild the step: the parameters, the work dir, the relay queue."""
+
+    cfg: dict[str, Any]
+    work_dir: str
+    step_name: str
+    cuda: bool
+    threads: int
+    log_level: int
+    queue: Any
+
+
+def launch(ctx: Context, cfg, world: int) -> dict:
+    """Train ``cfg`` on ``world`` ranks; replay rank 0's logging into ``ctx``; return its outputs.
+
+    A rank that fails or is killed ends the others, and the step fails with a ``TrainError`` that
+    names the rank and how it ended (its signal, or its traceback's tail).
+    """
+    cuda = ctx.device.startswith("cuda")
+    check_split(cfg.accumulate, cfg.passes, world)
+    gpus = rank_gpus(world, tuple(getattr(ctx, "gpus", ()))) if cuda else []
+    relay = _start_method().Queue()
+    threads = max(1, torch.get_num_threads() // world) if not cuda else torch.get_num_threads()
+    level = ctx.log.getEffectiveLevel()
+    spec = RankSpec(cfg.model_dump(), str(ctx.work_dir), ctx.step_name, cuda, threads, level, relay)
+    envs = _rank_envs(world, gpus)
+    from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, Std, start_processes
+
+    with tempfile.TemporaryDirectory(prefix="ranks-") as logs, _signals_kept():
+        ranks = start_processes(
+            name="train.model",
+            entrypoint=run_rank,
+            args={r: (spec,) for r in range(world)},
+            envs=envs,
+            logs_specs=DefaultLogsSpecs(log_dir=logs, tee=Std.ERR),  # stderr to the console and a file
+            start_method="forkserver",
+        )
+        try:
+            result = _follow(ctx, cfg, ranks, relay)
+        finally:
+            ranks.close(timeout=10)
+        if result.is_failed():
+            raise TrainError(_failure(result, world, gpus))
+    return result.return_values[0]
+
+
+def _start_method():
+    """Ranks fork from a server that has imported the trainer once (multiprocessing's forkserver,
+    started at the first launch and kept by this process): a rank starts in a fraction of a
+    second instead of importing torch again."""
+    mp.set_forkserver_preload(_PRELOAD)
+    return mp.get_context("forkserver")
+
+
+def _rank_envs(world: int, gpus: list[str]) -> dict[int, dict[str, str]]:
+    """This process's environment (the forkserver's is the one of its first launch) with what
+    ``torchrun`` gives each rank on one host, and each GPU rank its own GPU."""
+    port = _free_port()
+    common = dict(os.environ) | {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "WORLD_SIZE": str(world)}
+    common |= {"LOCAL_WORLD_SIZE": str(world), "GROUP_RANK": "0", "TORCHELASTIC_RUN_ID": "train.model"}
+    envs = {}
+    for r in range(world):
+        envs[r] = common | {"RANK": str(r), "LOCAL_RANK": str(r), "GROUP_WORLD_SIZE": "1"}
+        if gpus:
+            envs[r]["CUDA_VISIBLE_DEVICES"] = gpus[r]
+    return envs
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def _signals_kept():
+    """Give back this process's signal handlers after the launch (the launcher installs its own)."""
+    import threading
+
+    main = threading.current_thread() is threading.main_thread()
+    before = {s: signal.getsignal(s) for s in _SIGNALS} if main else {}
+    try:
+        yield
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+
+
+def _follow(ctx: Context, cfg, ranks, relay):
+    """Poll the ranks until they end, replaying rank 0's messages into ``ctx`` and its progress bar."""
+    with ctx.progress(total=cfg.steps, description=f"train {cfg.model}") as bar:
+        while True:
+            result = ranks.wait(timeout=0)
+            if result is None or not result.is_failed():  # a killed writer may leave half a message
+                _drain(ctx, bar, relay)
+            if result is not None:
+                return result
+            time.sleep(0.05)
+
+
+def _drain(ctx: Context, bar: Progress, relay) -> None:
+    while True:
+        try:
+            message = relay.get_nowait()
+        except queues.Empty:
+            return
+        _replay(ctx, bar, message)
+
+
+def _replay(ctx: Context, bar: Progress, message) -> None:
+    """Do in ``ctx`` what rank 0 did in its relay context."""
+    if isinstance(message, logging.LogRecord):
+        ctx.log.handle(message)
+        return
+    kind, *args = message
+    if kind == "bar":
+        bar.update(**args[0])
+    elif kind == "advance":
+        bar.advance(args[0])
+    elif kind == "log_model":
+        path, name, example = args
+        ctx.log_model(torch.load(path, weights_only=False), name, example)
+        Path(path).unlink(missing_ok=True)
+    elif kind in _RELAYED:
+        getattr(ctx, kind)(*args)
+
+
+def _failure(result, world: int, gpus: list[str]) -> str:
+    """Which rank failed and how: its signal or exit code, and its traceback's tail."""
+    rank, failure = min(result.failures.items())
+    where = f" (GPU {gpus[rank]})" if gpus else ""
+    if failure.exitcode < 0:
+        how = f"was killed by {failure.signal_name()}"
+    else:
+        how = f"exited with status {failure.exitcode}"
+    trace = failure.error_file_data.get("message", {})
+    said = trace.get("extraInfo", {}).get("py_callstack", "") if isinstance(trace, dict) else ""
+    if not said and result.stderrs.get(rank) and Path(result.stderrs[rank]).exists():
+        said = Path(result.stderrs[rank]).read_text(errors="replace")  # it died before its traceback was kept
+    said = "\n".join(said.strip().splitlines()[-12:])
+    said = f":\n{said}" if said else ""
+    ended = "the other ranks were ended; rerun the step to resume from its last checkpoint"
+    return f"rank {rank} of {world}{where} {how}{said}\n{ended}"
+
+
+def run_rank(spec: RankSpec) -> dict | None:
+    """A rank's entry point: join the group, train, leave; rank 0 returns the step's outputs."""
+    from components.train.config import TrainConfig
+    from components.train.trainer import train  # here: the trainer imports this module
+
+    rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    torch.set_num_threads(spec.threads)
+    if spec.cuda:
+        torch.cuda.set_device(0)  # the only GPU this rank sees
+    dist.init_process_group("nccl" if spec.cuda else "gloo", timeout=TIMEOUT)
+    try:
+        ctx = _rank_context(spec, rank)
+        out = train(ctx, TrainConfig.model_validate(spec.cfg), rank, size)
+    finally:
+        dist.destroy_process_group()
+        spec.queue.close()
+        spec.queue.join_thread()  # every message is in the pipe before the launcher sees this rank end
+    return out if rank == 0 else None
+
+
+def _rank_context(spec: RankSpec, rank: int) -> Context:
+    """Rank 0's context relays to the launcher; the others' keep what they log to themselves."""
+    device = "cuda" if spec.cuda else "cpu"
+    if rank:
+        return Context(Path(spec.work_dir), device=device, step_name=spec.step_name)
+    ctx = Relay(spec.queue, Path(spec.work_dir), device=device, step_name=spec.step_name)
+    ctx.log.setLevel(spec.log_level)
+    ctx.log.addHandler(logging.handlers.QueueHandler(spec.queue))
+    ctx.log.propagate = False
+    return ctx
+
+
+class Relay(Context):
+    """Rank 0's context: what the trainer logs is also sent to the launching process's context."""
+
+    def __init__(self, queue, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.queue = queue
+
+    def send(self, *message) -> None:
+        self.queue.put(message)
+
+    def log_params(self, params: dict[str, Any]) -> None:
+        super().log_params(params)
+        self.send("log_params", dict(params))
+
+    def log_metric(self, key: str, value: float, step: int | None = None) -> None:
+        super().log_metric(key, value, step)
+        self.send("log_metric", key, float(value), step)
+
+    def log_artifact(self, path) -> None:
+        super().log_artifact(path)
+        self.send("log_artifact", str(path))
+
+    def log_dataset(self, name, source, digest, sizes=None, context="training") -> None:
+        super().log_dataset(name, source, digest, sizes, context)
+        self.send("log_dataset", name, str(source), digest, dict(sizes or {}), context)
+
+    def set_tags(self, tags: dict[str, str]) -> None:
+        super().set_tags(tags)
+        self.send("set_tags", dict(tags))
+
+    def log_model(self, model, name: str = "model", example: tuple | None = None) -> None:
+        """Hand the model over as a file the launcher loads (and removes)."""
+        path = self.path(f".relay-{name}.pt")
+        torch.save(model, path)
+        self.send("log_model", str(path), name, example)
+
+    @contextmanager
+    def progress(self, total: float | None = None, description: str = ""):
+        self.send("bar", {"total": total, "description": description})
+        yield _RelayBar(self, total, description)
+
+
+class _RelayBar(Progress):
+    def __init__(self, relay: Relay, total, description):
+        super().__init__(total, description)
+        self.relay = relay
+
+    def advance(self, n: float = 1) -> None:
+        super().advance(n)
+        self.relay.send("advance", n)
+
+    def update(self, *, completed=None, total=None, description=None) -> None:
+        super().update(completed=completed, total=total, description=description)
+        changed = {"completed": completed, "total": total, "description": description}
+        self.relay.send("bar", {k: v for k, v in changed.items() if v is not None})

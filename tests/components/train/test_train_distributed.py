@@ -1,0 +1,165 @@
+"""One training across several processes (torch.distributed, gloo on the CPU): the same update as one
+process at the same global batch, each rank's share of the batches, a killed rank, resume, one run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+import torch
+
+from components import Context, get
+from components.models import build
+from components.models.transformer import Transformer
+from components.train import distributed as D
+from components.train.config import TrainConfig
+from components.train.errors import TrainError
+
+KILL = "BOTTLENECKS_TEST_KILL_RANK1_AT_FORWARD"  # read by ``killable_transformer`` in the ranks
+
+
+class KillableTransformer(Transformer):
+    """transformer-tiny whose rank 1 kills itself (SIGKILL) at its Nth training forward when the
+    environment says N (a test-only fault: a rank that dies mid-step)."""
+
+    calls = 0  # this process's training forwards
+
+    def forward(self, *args, **kwargs):
+        KillableTransformer.calls += self.training
+        at = int(os.environ.get(KILL, 0))
+        if at and os.environ.get("RANK") == "1" and KillableTransformer.calls == at:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().forward(*args, **kwargs)
+
+
+def killable_transformer(src_vocab_size: int, tgt_vocab_size: int, pad_id: int = 0, dropout: float = 0.0):
+    """transformer-tiny, built as the variant is, as a ``KillableTransformer``."""
+    sizes = dict(src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size, pad_id=pad_id, dropout=dropout)
+    net = build("transformer-tiny", **sizes)
+    net.__class__ = KillableTransformer
+    return net
+
+
+def _kw(mt, **changes):
+    """Dropout-free transformer-tiny on plain SGD, 2 micro-batches of 4 sentences a step, a loss every step."""
+    kw = dict(data=mt, model="transformer-tiny", overrides={"dropout": 0.0}, optimizer="sgd", lr=1.0, clip="none")
+    steps = dict(seed=3, steps=4, batch_size=4, accumulate=2, log_every=1, eval_every=0, checkpoint_every=2)
+    return kw | steps | changes
+
+
+def _weights(out):
+    return torch.load(out["checkpoint"], weights_only=False)["state_dict"]
+
+
+def _losses(ctx):
+    return [v for _, v in ctx.metrics["train/loss"]]
+
+
+@pytest.fixture(scope="module")
+def one(mt, tmp_path_factory):
+    """The single-process run every distributed one is compared with."""
+    torch.set_num_threads(1)
+    ctx = Context(tmp_path_factory.mktemp("one"))
+    return ctx, get("train.model")(ctx, **_kw(mt))
+
+
+# -- the rules, in-process -------------------------------------------------------------------------
+def test_each_rank_reads_its_share_of_each_steps_micro_batches():
+    order = lambda i: i  # noqa: E731  (the single process's micro-batch i)
+    ranks = [D.shard(order, 4, r, 2) for r in range(2)]
+    assert [ranks[0](i) for i in range(4)] == [0, 2, 4, 6]  # step 0: 0 and 2, step 1: 4 and 6
+    assert [ranks[1](i) for i in range(4)] == [1, 3, 5, 7]
+    assert D.shard(order, 4, 0, 1) is order
+
+
+def test_accumulate_must_split_evenly_across_the_processes():
+    with pytest.raises(TrainError) as e:
+        D.check_split(accumulate=3, passes=None, world=2)
+    assert str(e.value) == (
+        "accumulate=3 must be a multiple of processes=2: each optimiser step's micro-batches are split "
+        "evenly across the processes; set accumulate to 4 (a larger global batch) or processes to a divisor of 3"
+    )
+    with pytest.raises(TrainError, match=r"passes=3 counts one process's passes, over its 2 of the 4"):
+        D.check_split(accumulate=4, passes=3, world=2)
+
+
+def test_the_number_of_processes_follows_the_steps_gpus_unless_given():
+    assert D.world_size(None, (), "cpu") == 1
+    assert D.world_size(None, ("3", "5"), "cuda") == 2
+    assert D.world_size(2, (), "cpu") == 2
+    assert D.rank_gpus(2, ("3", "5", "6")) == ["3", "5"]
+    with pytest.raises(TrainError, match=r"processes=4 needs 4 GPUs, one a rank, and the step holds 2 \(3, 5\)"):
+        D.rank_gpus(4, ("3", "5"))
+
+
+def test_processes_is_a_bounded_setting_that_a_resumed_run_may_change():
+    base = TrainConfig(data="d", model="lstm-small")
+    assert base.fingerprint() == TrainConfig(data="d", model="lstm-small", processes=2).fingerprint()
+    with pytest.raises(TrainError, match="processes"):
+        TrainConfig.model_construct(**(base.model_dump() | {"processes": 0})).check()
+
+
+# -- two ranks on the CPU (gloo) -------------------------------------------------------------------
+@pytest.mark.slow
+def test_two_processes_train_as_one_at_the_same_global_batch_in_one_mlflow_run(tmp_path, mt, one):
+    """2 ranks x 1 micro-batch each = 1 process x accumulate 2: the same losses and weights, and the
+    step's one MLflow run gets rank 0's metrics, params and model."""
+    import mlflow
+
+    from flows.track.runs import MlflowContext, Tracker
+
+    run_id = mlflow.MlflowClient().create_run(mlflow.MlflowClient().create_experiment("ddp")).info.run_id
+    ctx = MlflowContext(tracker=Tracker.for_runs(), run_id=run_id, work_dir=tmp_path / "two", component="train.model")
+    two = get("train.model")(ctx, **_kw(mt, processes=2))
+    ctx.flush()
+    ref_ctx, ref = one
+    a, b = _losses(ref_ctx), _losses(ctx)
+    assert len(a) == len(b) == 4 and torch.allclose(torch.tensor(a), torch.tensor(b), atol=1e-5), f"1: {a}\n2: {b}"
+    wa, wb = _weights(ref), _weights(two)
+    assert all(torch.allclose(wa[k], wb[k], atol=1e-5) for k in wa)
+    assert two["summary"]["steps"] == 4 and two["summary"]["valid_loss"] == pytest.approx(ref["summary"]["valid_loss"])
+    client = mlflow.MlflowClient()
+    logged = [m.value for m in client.get_metric_history(run_id, "train/loss")]
+    assert logged == pytest.approx(b)
+    assert client.get_run(run_id).data.params["processes"] == "2"
+    assert len(client.search_runs([client.get_run(run_id).info.experiment_id])) == 1  # the ranks made no runs
+    assert "model" in ctx.models and not list((tmp_path / "two").glob(".relay-*"))
+
+
+@pytest.mark.slow
+def test_a_killed_rank_ends_the_step_and_the_rerun_resumes_to_the_same_weights(tmp_path, mt, one, monkeypatch):
+    kw = _kw(mt, processes=2, model=f"{__name__}:killable_transformer")
+    monkeypatch.setenv(KILL, "3")  # rank 1 dies in step 3, after the checkpoint of step 2
+    before, t0 = _children(), time.monotonic()
+    with pytest.raises(TrainError) as e:
+        get("train.model")(Context(tmp_path / "run"), **kw)
+    assert time.monotonic() - t0 < 60
+    assert str(e.value).startswith("rank 1 of 2 was killed by SIGKILL")
+    assert "rerun the step to resume" in str(e.value)
+    assert _children() - before == set()  # no rank left behind
+    monkeypatch.delenv(KILL)
+    ctx = Context(tmp_path / "run")
+    out = get("train.model")(ctx, **kw)
+    assert out["summary"]["resumed_from_step"] == 2
+    ref = _weights(one[1])
+    got = _weights(out)
+    assert all(torch.allclose(ref[k], got[k], atol=1e-5) for k in ref)
+    assert _losses(ctx) == pytest.approx(_losses(one[0])[2:], abs=1e-5)  # steps 3 and 4
+
+
+def _children() -> set[int]:
+    """This process's live descendants but multiprocessing's forkserver and resource tracker (both stay by
+    design; the ranks fork from the forkserver, so a rank left behind is still found)."""
+    import psutil
+
+    found = set()
+    for p in psutil.Process().children(recursive=True):
+        try:
+            words = set(" ".join(p.cmdline()).replace(".", " ").split())
+            if p.status() != psutil.STATUS_ZOMBIE and not {"forkserver", "resource_tracker"} & words:
+                found.add(p.pid)
+        except psutil.NoSuchProcess:
+            pass
+    return found
