@@ -53,6 +53,12 @@ def servers():
         team.stop()
 
 
+# Steps run in the command's own threads where a test is about the servers, not the executor: a
+# pool of worker processes (each importing torch) adds seconds to every run. The first test keeps
+# the default pool, whose workers track to the server themselves.
+THREADS = {"BOTTLENECKS_EXECUTOR": "threads"}
+
+
 def cli(servers, home, *args, timeout=240, wait=True, **env):
     exe = Path(sys.executable).parent / "bottlenecks"
     cmd = [str(exe), *args] if exe.exists() else [sys.executable, "-m", "flows.cli", *args]
@@ -97,7 +103,7 @@ def wait_for(predicate, timeout, what):
         value = predicate()
         if value:
             return value
-        time.sleep(0.5)
+        time.sleep(0.2)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
@@ -226,7 +232,7 @@ def test_serve_runs_a_scheduled_pipeline_without_overlap(servers, tmp_path):
     home = tmp_path / "home"
     assert cli(servers, home, "schedule", str(path)).returncode == 0
     dep = deployments(servers)["srv-serve"]
-    server = cli(servers, home, "serve", wait=False, PREFECT_RUNNER_POLL_FREQUENCY="1")
+    server = cli(servers, home, "serve", wait=False, PREFECT_RUNNER_POLL_FREQUENCY="1", **THREADS)
     try:
         first = api("POST", f"{servers.prefect_url}/deployments/{dep['id']}/create_flow_run", {})
         wait_for(started.exists, 120, "the served run to start its step")
@@ -280,7 +286,7 @@ def test_server_dying_mid_run_fails_clearly_and_rerun_resumes_from_cache(servers
     # one retry a request instead of the product's three: the same failure, without a minute of
     # back-off per request (docs/deployment.md, "A server that dies mid-run": the settings a user sets)
     quick = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1", "PREFECT_CLIENT_MAX_RETRIES": "1"}
-    proc = cli(servers, home, "run", str(path), wait=False, **quick)
+    proc = cli(servers, home, "run", str(path), wait=False, **quick, **THREADS)
     try:
         wait_for(started.exists, 120, "the step to start")
         server.stop(kill=True)
@@ -300,7 +306,7 @@ def test_server_dying_mid_run_fails_clearly_and_rerun_resumes_from_cache(servers
     assert "fix the cause and rerun: finished steps come from the cache" in output
     assert "flows/cli/" not in output  # no traceback through the CLI (Prefect may still log its own)
 
-    again = cli(servers, home, "run", str(path))
+    again = cli(servers, home, "run", str(path), **THREADS)
     assert again.returncode == 0, again.stdout
     runs = mlflow_runs(servers, f"srv-dies-{dying}")
     computed = [r["name"] for r in runs if r["tags"].get("cached") == "false" and r["status"] == "FINISHED"]
@@ -322,7 +328,7 @@ def test_two_runs_of_one_pipeline_at_once_share_the_cache_safely(servers, tmp_pa
         """,
     )
     home = tmp_path / "home"
-    procs = [cli(servers, home, "run", str(path), wait=False) for _ in range(2)]
+    procs = [cli(servers, home, "run", str(path), wait=False, **THREADS) for _ in range(2)]
     try:
         wait_for(started.exists, 120, "a run to start the step")
         # hold the step until the other run has begun too (its parent run exists), so it meets the
@@ -372,7 +378,7 @@ def test_deploy_to_a_work_pool_and_a_worker_runs_it(servers, tmp_path):
     assert dep["work_pool_name"] == "gpu-test" and dep["job_variables"] == {"working_dir": str(REPO)}
     assert [s["schedule"]["cron"] for s in dep["schedules"]] == ["0 2 * * *"]
 
-    worker_env = servers.client_env(home, PREFECT_WORKER_QUERY_SECONDS="1")
+    worker_env = servers.client_env(home, PREFECT_WORKER_QUERY_SECONDS="1", **THREADS)
     worker = subprocess.Popen(
         [
             sys.executable,

@@ -10,6 +10,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -20,16 +21,34 @@ pytestmark = pytest.mark.slow  # costly: see the fast loop in tests/README.md
 C = "tests.support.engine_components"
 
 
-@pytest.fixture
-def project(tmp_path):
-    """A project folder whose `run` commands use a zygote in a private runtime folder."""
-    plugin = tmp_path / "plugin"
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    """A project folder whose `run` commands use a zygote in a private runtime folder, shared by
+    this module's tests (starting a zygote costs a run in its own process): the first `run` of the
+    ``warm`` pipeline ran in its own process and started the zygote, which now serves. The test that
+    makes the zygote step aside runs last (it stops it; a later test would start a fresh one)."""
+    folder = tmp_path_factory.mktemp("daemon")
+    plugin = folder / "plugin"
     plugin.mkdir()
     (plugin / "bn_preloaded.py").write_text("VALUE = 1\n")
     with warm_env(
-        tmp_path, plugin, BOTTLENECKS_DAEMON_PRELOAD="bn_preloaded", PREFECT_SERVER_ANALYTICS_ENABLED="false"
+        folder, plugin, BOTTLENECKS_DAEMON_PRELOAD="bn_preloaded", PREFECT_SERVER_ANALYTICS_ENABLED="false"
     ) as env:
-        yield tmp_path, env, plugin
+        first, _, err = _run(env, folder, _warm_pipeline(folder))
+        _wait_serving(env, folder)
+        yield SimpleNamespace(folder=folder, env=env, plugin=plugin, first=first, first_err=err)
+
+
+def _warm_pipeline(folder: Path) -> Path:
+    return _pipeline(
+        folder,
+        "warm",
+        f"""\
+        steps:
+          numbers: {{uses: "{C}:numbers", with: {{n: 3}}}}
+          total: {{uses: "{C}:total", with: {{values: "${{numbers.values}}"}}}}
+        """,
+    )
 
 
 def _pipeline(folder: Path, name: str, body: str) -> Path:
@@ -58,12 +77,19 @@ def _socket(env, folder) -> Path:
     return runtime / f"zygote-{_key(env, folder)}.sock"
 
 
+_KEYS: dict[tuple, str] = {}
+
+
 def _key(env, folder) -> str:
-    """The zygote a command started in ``folder`` with ``env`` talks to."""
-    code = "import sys; from flows.services import daemon; print(daemon.key())"
-    return subprocess.run(
-        [sys.executable, "-c", code], env=env, cwd=folder, capture_output=True, text=True, check=True
-    ).stdout.strip()
+    """The zygote a command started in ``folder`` with ``env`` talks to (computed in a process of
+    that environment, once per environment)."""
+    memo = (tuple(sorted(env.items())), str(folder))
+    if memo not in _KEYS:
+        code = "import sys; from flows.services import daemon; print(daemon.key())"
+        _KEYS[memo] = subprocess.run(
+            [sys.executable, "-c", code], env=env, cwd=folder, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    return _KEYS[memo]
 
 
 def _wait_serving(env, folder, timeout=120.0) -> Path:
@@ -72,44 +98,25 @@ def _wait_serving(env, folder, timeout=120.0) -> Path:
 
 
 def _parent_tags(folder: Path, name: str) -> list[dict]:
-    code = (
-        "import json, mlflow; mlflow.set_tracking_uri('sqlite:///"
-        + str(folder / ".bottlenecks" / "mlflow.db")
-        + f"'); r = mlflow.search_runs(experiment_names=['{name}'], filter_string=\"attributes.run_name = "
-        f"'{name}'\", order_by=['attributes.start_time ASC'], output_format='list'); "
-        "print(json.dumps([dict(x.data.tags, status=x.info.status) for x in r]))"
-    )
-    import json
+    """The tags and status of the pipeline's parent runs, oldest first, in the folder's own store."""
+    import mlflow
 
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")},
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{folder / '.bottlenecks' / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name(name)
+    runs = client.search_runs(
+        [experiment.experiment_id], f"attributes.run_name = '{name}'", order_by=["attributes.start_time ASC"]
     )
-    return json.loads(out.stdout)
+    return [dict(r.data.tags, status=r.info.status) for r in runs]
 
 
 def test_a_later_run_is_served_by_the_zygote_with_the_same_output_and_exit_status(project):
-    folder, env, _ = project
-    path = _pipeline(
-        folder,
-        "warm",
-        f"""\
-        steps:
-          numbers: {{uses: "{C}:numbers", with: {{n: 3}}}}
-          total: {{uses: "{C}:total", with: {{values: "${{numbers.values}}"}}}}
-        """,
-    )
-    first, _, err1 = _run(env, folder, path)
-    assert "finished in" in err1 and "2 done" in err1
-    _wait_serving(env, folder)
-    second, out2, err2 = _run(env, folder, path)
+    folder, env = project.folder, project.env
+    assert "finished in" in project.first_err and "2 done" in project.first_err
+    second, out2, err2 = _run(env, folder, _warm_pipeline(folder))
     assert "2 cached" in err2 and "MLflow parent run" in err2, err2  # the command's own stderr
     tags = _parent_tags(folder, "warm")
     assert [t["status"] for t in tags] == ["FINISHED", "FINISHED"]
-    assert tags[0]["bottlenecks.pid"] == str(first.pid)  # the first ran in its own process
+    assert tags[0]["bottlenecks.pid"] == str(project.first.pid)  # the first ran in its own process
     assert tags[1]["bottlenecks.pid"] != str(second.pid)  # the second in the zygote's child
     assert (folder / ".bottlenecks" / "mlflow.db").exists()  # in the command's folder, not the zygote's
 
@@ -129,8 +136,7 @@ def test_a_later_run_is_served_by_the_zygote_with_the_same_output_and_exit_statu
 
 
 def test_ctrl_c_reaches_the_child_and_the_run_is_killed(project):
-    folder, env, _ = project
-    _run(env, folder, _pipeline(folder, "warm-first", f'steps: {{a: {{uses: "{C}:numbers"}}}}\n'))
+    folder, env = project.folder, project.env
     _wait_serving(env, folder)
     started = folder / "started"
     path = _pipeline(
@@ -160,10 +166,19 @@ def test_ctrl_c_reaches_the_child_and_the_run_is_killed(project):
     assert tags["status"] == "KILLED" and tags["bottlenecks.pid"] != str(proc.pid)
 
 
+def test_another_environment_gets_another_zygote(project):
+    folder, env = project.folder, project.env
+    other = {**env, "BOTTLENECKS_EXECUTOR": "threads"}
+    assert _key(env, folder) != _key(other, folder)
+    assert _key(env, folder) == _key(
+        {**env, "PWD": "/elsewhere", "OLDPWD": "/", "SHLVL": "3"}, folder
+    )  # shell noise ignored
+
+
+# last: the zygote steps aside and is stopped
 def test_an_edited_source_file_makes_the_zygote_step_aside_and_stop_ends_it(project):
-    folder, env, plugin = project
+    folder, env, plugin = project.folder, project.env, project.plugin
     path = _pipeline(folder, "warm-stale", f'steps: {{a: {{uses: "{C}:numbers"}}}}\n')
-    _run(env, folder, path)
     sock = _wait_serving(env, folder)
     time.sleep(0.05)
     (plugin / "bn_preloaded.py").write_text("VALUE = 2  # edited\n")  # a module the zygote imported
@@ -179,12 +194,3 @@ def test_an_edited_source_file_makes_the_zygote_step_aside_and_stop_ends_it(proj
     while sock.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not sock.exists()
-
-
-def test_another_environment_gets_another_zygote(project):
-    folder, env, _ = project
-    other = {**env, "BOTTLENECKS_EXECUTOR": "threads"}
-    assert _key(env, folder) != _key(other, folder)
-    assert _key(env, folder) == _key(
-        {**env, "PWD": "/elsewhere", "OLDPWD": "/", "SHLVL": "3"}, folder
-    )  # shell noise ignored

@@ -265,8 +265,10 @@ class TeamServers:
         return env
 
     def stop(self) -> None:
+        """End all three at once (SIGKILL, Postgres' immediate mode): their stores are thrown away, so
+        nothing is gained by the seconds a graceful shutdown takes."""
         for server in (self.prefect, self.mlflow):
             if server is not None:
-                server.stop()
+                server.stop(kill=True)
         self.postgres.stop()
         shutil.rmtree(self.root, ignore_errors=True)
