@@ -38,6 +38,7 @@ from components.train.errors import TrainError
 
 RANK_SEED = 1_000_003  # rank r draws dropout and shifts from seed + r * RANK_SEED
 TIMEOUT = timedelta(minutes=30)  # a collective that waits longer (a hung rank) fails the step
+FAILING_RANK_WAIT = 1.0  # seconds a failing rank waits before it ends (see ``run_rank``)
 _SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)  # those the elastic launcher takes over
 # what a rank imports (the optimiser imports torch._dynamo, translation data its readers): 7-10 s on 2 busy cores
 _PRELOAD = ["torch", "torch._dynamo", "components.train.trainer", "components.data.io", "components.models"]
@@ -313,7 +314,9 @@ def _failure(result, world: int, gpus: list[str]) -> str:
         said = Path(result.stderrs[rank]).read_text(errors="replace")  # it died before its traceback was kept
     said = "\n".join(said.strip().splitlines()[-12:])
     said = f":\n{said}" if said else ""
-    ended = "the other ranks were ended; rerun the step to resume from its last checkpoint"
+    ended = "the other ranks were ended" + (
+        "; rerun the step to resume from its last checkpoint" if failure.exitcode < 0 else ""
+    )
     return f"rank {rank} of {world}{where} {how}{said}\n{ended}"
 
 
@@ -330,6 +333,11 @@ def run_rank(spec: RankSpec) -> dict | None:
     try:
         ctx = _rank_context(spec, rank)
         out = train(ctx, TrainConfig.model_validate(spec.cfg), rank, size)
+    except BaseException:
+        # a rank whose peer was killed fails in its next collective at once: end a moment later, so
+        # the launcher sees the killed rank end first and names it
+        time.sleep(FAILING_RANK_WAIT)
+        raise
     finally:
         dist.destroy_process_group()
         spec.queue.close()

@@ -130,8 +130,10 @@ def resume(ctx: Context, run: Run) -> None:
             run.net.load_state_dict(state["state_dict"])
             run.opt.load_state_dict(state["optimizer"])
             run.sched.load_state_dict(state["scheduler"])
-            rngs = state.get("rng_ranks", [state["rng"]])
-            C.set_rng_state(rngs[run.rank] if run.rank < len(rngs) else state["rng"])
+            rngs = state.get("rng_ranks", [state["rng"]])  # each rank's, by rank
+            C.set_rng_state(rngs[min(run.rank, len(rngs) - 1)])
+            if run.rank >= len(rngs):  # more processes than wrote the checkpoint: a stream of its own
+                torch.manual_seed(run.cfg.seed + D.RANK_SEED * run.rank + state["step"])
             run.start, run.elapsed, run.history = state["step"], state["seconds"], state["history"]
             ctx.log.info("resumed from step %d", run.start)
         else:

@@ -163,3 +163,12 @@ def _children() -> set[int]:
         except psutil.NoSuchProcess:
             pass
     return found
+
+
+@pytest.mark.slow
+def test_a_run_resumed_with_another_number_of_processes_continues_to_the_same_weights(tmp_path, mt, one):
+    get("train.model")(Context(tmp_path / "run"), **_kw(mt, steps=2))  # one process writes step 2
+    out = get("train.model")(Context(tmp_path / "run"), **_kw(mt, processes=2))
+    assert out["summary"]["resumed_from_step"] == 2
+    ref, got = _weights(one[1]), _weights(out)
+    assert all(torch.allclose(ref[k], got[k], atol=1e-5) for k in ref)
