@@ -72,6 +72,10 @@ class TrainConfig(BaseModel):
             ``tokens_per_s`` leaves its time out (``eval_seconds`` says how long it took).
         average_last: keep the weights of the last N checkpoints (every ``checkpoint_every`` steps,
             the final one included) and evaluate and save their average.
+        compile: each micro-batch's forward + loss through ``torch.compile`` (``compiled.py``). None
+            (the default): where it pays, on CUDA for the recurrent decoders (``reduce-overhead``, CUDA
+            graphs) and the Transformer (``default``), never on a CPU; false: eager; true or a mode:
+            ``default``, ``reduce-overhead``, ``max-autotune``.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -107,7 +111,8 @@ class TrainConfig(BaseModel):
     checkpoint_every: Count = 100  # 0: no checkpoints before the end
     log_every: Size = 10
     bf16: bool = False  # on CUDA, recurrent models train in fp32 + TF32 instead (see precision.choose)
-    compile: bool = False
+    # null: compile where it pays (CUDA; recurrent decoders and the Transformer); see compiled.py
+    compile: Literal[True, False, "default", "reduce-overhead", "max-autotune"] | None = None
     deterministic: bool = False
     average_last: Count = 0  # > 1: the final model averages the weights of the last N checkpoints
     prefetch: Count | None = None  # batches collated ahead on a thread; None: 2 on a GPU, 0 on a CPU

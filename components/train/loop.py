@@ -5,11 +5,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-import torch
-
 from components import Context, Progress
 from components.train import distributed as D
 from components.train import precision as P
+from components.train.compiled import for_step
 from components.train.curves import eval_steps, log_point
 from components.train.monitor import Divergence, Window
 from components.train.optim import clip_gradients
@@ -35,8 +34,8 @@ def train_loop(ctx: Context, run: Run) -> Trained:
     """Train from ``run.start`` to ``cfg.steps``; stop early, as a result, when the loss diverges."""
     cfg, task, net = run.cfg, run.task, run.net
     net = D.wrap(net, run.world)  # with several processes, DistributedDataParallel
-    step_fn = torch.compile(net) if cfg.compile else net
-    backward = StepPasses(ctx, step_fn, task, run.opt, cfg, P.autocast(ctx.device, run.precision))
+    step_fn, step_task = for_step(ctx, cfg.compile, net, task)  # eager, or forward + loss compiled
+    backward = StepPasses(ctx, step_fn, step_task, run.opt, cfg, P.autocast(ctx.device, run.precision))
     # image shifts draw from the global RNG: only pure batch functions may run ahead on a thread
     depth = 0 if cfg.shift else _prefetch_depth(cfg.prefetch, run.cuda)
     watch = Divergence(ctx.device, cfg.max_loss, cfg.log_every if run.cuda else 1)
