@@ -112,6 +112,9 @@ def ui(port: Annotated[int, typer.Option(help="port on 127.0.0.1")] = 5000) -> N
     root = home.artifact_root()
     if root:
         cmd += ["--default-artifact-root", root]
+    from flows.services import mlflow_db
+
+    mlflow_db.prepare(uri, artifact_root=root)  # a new folder's store from the template, not migrated anew
     out.print(f"MLflow UI on http://127.0.0.1:{port} (Ctrl-C to stop)")
     from flows.track.runs import experiment_links
 
