@@ -12,15 +12,26 @@ the device, dtype and versions, then:
     of 1, 2, 4, 8 whose peak memory, extrapolated from one measured micro-batch, stays under 80% of
     the device's), stated with the memory figures it was chosen from;
   - RNNsearch-50 and RNNencdec-50 (37k vocabularies): the profile's step, 80 sentence pairs of 40 + 40
-    tokens, Adadelta (rho 0.95, eps 1e-6), clip norm 1, fp32 + TF32 on CUDA;
-  - per step: ATen ops dispatched and (on CUDA) kernels launched, counted by torch.profiler on one
-    step: the host cost of eager mode is about one dispatch per op;
+    tokens, Adadelta (rho 0.95, eps 1e-6), clip norm 1, fp32 + TF32 on CUDA; and the `mt` step's
+    models with the same recipe and batch: seq2seq (620/1000 GRU, final state only), Luong dot
+    (620/1000) and Sutskever's 4 x 1000 LSTM (embeddings 620, the shared overrides);
+  - each step eager and compiled (``compiled``): the micro-batch's forward + loss through
+    ``torch.compile`` in the mode ``train.model``'s ``compile: null`` picks on the device
+    (``components/train/compiled.py``: on CUDA, CUDA graphs for the recurrent models and the default
+    mode for the Transformer; ``default`` on a CPU), with its step time, the first call's compile
+    time and the speed-up;
+  - per step: ATen ops dispatched and (on CUDA) kernels run and launch calls made (a replayed CUDA
+    graph is one launch for its kernels), counted by torch.profiler on one step: the host cost of
+    eager mode is about one dispatch per op;
   - beam-4 decoding (length penalty 0.6, at most source + 50) of 3,003 newstest2014-sized sentences
     with and without the Transformer's key/value cache (untrained: an upper bound);
   - forward + backward time per sequence of one GRU layer vs one self-attention layer at T=512-4096.
 MFU = model FLOPs / (seconds x peak): 6 FLOPs per matmul weight per token (forward + backward)
 plus 12 T d per token for each attention (QK^T and AV). Peaks are dense figures per device name,
-or --peak-tflops. ``--tiny`` shrinks every model and batch to check the script on a CPU in seconds;
+or --peak-tflops. Every figure carries the device's name. ``--tiny`` shrinks every model and batch
+to check the script on a CPU in seconds; ``--compiled`` names the steps to compile (all, none or a
+comma list of keys) and ``--compile-backend`` the backend (``aot_eager`` traces without generating
+code: a quick wiring check);
 ``--count-ops`` counts the full-size models' ops per step on any device at a small batch (the count
 does not depend on the batch) and skips the timings.
 """
@@ -51,6 +62,7 @@ sys.path.insert(0, str(ROOT))
 
 from components.models import build  # noqa: E402
 from components.models.decoding import beam_search  # noqa: E402
+from components.train.compiled import resolve  # noqa: E402
 from components.train.optim import make_optimizer  # noqa: E402
 from components.train.precision import autocast, choose, tf32  # noqa: E402
 
@@ -108,8 +120,11 @@ def batches(model, device: str, shapes: list[tuple[int, int, int]], seed: int = 
     return out
 
 
-def make_step(model, device: str, recipe: dict, micro: list):
-    """One optimiser step as train.model takes it: every micro-batch's loss weighted by its target tokens."""
+def make_step(model, device: str, recipe: dict, micro: list, compiled: dict | None = None):
+    """One optimiser step as train.model takes it: every micro-batch's loss weighted by its target tokens.
+
+    ``compiled`` ({"mode", "backend"}): each micro-batch's forward + loss runs through ``torch.compile``.
+    """
     precision = choose(model, device, bf16=recipe.get("bf16", False) and device.startswith("cuda"))
     opt = make_optimizer(
         model,
@@ -125,14 +140,24 @@ def make_step(model, device: str, recipe: dict, micro: list):
     V = model.config.tgt_vocab_size
     total = sum(t.shape[0] * (t.shape[1] - 1) for _, _, t in micro)
 
+    def forward_loss(src, lengths, tgt):
+        logits, _ = model(src, lengths, tgt[:, :-1])
+        return F.cross_entropy(
+            logits.reshape(-1, V).float(), tgt[:, 1:].reshape(-1), label_smoothing=recipe.get("ls", 0.0)
+        )
+
+    graphs = bool(compiled) and compiled["mode"] == "reduce-overhead" and device.startswith("cuda")
+    if compiled:
+        mode = None if compiled["mode"] == "default" else compiled["mode"]
+        forward_loss = torch.compile(forward_loss, mode=mode, backend=compiled["backend"])
+
     def step():
         opt.zero_grad(set_to_none=True)
         for src, lengths, tgt in micro:
+            if graphs:  # the previous replay's outputs are no longer read
+                torch.compiler.cudagraph_mark_step_begin()
             with autocast(device, precision):
-                logits, _ = model(src, lengths, tgt[:, :-1])
-                loss = F.cross_entropy(
-                    logits.reshape(-1, V).float(), tgt[:, 1:].reshape(-1), label_smoothing=recipe.get("ls", 0.0)
-                )
+                loss = forward_loss(src, lengths, tgt)
             (loss * (tgt.shape[0] * (tgt.shape[1] - 1) / total)).backward()
         if recipe.get("clip"):
             torch.nn.utils.clip_grad_norm_(model.parameters(), recipe["clip"])
@@ -142,11 +167,12 @@ def make_step(model, device: str, recipe: dict, micro: list):
     return step, precision
 
 
-def time_step(model, device: str, recipe: dict, shapes: list, steps: int, warmup: int) -> dict:
-    """Median seconds of the whole accumulated step, and its tokens (both sides) per second."""
+def time_step(model, device: str, recipe: dict, shapes: list, steps: int, warmup: int, compiled=None) -> dict:
+    """Median seconds of the whole accumulated step, and its tokens (both sides) per second; compiled,
+    also the first step's seconds (compiling; CUDA graphs are recorded in the warm-up steps after it)."""
     model.train()
-    step, precision = make_step(model, device, recipe, batches(model, device, shapes))
-    times = []
+    step, precision = make_step(model, device, recipe, batches(model, device, shapes), compiled)
+    times, first = [], None
     for i in range(warmup + steps):
         sync(device)
         t0 = time.perf_counter()
@@ -154,6 +180,8 @@ def time_step(model, device: str, recipe: dict, shapes: list, steps: int, warmup
         sync(device)
         if i >= warmup:
             times.append(time.perf_counter() - t0)
+        elif i == 0:
+            first = time.perf_counter() - t0
     sec = statistics.median(times)
     src_tokens, tgt_tokens = sum(B * S for B, S, _ in shapes), sum(B * T for B, _, T in shapes)
     return {
@@ -163,16 +191,26 @@ def time_step(model, device: str, recipe: dict, shapes: list, steps: int, warmup
         "step_s": round(sec, 5),
         "tokens_per_s": round((src_tokens + tgt_tokens) / sec),
         "loss": round(float(loss.detach()), 3),
+        **(
+            {"mode": compiled["mode"], "backend": compiled["backend"], "first_step_s": round(first, 3)}
+            if compiled
+            else {}
+        ),
     }
 
 
-def count_ops(model, device: str, recipe: dict, shapes: list) -> dict:
-    """ATen ops (leaf calls: each launches about one kernel) and CUDA kernels in one whole step."""
+LAUNCHES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx", "cudaGraphLaunch")
+
+
+def count_ops(model, device: str, recipe: dict, shapes: list, compiled=None) -> dict:
+    """ATen ops (leaf calls: eager, each launches about one kernel), CUDA kernels run and the host's
+    launch calls (a replayed CUDA graph is one ``cudaGraphLaunch`` for all its kernels) in one step."""
     from torch.profiler import ProfilerActivity, profile
 
     model.train()
-    step, _ = make_step(model, device, recipe, batches(model, device, shapes))
-    step()  # optimiser state exists before counting, as in every step after the first
+    step, _ = make_step(model, device, recipe, batches(model, device, shapes), compiled)
+    for _ in range(3 if compiled else 1):  # optimiser state (and compiled graphs) exist before counting
+        step()
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.startswith("cuda") else [])
     with profile(activities=acts) as prof:
         step()
@@ -180,7 +218,13 @@ def count_ops(model, device: str, recipe: dict, shapes: list) -> dict:
     events = prof.events()
     leaf = sum(1 for e in events if e.name.startswith("aten::") and not e.cpu_children)
     kernels = sum(1 for e in events if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA)
-    return {"aten_leaf_ops": leaf, "cuda_kernels": kernels if device.startswith("cuda") else None}
+    launches = sum(1 for e in events if e.name in LAUNCHES)
+    cuda = device.startswith("cuda")
+    return {
+        "aten_leaf_ops": leaf,
+        "cuda_kernels": kernels if cuda else None,
+        "cuda_launches": launches if cuda else None,
+    }
 
 
 def choose_accumulation(model, device: str, recipe: dict, total_tokens: int, length: int, fraction: float = 0.8):
@@ -246,7 +290,117 @@ def per_sequence(layer, device: str, T: int, d: int, batch: int, repeats: int) -
     return statistics.median(times) / batch
 
 
-def main() -> None:
+def models(tiny: bool) -> tuple[nn.Module, dict[str, nn.Module]]:
+    """Transformer-base and the profile's recurrent models (37k vocabularies), or toy versions of them."""
+    vocab = {"src_vocab_size": 64, "tgt_vocab_size": 64} if tiny else {"src_vocab_size": 37000, "tgt_vocab_size": 37000}
+    if tiny:
+        tr = build("transformer-tiny", share_embeddings=True, **vocab)
+        paper, mt = (
+            {"rnnsearch_50": "rnnsearch-tiny", "rnnencdec_50": "rnnencdec-tiny"},
+            {"hidden_size": 16, "embed_dim": 8},
+        )
+    else:
+        tr = build("transformer-base")
+        paper, mt = (
+            {"rnnsearch_50": "rnnsearch-50", "rnnencdec_50": "rnnencdec-50"},
+            {"hidden_size": 1000, "embed_dim": 620},
+        )
+    rnns = {key: build(name, **vocab) for key, name in paper.items()}
+    return tr, rnns | {key: build(name, **vocab, **mt) for key, name in MT.items()}
+
+
+# the full profile's `mt` step: its matrix, with overrides {hidden_size: 1000, embed_dim: 620}
+MT = {"seq2seq_1000": "seq2seq-small", "luong_dot_1000": "luong-dot-small", "sutskever_4x1000": "sutskever-4x1000"}
+
+
+def compile_setting(key: str, model: nn.Module, device: str, args) -> dict | None:
+    """The mode ``compile: null`` picks for this model on ``device`` (``default`` on a CPU), or None when
+    ``--compiled`` leaves the step out."""
+    if args.compiled == "none" or (args.compiled != "all" and key not in args.compiled.split(",")):
+        return None
+    mode = resolve(None, device, model) or "default"
+    return {"mode": mode, "backend": args.compile_backend}
+
+
+def measure(runs: list, dev: str, name: str, args, warmup: int, peak) -> dict:
+    """Each step eager and compiled: seconds, tokens/s, FLOPs, MFU and ops, with the device's name."""
+    fig = {}
+    for key, model, recipe, shapes, flops in runs:
+        total = sum(flops(model, *shape) for shape in shapes)
+        setting = compile_setting(key, model, dev, args)
+        r = {"device": name}
+        for compiled in [None] + ([setting] if setting else []):
+            t = time_step(model, dev, recipe, shapes, args.steps, warmup + (2 if compiled else 0), compiled)
+            p = peak(t["precision"])
+            t["model_tflop_per_step"] = round(total / 1e12, 3)
+            t["model_tflops_per_s"] = round(total / t["step_s"] / 1e12, 3)
+            t["mfu"] = round(t["model_tflops_per_s"] * 1e12 / p, 4) if p else None
+            t.update(count_ops(model, dev, recipe, shapes, compiled))
+            if compiled:
+                r["compiled"] = t | {"device": name, "speedup": round(r["step_s"] / t["step_s"], 2)}
+            else:
+                r.update(t)
+        fig[key] = r
+        print(key, json.dumps(r), flush=True)
+    return fig
+
+
+def profile_runs(tr, rnns: dict, dev: str, tiny: bool, fig: dict) -> list:
+    """The steps to time: (key, model, recipe, micro-batch shapes, FLOP formula)."""
+    L, acc = (12, 2) if tiny else (32, 8)
+    tr_shape = (3125 // L if not tiny else 4, L, L)  # 3,125 tokens a side x 8 for the Transformer
+    rnn_shape = (8, 10, 10) if tiny else (80, 40, 40)  # 80 sentences of 40 + 40 tokens for the RNNs
+    runs = [("transformer_base_accumulate_profile", tr, TRANSFORMER, [tr_shape] * acc, transformer_flops)]
+    auto = choose_accumulation(tr, dev, TRANSFORMER, tr_shape[0] * L * acc, L)
+    fig["accumulate_auto"] = auto
+    if auto["accumulate"] and auto["accumulate"] != acc:
+        k = auto["accumulate"]
+        shape = (tr_shape[0] * acc // k, L, L)
+        runs.append(("transformer_base_accumulate_auto", tr, TRANSFORMER, [shape] * k, transformer_flops))
+    return runs + [(key, model, RNN, [rnn_shape], rnn_flops) for key, model in rnns.items()]
+
+
+def count_only(tr, rnns: dict, dev: str, fig: dict) -> None:
+    """``--count-ops``: each full-size step's ops at a small batch (the count does not depend on it)."""
+    small = (2, 8, 8)
+    fig["ops_per_step"] = {"transformer_base_micro_batch": count_ops(tr, dev, TRANSFORMER, [small])}
+    fig["ops_per_step"]["transformer_base_step_accumulate_8"] = count_ops(tr, dev, TRANSFORMER, [small] * 8)
+    for key, model in rnns.items():
+        fig["ops_per_step"][f"{key}_T40"] = count_ops(model, dev, RNN, [(2, 40, 40)])
+
+
+def decode_and_layers(tr, dev: str, tiny: bool, fig: dict) -> None:
+    """Beam-4 decoding with and without the cache, and GRU vs self-attention per sequence."""
+    lengths, d, n_sent = ([64, 128], 32, 16) if tiny else ([512, 1024, 2048, 4096], 512, 3003)
+    tr.eval()
+    mean_len, n_plain = (6 if tiny else 31), min(n_sent, 256)
+    fig["decode_beam4"] = {
+        "sentences": n_sent,
+        "cached_s": round(decode(tr, dev, n_sent, 128, mean_len, True), 3),
+        "uncached_sentences": n_plain,
+        "uncached_s": round(decode(tr, dev, n_plain, 128, mean_len, False), 3),
+    }
+    tr.config.kv_cache = True
+    gru = nn.GRU(d, d, batch_first=True).to(dev)
+    attn = build(
+        "transformer-encoder-small",
+        input_dim=d,
+        d_model=d,
+        n_heads=8 if d >= 64 else 2,
+        d_ff=4 * d,
+        num_layers=1,
+        num_classes=2,
+        head="many_to_many",
+    ).encoder.to(dev)
+    fig["per_sequence_ms"] = {}
+    for T in lengths:
+        with autocast(dev, "bf16" if dev.startswith("cuda") else "fp32"):
+            a = per_sequence(lambda x: attn(x), dev, T, d, 8, 3)
+        g = per_sequence(gru, dev, T, d, 8, 3)
+        fig["per_sequence_ms"][T] = {"gru": round(g * 1e3, 3), "self_attention": round(a * 1e3, 3)}
+
+
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--tiny", action="store_true", help="tiny sizes: check the script on a CPU")
@@ -254,8 +408,14 @@ def main() -> None:
     ap.add_argument("--peak-tflops", type=float, default=None, help="override the device's dense peak")
     ap.add_argument("--count-ops", action="store_true", help="only count each full-size step's ops (small batch)")
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: 1 with --tiny)")
+    ap.add_argument("--compiled", default="all", help="steps to time compiled too: all, none or keys, comma-separated")
+    ap.add_argument("--compile-backend", default="inductor", help="torch.compile backend (aot_eager: no codegen)")
     ap.add_argument("--out", help="also write the figures to this JSON file")
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
     dev = args.device
     if args.threads or args.tiny:
         torch.set_num_threads(args.threads or 1)
@@ -275,78 +435,15 @@ def main() -> None:
             return args.peak_tflops * 1e12
         return next((v * 1e12 for (frag, p), v in PEAKS.items() if frag in name and p == precision), None)
 
-    vocab = (
-        {"src_vocab_size": 64, "tgt_vocab_size": 64}
-        if args.tiny
-        else {"src_vocab_size": 37000, "tgt_vocab_size": 37000}
-    )
-    if args.tiny:
-        tr = build("transformer-tiny", share_embeddings=True, **vocab)
-        rnns = {"rnnsearch_50": build("rnnsearch-tiny", **vocab), "rnnencdec_50": build("rnnencdec-tiny", **vocab)}
-        L, acc, rnn_shape, lengths, d, n_sent = 12, 2, (8, 10, 10), [64, 128], 32, 16
-    else:  # the profile: 3,125 tokens a side x 8 for the Transformer, 80 sentences for the RNNs
-        tr = build("transformer-base")
-        rnns = {"rnnsearch_50": build("rnnsearch-50", **vocab), "rnnencdec_50": build("rnnencdec-50", **vocab)}
-        L, acc, rnn_shape, lengths, d, n_sent = 32, 8, (80, 40, 40), [512, 1024, 2048, 4096], 512, 3003
-    tr_shape = (3125 // L if not args.tiny else 4, L, L)
-    warmup = 1 if args.tiny else 2
     with tf32(dev.startswith("cuda")):
-        tr = tr.to(dev)
-        rnns = {k: m.to(dev) for k, m in rnns.items()}
+        tr, rnns = models(args.tiny)
+        tr, rnns = tr.to(dev), {k: m.to(dev) for k, m in rnns.items()}
         if args.count_ops:
-            small = (2, 8, 8)
-            fig["ops_per_step"] = {"transformer_base_micro_batch": count_ops(tr, dev, TRANSFORMER, [small])}
-            fig["ops_per_step"]["transformer_base_step_accumulate_8"] = count_ops(tr, dev, TRANSFORMER, [small] * 8)
-            for key, model in rnns.items():
-                fig["ops_per_step"][f"{key}_T40"] = count_ops(model, dev, RNN, [(2, 40, 40)])
-            print(json.dumps(fig, indent=2))
-            if args.out:
-                Path(args.out).write_text(json.dumps(fig, indent=2) + "\n")
-            return
-        runs = [("transformer_base_accumulate_profile", tr, TRANSFORMER, [tr_shape] * acc, transformer_flops)]
-        auto = choose_accumulation(tr, dev, TRANSFORMER, tr_shape[0] * L * acc, L)
-        fig["accumulate_auto"] = auto
-        if auto["accumulate"] and auto["accumulate"] != acc:
-            k = auto["accumulate"]
-            shape = (tr_shape[0] * acc // k, L, L)
-            runs.append(("transformer_base_accumulate_auto", tr, TRANSFORMER, [shape] * k, transformer_flops))
-        runs += [(key, model, RNN, [rnn_shape], rnn_flops) for key, model in rnns.items()]
-        for key, model, recipe, shapes, flops in runs:
-            r = time_step(model, dev, recipe, shapes, args.steps, warmup)
-            p = peak(r["precision"])
-            total = sum(flops(model, *shape) for shape in shapes)
-            r["model_tflop_per_step"] = round(total / 1e12, 3)
-            r["model_tflops_per_s"] = round(total / r["step_s"] / 1e12, 3)
-            r["mfu"] = round(r["model_tflops_per_s"] * 1e12 / p, 4) if p else None
-            r.update(count_ops(model, dev, recipe, shapes))
-            fig[key] = r
-            print(key, json.dumps(r), flush=True)
-        tr.eval()
-        mean_len, n_plain = (6 if args.tiny else 31), min(n_sent, 256)
-        fig["decode_beam4"] = {
-            "sentences": n_sent,
-            "cached_s": round(decode(tr, dev, n_sent, 128, mean_len, True), 3),
-            "uncached_sentences": n_plain,
-            "uncached_s": round(decode(tr, dev, n_plain, 128, mean_len, False), 3),
-        }
-        tr.config.kv_cache = True
-        gru = nn.GRU(d, d, batch_first=True).to(dev)
-        attn = build(
-            "transformer-encoder-small",
-            input_dim=d,
-            d_model=d,
-            n_heads=8 if d >= 64 else 2,
-            d_ff=4 * d,
-            num_layers=1,
-            num_classes=2,
-            head="many_to_many",
-        ).encoder.to(dev)
-        fig["per_sequence_ms"] = {}
-        for T in lengths:
-            with autocast(dev, "bf16" if dev.startswith("cuda") else "fp32"):
-                a = per_sequence(lambda x: attn(x), dev, T, d, 8, 3)
-            g = per_sequence(gru, dev, T, d, 8, 3)
-            fig["per_sequence_ms"][T] = {"gru": round(g * 1e3, 3), "self_attention": round(a * 1e3, 3)}
+            count_only(tr, rnns, dev, fig)
+        else:
+            runs = profile_runs(tr, rnns, dev, args.tiny, fig)
+            fig.update(measure(runs, dev, name, args, 1 if args.tiny else 2, peak))
+            decode_and_layers(tr, dev, args.tiny, fig)
     loaded = sorted({m.split(".")[0] for m in sys.modules} & set(FORBIDDEN))
     fig["forbidden_imports"] = loaded
     print(json.dumps(fig, indent=2))
