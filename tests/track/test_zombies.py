@@ -66,7 +66,7 @@ def test_sweep_kills_only_runs_whose_owner_is_gone(home):
     assert runs[done].info.status == "FINISHED"
 
 
-def test_a_sigkilled_run_is_killed_by_the_next_run_and_flagged_by_history(tmp_path, home):
+def test_a_sigkilled_run_is_killed_by_the_next_run_and_flagged_by_history(tmp_path, home, monkeypatch):
     name = f"zombie-e2e-{uuid.uuid4().hex[:6]}"
     started = tmp_path / "started"
     path = tmp_path / "p.yaml"
@@ -78,7 +78,14 @@ def test_a_sigkilled_run_is_killed_by_the_next_run_and_flagged_by_history(tmp_pa
           slow: {{uses: "{Z}:slow", with: {{started: "{started}"}}, needs: [nums]}}
         """)
     )
-    env = {**os.environ, "BOTTLENECKS_HOME": str(home), "PREFECT_HOME": str(tmp_path / "prefect")}
+    # steps in the run's threads: killing the run then kills its steps too, as killing a run kills
+    # its pool's workers (they never outlive it), and no pool of processes costs seconds to start
+    env = {
+        **os.environ,
+        "BOTTLENECKS_HOME": str(home),
+        "PREFECT_HOME": str(tmp_path / "prefect"),
+        "BOTTLENECKS_EXECUTOR": "threads",
+    }
     with open(tmp_path / "log", "w") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "flows.cli", "run", str(path)],
@@ -91,7 +98,7 @@ def test_a_sigkilled_run_is_killed_by_the_next_run_and_flagged_by_history(tmp_pa
         deadline = time.monotonic() + 240
         while not started.exists():  # the slow step's run exists in MLflow before it starts
             assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "log").read_text()
-            time.sleep(0.5)
+            time.sleep(0.1)
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
@@ -111,6 +118,7 @@ def test_a_sigkilled_run_is_killed_by_the_next_run_and_flagged_by_history(tmp_pa
         f"{socket.gethostname()} is gone (killed or crashed); the next run marks it KILLED"
     ) in result.output
 
+    monkeypatch.setenv("BOTTLENECKS_EXECUTOR", "threads")
     result = cli.invoke(app, ["run", str(path), "--set", "slow.seconds=0"])
     assert result.exit_code == 0, result.output
     assert (
