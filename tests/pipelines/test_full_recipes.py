@@ -218,7 +218,19 @@ def test_the_whole_full_profile_runs_end_to_end_at_toy_size_on_cpu(tmp_path, hom
         "image_steps=4",
         "lookup_steps=4",
         "caption_steps=4",
+        "vit_seeds=[0]",
         "timing_lengths=[16,32]",
+        "timing.batch=1",
+        "timing.repeats=1",
+        "rnn_memory.batch=1",
+        "rnn_memory.repeats=1",
+        "grad.length=20",
+        "explode.steps=4",
+        *(
+            f"{data}.n_{split}={n}"
+            for data in ("recall", "lookup", "adding", "strips")
+            for split, n in (("train", 200), ("valid", 50), ("test", 50))
+        ),
         "mt_hidden=16",
         "mt_data.source=files",
         f"mt_data.data_dir={data}",
@@ -237,13 +249,14 @@ def test_the_whole_full_profile_runs_end_to_end_at_toy_size_on_cpu(tmp_path, hom
         "mt_transformer.steps=6",
         "mt_transformer.warmup=3",
         "mt_transformer.checkpoint_every=1",
-        "explode.steps=4",
         "bias15.steps=4",
         *(f"{step}.eval_every=0" for step in ("rnn", "lstm", "bias15", "gru", "explode", "heads", "vit", "cnn")),
         *(f"{step}.eval_every=0" for step in ("learned_positions", "captioner", "mt_transformer")),
         "bleu.max_examples=12",
         "bleu_bahdanau.max_examples=12",
         "capacity.max_examples=12",
+        "bleu.n_bootstrap=20",
+        "bleu_bahdanau.n_bootstrap=20",
     ]
     plan = build(PIPELINE, profile="full", sets=sets)
     kept = plan.instances["mt_transformer[seed=0]"].params
