@@ -194,7 +194,8 @@ def launch(ctx: Context, cfg, world: int) -> dict:
     cuda = ctx.device.startswith("cuda")
     check_split(cfg.accumulate, cfg.passes, world)
     gpus = rank_gpus(world, tuple(getattr(ctx, "gpus", ()))) if cuda else []
-    relay = _start_method().Queue()
+    method = _start_method(cuda)
+    relay = mp.get_context(method).Queue()
     threads = max(1, torch.get_num_threads() // world) if not cuda else torch.get_num_threads()
     level = ctx.log.getEffectiveLevel()
     spec = RankSpec(cfg.model_dump(), str(ctx.work_dir), ctx.step_name, cuda, threads, level, relay)
@@ -208,7 +209,7 @@ def launch(ctx: Context, cfg, world: int) -> dict:
             args={r: (spec,) for r in range(world)},
             envs=envs,
             logs_specs=DefaultLogsSpecs(log_dir=logs, tee=Std.ERR),  # stderr to the console and a file
-            start_method="forkserver",
+            start_method=method,
         )
         try:
             result = _follow(ctx, cfg, ranks, relay)
@@ -219,12 +220,16 @@ def launch(ctx: Context, cfg, world: int) -> dict:
     return result.return_values[0]
 
 
-def _start_method():
-    """Ranks fork from a server that has imported the trainer once (multiprocessing's forkserver,
-    started at the first launch and kept by this process): a rank starts in a fraction of a
-    second instead of importing torch again."""
+def _start_method(cuda: bool) -> str:
+    """How ranks start. CPU ranks fork from a server that has imported the trainer once
+    (multiprocessing's forkserver, started at the first launch and kept by this process): a rank
+    starts in a fraction of a second instead of importing torch again. GPU ranks start fresh
+    (``spawn``): a process that has touched CUDA must not fork, and a rank's ``CUDA_VISIBLE_DEVICES``
+    counts only before CUDA starts in it."""
+    if cuda:
+        return "spawn"
     mp.set_forkserver_preload(_PRELOAD)
-    return mp.get_context("forkserver")
+    return "forkserver"
 
 
 def _rank_envs(world: int, gpus: list[str]) -> dict[int, dict[str, str]]:
