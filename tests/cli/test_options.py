@@ -60,11 +60,18 @@ def invoke(*args: str):
     return result, result.output
 
 
+@pytest.fixture
+def threads_executor(monkeypatch):
+    """Steps in the test's own threads: what these options do does not depend on the executor, and
+    a pool of worker processes (each importing torch) costs 10-15 s a run on a loaded machine."""
+    monkeypatch.setenv("BOTTLENECKS_EXECUTOR", "threads")
+
+
 def met(folder: Path) -> dict[str, str]:
     return {side: (folder / f"{side}.met").read_text() for side in ("left", "right")}
 
 
-def test_workers_from_the_command_line_replace_the_pipelines_setting(tmp_path, home):
+def test_workers_from_the_command_line_replace_the_pipelines_setting(tmp_path, home, threads_executor):
     marks = tmp_path / "marks"
     path = write(
         tmp_path,
@@ -82,13 +89,14 @@ def test_workers_from_the_command_line_replace_the_pipelines_setting(tmp_path, h
     assert "workers=2" in out and met(marks) == {"left": "True", "right": "True"}  # ran side by side
     for mark in marks.iterdir():
         mark.unlink()
-    result, out = invoke(path)  # settings.workers 1: one step at a time, they never meet
+    # settings.workers 1: one step at a time, they never meet (the first waits 1.5 s for nothing)
+    result, out = invoke(path, "--set", "left.wait=1.5", "--set", "right.wait=1.5")
     assert result.exit_code == 0, out
     # one step at a time: the first found no partner running (the second saw the first's mark)
     assert "workers=1" in out and sorted(met(marks).values()) == ["False", "True"]
 
 
-def test_no_cache_recomputes_every_step_and_a_plain_rerun_reuses_them(tmp_path, home):
+def test_no_cache_recomputes_every_step_and_a_plain_rerun_reuses_them(tmp_path, home, threads_executor):
     counter = tmp_path / "calls"
     path = write(
         tmp_path,
@@ -108,7 +116,7 @@ def test_no_cache_recomputes_every_step_and_a_plain_rerun_reuses_them(tmp_path, 
     assert len(counter.read_text().splitlines()) == 3  # computed again (the counter's 3rd call passes)
 
 
-def test_retry_delay_waits_between_attempts(tmp_path, home):
+def test_retry_delay_waits_between_attempts(tmp_path, home, threads_executor):
     counter = tmp_path / "calls"
     path = write(
         tmp_path,
@@ -155,23 +163,27 @@ def test_with_nothing_configured_state_lives_in_dot_bottlenecks_of_the_working_d
           nums: {{uses: {C}:numbers, with: {{n: 3}}}}
         """)
     )
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("BOTTLENECKS_HOME", "PREFECT_HOME", "MLFLOW_TRACKING_URI", "PREFECT_API_URL")
-    }
+    # the suite's own settings gone too: the folder's background Prefect server, as a user gets it
+    suite = ("BOTTLENECKS_HOME", "PREFECT_HOME", "MLFLOW_TRACKING_URI", "PREFECT_API_URL", "BOTTLENECKS_PREFECT_SERVER")
+    env = {k: v for k, v in os.environ.items() if k not in suite}
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    done = subprocess.run(
-        [sys.executable, "-m", "flows.cli", "run", "p.yaml"],
-        cwd=work,
-        env=env,
-        text=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stdout
     state = work / ".bottlenecks"
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "flows.cli", "run", "p.yaml"],
+            cwd=work,
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=300,
+        )
+    finally:
+        from flows.services import prefect_server
+
+        if state.is_dir():
+            prefect_server.stop(state)
+    assert done.returncode == 0, done.stdout
     assert f"tracking=sqlite:///{state / 'mlflow.db'}" in done.stdout
     assert (state / "mlflow.db").is_file() and (state / "prefect").is_dir()
     assert len(list((state / "cache").glob("*.json"))) == 1 and list((state / "work").iterdir())
