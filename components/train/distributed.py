@@ -22,6 +22,7 @@ import queue as queues
 import signal
 import socket
 import tempfile
+import threading
 import time
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
@@ -183,6 +184,7 @@ class RankSpec:
     threads: int
     log_level: int
     queue: Any
+    launcher: int  # the launching process's pid
 
 
 def launch(ctx: Context, cfg, world: int) -> dict:
@@ -198,7 +200,7 @@ def launch(ctx: Context, cfg, world: int) -> dict:
     relay = mp.get_context(method).Queue()
     threads = max(1, torch.get_num_threads() // world) if not cuda else torch.get_num_threads()
     level = ctx.log.getEffectiveLevel()
-    spec = RankSpec(cfg.model_dump(), str(ctx.work_dir), ctx.step_name, cuda, threads, level, relay)
+    spec = RankSpec(cfg.model_dump(), str(ctx.work_dir), ctx.step_name, cuda, threads, level, relay, os.getpid())
     envs = _rank_envs(world, gpus)
     from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, Std, start_processes
 
@@ -255,8 +257,6 @@ def _free_port() -> int:
 @contextmanager
 def _signals_kept():
     """Give back this process's signal handlers after the launch (the launcher installs its own)."""
-    import threading
-
     main = threading.current_thread() is threading.main_thread()
     before = {s: signal.getsignal(s) for s in _SIGNALS} if main else {}
     try:
@@ -331,6 +331,7 @@ def run_rank(spec: RankSpec) -> dict | None:
     from components.train.trainer import train  # here: the trainer imports this module
 
     rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    _end_with_launcher(spec.launcher)
     torch.set_num_threads(spec.threads)
     if spec.cuda:
         torch.cuda.set_device(0)  # the only GPU this rank sees
@@ -348,6 +349,32 @@ def run_rank(spec: RankSpec) -> dict | None:
         spec.queue.close()
         spec.queue.join_thread()  # every message is in the pipe before the launcher sees this rank end
     return out if rank == 0 else None
+
+
+def _end_with_launcher(pid: int) -> None:
+    """End this rank when the launching process is gone: one killed outright (SIGKILL) cannot end
+    its ranks, and the forkserver a CPU rank forks from outlives it while the rank runs."""
+
+    def watch() -> None:
+        while _alive(pid):
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="launcher-watch", daemon=True).start()
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, killed and not yet reaped, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0] != "Z"
+    except OSError:  # no /proc (macOS): os.kill said it runs
+        return True
 
 
 def _rank_context(spec: RankSpec, rank: int) -> Context:
