@@ -2,7 +2,8 @@
 
 The phases live in their own modules: ``config`` (the parameters), ``prepare`` (task, model,
 optimiser, resume), ``loop`` (steps, logging, evaluation, checkpoints), ``finish`` (averaging,
-evaluation, summary, the model file); ``distributed`` runs them in several processes at once.
+evaluation, summary, the model file); ``launch`` runs them in several processes at once
+(``distributed``: each rank's share and the collectives).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from components.train import distributed as D
 from components.train import precision as P
 from components.train.config import TrainConfig
 from components.train.finish import finish
+from components.train.launch import launch
 from components.train.loop import train_loop
 from components.train.prepare import prepare, resume
 
@@ -37,7 +39,7 @@ def train_model(ctx: Context, cfg: TrainConfig) -> dict:
     cfg.check()
     world = D.world_size(cfg.processes, tuple(getattr(ctx, "gpus", ())), ctx.device)
     if world > 1:  # one rank a process (a GPU each on CUDA), each running ``train`` below
-        return D.launch(ctx, cfg, world)
+        return launch(ctx, cfg, world)
     return train(ctx, cfg)
 
 
