@@ -179,44 +179,58 @@ def _cli(args, env_extra=None):
     )
 
 
-@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_a_signal_stops_the_run_marks_it_killed_and_leaves_no_process(tmp_path, home, sig, code):
-    started = tmp_path / "started"
+def _stoppable_run(tmp_path: Path, sig: signal.Signals) -> tuple[subprocess.Popen, Path, str]:
+    """Start `bottlenecks run` on a long one-step pipeline; return it, its step's start file and its name."""
+    name = f"exec-stop-{sig.name.lower()}"
+    started = tmp_path / f"started-{sig.name}"
     path = write(
         tmp_path,
         f"""\
-        name: exec-stop-{sig.name.lower()}
+        name: {name}
         steps:
           train:
             uses: {C}:slow_train
             with: {{steps: 600, seconds_per_step: 0.1, started_file: "{started}"}}
         """,
+        name=f"{name}.yaml",
     )
-    proc = _cli(["run", str(path)])
-    deadline = time.monotonic() + 120
-    while not started.exists() and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.1)
-    assert started.exists(), proc.communicate()[0]
-    time.sleep(0.5)
-    os.kill(proc.pid, sig)
-    sent = time.monotonic()
-    output = proc.communicate(timeout=30)[0]
-    assert time.monotonic() - sent <= 10, output
-    assert proc.returncode == code, output
-    with pytest.raises(ProcessLookupError):  # workers and servers are gone too
-        os.killpg(proc.pid, 0)
-    parent = mlflow.search_runs(
-        experiment_names=[f"exec-stop-{sig.name.lower()}"],
-        filter_string="attributes.run_name = '" + f"exec-stop-{sig.name.lower()}" + "'",
-    )
-    assert list(parent["status"]) == ["KILLED"]
-    kids = runs_of(parent["run_id"][0], f"exec-stop-{sig.name.lower()}")
-    assert kids["train"]["status"] == "KILLED"
-    flow_run_id = parent["tags.prefect_flow_run_id"][0]
-    from prefect.client.orchestration import get_client
+    return _cli(["run", str(path)]), started, name
 
-    with get_client(sync_client=True) as client:
-        assert client.read_flow_run(flow_run_id).state.type.value == "CANCELLED"
+
+def test_a_signal_stops_the_run_marks_it_killed_and_leaves_no_process(tmp_path, home):
+    """SIGINT (exit 130) and SIGTERM (exit 143), each sent to its own command, the two at once."""
+    runs = {sig: _stoppable_run(tmp_path, sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        deadline = time.monotonic() + 120
+        for proc, started, _ in runs.values():
+            while not started.exists() and time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(0.1)
+            assert started.exists(), proc.communicate()[0]
+    except BaseException:  # neither command is left running
+        for proc, _, _ in runs.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+        raise
+    time.sleep(0.5)
+    sent = time.monotonic()
+    for sig, (proc, _, _) in runs.items():
+        os.kill(proc.pid, sig)
+    for sig, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
+        proc, _, name = runs[sig]
+        output = proc.communicate(timeout=30)[0]
+        assert time.monotonic() - sent <= 10, output
+        assert proc.returncode == code, output
+        with pytest.raises(ProcessLookupError):  # workers and servers are gone too
+            os.killpg(proc.pid, 0)
+        parent = mlflow.search_runs(experiment_names=[name], filter_string=f"attributes.run_name = '{name}'")
+        assert list(parent["status"]) == ["KILLED"], name
+        kids = runs_of(parent["run_id"][0], name)
+        assert kids["train"]["status"] == "KILLED"
+        flow_run_id = parent["tags.prefect_flow_run_id"][0]
+        from prefect.client.orchestration import get_client
+
+        with get_client(sync_client=True) as client:
+            assert client.read_flow_run(flow_run_id).state.type.value == "CANCELLED"
 
 
 def test_step_progress_reaches_prefect_as_a_progress_artifact(tmp_path, home):
