@@ -107,12 +107,13 @@ def test_list_shows_the_folders_background_prefect_server_and_stop_stops_it(base
     from flows.services import prefect_server
 
     home = tmp_path / ".bottlenecks"
+    # the user's cache folder, as the suite's other commands: its migrated database template makes the
+    # server's start a copy instead of a migration
     env = {k: v for k, v in base_env.items() if not k.startswith(("PREFECT_", "MLFLOW_"))}
     env.update(
         {
             "BOTTLENECKS_PREFECT_SERVER": "on",
             "BOTTLENECKS_PREFECT_IDLE": "120",
-            "BOTTLENECKS_CACHE": str(tmp_path / "template"),
             "BOTTLENECKS_HOME": str(home),
             "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         }
