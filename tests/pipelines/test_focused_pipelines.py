@@ -159,9 +159,15 @@ def test_b1_runs_end_to_end_with_tiny_training(home):
             "task_steps=5",
             "mt_steps=5",
             "mt_data.n_train=500",
+            *(
+                f"{data}.n_{split}=100"
+                for data in ("mt_data", "varlen", "lookup", "spell")
+                for split in ("valid", "test")
+            ),
             "varlen.n_train=300",
             "lookup.n_train=300",
             "spell.n_train=300",
+            "capacity.max_examples=100",
         ],
     )
     # parameter counts are structural: they hold at any training length
@@ -177,7 +183,8 @@ def test_vit_patches_runs_end_to_end_with_tiny_training(home):
     import torch
 
     torch.set_num_threads(1)
-    claims = _run("vit_patches", ["seeds=[0]", "image_steps=20", "caption_steps=20"])
+    sizes = [f"strips.n_{split}={n}" for split, n in (("train", 300), ("valid", 100), ("test", 100))]
+    claims = _run("vit_patches", ["seeds=[0]", "image_steps=20", "caption_steps=20", *sizes])
     # one seed where the scorecard asks for three: every training claim says so instead of judging
     for claim in claims.values():
         assert _seed_rule_only(claim), (claim["id"], claim["verdict"], claim["reason"])
