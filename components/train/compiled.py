@@ -8,13 +8,13 @@ CPU, so every CPU run is the eager run it was. ``false`` is eager; ``true`` / ``
 on a CPU those modes compile without them).
 
 What is compiled is the part called once per micro-batch: the model's forward and the loss. So that
-a new batch length does not compile a new graph, translation batches are padded up to a multiple of
+lengths repeat (a graph per bucket, not per length), translation batches are padded up to a multiple of
 ``BUCKET`` positions (source with the pad id, target input with the pad id, targets with -100): the
 padding is masked and its targets are not scored, so the loss and gradients equal the eager step's
 up to float rounding. The compiled model projects every target position (not only the scored ones,
 as eager ``projects_kept`` models do), which keeps the shapes static; the ignored rows add nothing to
-the loss. At most ``RECOMPILES`` graphs are compiled per process; a shape after that runs eager, with
-one warning. When compiling fails, the run goes on eager with a warning.
+the loss. At most ``RECOMPILES`` batch shapes are compiled in a run; a new shape after that runs
+eager, with one warning. When compiling fails, the run goes on eager with a warning.
 """
 
 from __future__ import annotations
