@@ -84,13 +84,15 @@ def sync(device: str) -> None:
 
 
 def matmul_weights(module: nn.Module) -> int:
-    """Weights that multiply every token: Linear and recurrent matrices (embedding lookups excluded)."""
+    """Weights that multiply every token: Linear, recurrent and cell matrices (embedding lookups excluded)."""
     n = 0
     for m in module.modules():
         if isinstance(m, nn.Linear):
             n += m.weight.numel()
-        elif isinstance(m, (nn.RNNBase, nn.RNNCellBase)):
-            n += sum(p.numel() for name, p in m.named_parameters() if "weight" in name)
+        elif not isinstance(m, nn.Embedding):  # nn.GRU's weight_ih_l0, a hand-written cell's weight_hh
+            n += sum(
+                p.numel() for name, p in m.named_parameters(recurse=False) if name.startswith("weight") and p.dim() == 2
+            )
     return n
 
 
