@@ -14,7 +14,31 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("executor")]  # under th
 C = "tests.support.engine_components"
 
 
-def test_run_tracks_everything_and_reruns_from_cache(tmp_path, home):
+def _tracked(first) -> dict:
+    """Assert what MLflow holds for the first run of the e2e-track pipeline; return its step runs."""
+    assert first.outputs["table"]["table"] == {"0": 3.0, "10": 33.0}
+    assert first.flow_run_id
+    parent = mlflow.get_run(first.parent_run_id)
+    assert parent.data.tags["pipeline"] == "e2e-track"
+    assert parent.data.tags["prefect_flow_run_id"] == first.flow_run_id
+    assert parent.data.tags["spec_hash"] and parent.data.params["n"] == "3"
+    kids = children(first.parent_run_id, "e2e-track")
+    assert set(kids) == {"nums[offset=0]", "nums[offset=10]", "sum[offset=0]", "sum[offset=10]", "table", "train"}
+    nums = kids["nums[offset=10]"]
+    assert nums["params.offset"] == "10" and nums["tags.cached"] == "false"
+    assert nums["tags.component"] == "enginetest.numbers" and nums["tags.matrix.offset"] == "10"
+    assert len(nums["tags.cache_key"]) == 64
+    history = mlflow.MlflowClient().get_metric_history(nums["run_id"], "enginetest/numbers/value")  # docs/metrics.md
+    assert [(m.step, m.value) for m in history] == [(0, 10.0), (1, 11.0), (2, 12.0)]
+    artifacts = [a.path for a in mlflow.MlflowClient().list_artifacts(nums["run_id"])]
+    assert "numbers.txt" in artifacts
+    return kids
+
+
+def test_run_tracks_everything_reruns_from_cache_and_no_cache_recomputes(tmp_path, home):
+    """A run tracked in MLflow, its rerun from the cache, a changed parameter recomputing only what
+    depends on it; ``--no-cache`` trains from step 0, not from the finished run's last checkpoint,
+    and a recompute that fails leaves the finished outputs in the cache, one that succeeds replaces them."""
     path = write(
         tmp_path,
         f"""\
@@ -32,27 +56,13 @@ def test_run_tracks_everything_and_reruns_from_cache(tmp_path, home):
           table:
             uses: {C}:collect
             with: {{totals: "${{sum.total}}"}}
+          train: {{uses: {C}:slow_train, with: {{steps: 3, seconds_per_step: 0.0, started_file: "{tmp_path / "s"}"}}}}
         """,
     )
     first = run(build(path))
     assert first.ok and set(first.status.values()) == {"done"}
-    assert first.outputs["table"]["table"] == {"0": 3.0, "10": 33.0}
-    assert first.flow_run_id
-
-    parent = mlflow.get_run(first.parent_run_id)
-    assert parent.data.tags["pipeline"] == "e2e-track"
-    assert parent.data.tags["prefect_flow_run_id"] == first.flow_run_id
-    assert parent.data.tags["spec_hash"] and parent.data.params["n"] == "3"
-    kids = children(first.parent_run_id, "e2e-track")
-    assert set(kids) == {"nums[offset=0]", "nums[offset=10]", "sum[offset=0]", "sum[offset=10]", "table"}
-    nums = kids["nums[offset=10]"]
-    assert nums["params.offset"] == "10" and nums["tags.cached"] == "false"
-    assert nums["tags.component"] == "enginetest.numbers" and nums["tags.matrix.offset"] == "10"
-    assert len(nums["tags.cache_key"]) == 64
-    history = mlflow.MlflowClient().get_metric_history(nums["run_id"], "enginetest/numbers/value")  # docs/metrics.md
-    assert [(m.step, m.value) for m in history] == [(0, 10.0), (1, 11.0), (2, 12.0)]
-    artifacts = [a.path for a in mlflow.MlflowClient().list_artifacts(nums["run_id"])]
-    assert "numbers.txt" in artifacts
+    kids = _tracked(first)
+    assert first.outputs["train"]["resumed_from"] == 0
 
     second = run(build(path))
     assert set(second.status.values()) == {"cached"}
@@ -68,9 +78,33 @@ def test_run_tracks_everything_and_reruns_from_cache(tmp_path, home):
         "sum[offset=0]": "done",
         "sum[offset=10]": "done",
         "table": "done",
+        "train": "cached",
     }
     assert third.outputs["table"]["table"] == {"0": 6.0, "10": 66.0}
-    assert set(run(build(path), use_cache=False).status.values()) == {"done"}
+    _no_cache_recomputes(path, home, first.outputs["train"]["run_id"], tmp_path / "s")
+
+
+def _no_cache_recomputes(path, home, old: str, started):
+    """``use_cache=False`` recomputes every step from an empty folder, replacing the cached outputs
+    only when it succeeds (the train step of the e2e-track pipeline, finished once as ``old``)."""
+    fresh = run(build(path), use_cache=False)
+    assert set(fresh.status.values()) == {"done"}
+    assert fresh.outputs["train"]["resumed_from"] == 0  # not 3: the finished checkpoint is not resumed
+    again = run(build(path))
+    assert set(again.status.values()) == {"cached"}
+    assert again.outputs["train"]["run_id"] == fresh.outputs["train"]["run_id"]
+    work = home / "work"
+    assert len([p for p in work.iterdir() if p.name.startswith("train-")]) == 1  # the replaced folder is gone
+    assert old != fresh.outputs["train"]["run_id"]
+
+    started.unlink()
+    started.mkdir()  # the step now fails as it starts
+    failed = run(build(path), use_cache=False)
+    assert failed.status["train"] == "failed"
+    kept = run(build(path))
+    assert (
+        kept.status["train"] == "cached" and kept.outputs["train"] == again.outputs["train"]
+    )  # nothing computed was lost
 
 
 def test_failing_branch_does_not_stop_others_retries_are_honoured_and_rerun_resumes(tmp_path, home):
@@ -114,34 +148,3 @@ def test_failing_branch_does_not_stop_others_retries_are_honoured_and_rerun_resu
         "flaky": "cached",
     }
     assert again.outputs["flaky"]["attempts"] == 2  # cached from the first run: its one retry succeeded
-
-
-def test_no_cache_recomputes_from_an_empty_folder_and_keeps_the_old_outputs_until_then(tmp_path, home):
-    """`--no-cache` trains from step 0, not from the finished run's last checkpoint; a recompute that
-    fails leaves the finished outputs in the cache, one that succeeds replaces them."""
-    path = write(
-        tmp_path,
-        f"""\
-        name: e2e-fresh
-        steps:
-          train: {{uses: {C}:slow_train, with: {{steps: 3, seconds_per_step: 0.0, started_file: "{tmp_path / "s"}"}}}}
-        """,
-    )
-    first = run(build(path))
-    assert first.outputs["train"]["resumed_from"] == 0
-    old = first.outputs["train"]["run_id"]
-    fresh = run(build(path), use_cache=False)
-    assert fresh.status == {"train": "done"}
-    assert fresh.outputs["train"]["resumed_from"] == 0  # not 3: the finished checkpoint is not resumed
-    again = run(build(path))
-    assert again.status == {"train": "cached"} and again.outputs["train"]["run_id"] == fresh.outputs["train"]["run_id"]
-    work = home / "work"
-    assert len([p for p in work.iterdir() if p.name.startswith("train-")]) == 1  # the replaced folder is gone
-    assert old != fresh.outputs["train"]["run_id"]
-
-    (tmp_path / "s").unlink()
-    (tmp_path / "s").mkdir()  # the step now fails as it starts
-    failed = run(build(path), use_cache=False)
-    assert failed.status == {"train": "failed"}
-    kept = run(build(path))
-    assert kept.status == {"train": "cached"} and kept.outputs == again.outputs  # nothing computed was lost
