@@ -10,6 +10,7 @@ import torch
 
 from components import Context, get
 from components.models import build as build_variant
+from components.train import compiled as compiled_step
 from components.train.compiled import CompiledTask, pad_to_bucket, resolve
 from components.train.tasks import Task, collate_rows
 from flows.language.errors import PipelineInvalid
@@ -96,6 +97,23 @@ def test_a_failed_compilation_trains_eager_with_a_warning(mt, caplog):
     assert step.compiled is None  # and it stays eager
     eager, _, eager_counted = task.step_loss(net, batch)
     assert loss.item() == pytest.approx(eager.item(), abs=1e-6) and int(counted) == int(eager_counted)
+
+
+def test_shapes_past_the_cap_run_eager_with_one_warning(mt, caplog, monkeypatch):
+    task = Task(mt, "cpu")
+    src, tgt = task.split("train")
+    order = sorted(range(len(src)), key=lambda i: len(src[i]))  # a short batch and a long one: two buckets
+    batches = [collate_rows(src, tgt, order[:4], task.pad_id), collate_rows(src, tgt, order[-4:], task.pad_id)]
+    net = build_variant("transformer-tiny", **TINY, dropout=0.0)
+    step = CompiledTask(task, net, "default", logging.getLogger("test"))
+    calls = []
+    step.compiled = lambda batch, ls: calls.append(batch["src"].shape) or task.step_loss(step.model, batch, ls)
+    monkeypatch.setattr(compiled_step, "RECOMPILES", 1)
+    with caplog.at_level(logging.WARNING):
+        for batch in batches + batches:
+            step.step_loss(step.model, batch)
+    assert len(calls) == 2 and len(set(calls)) == 1  # the first shape compiled, twice; the second ran eager
+    assert caplog.text.count("compile: 1 batch shapes compiled; new shapes run eager") == 1
 
 
 @pytest.fixture(scope="module")
