@@ -31,8 +31,14 @@ def project(tmp_path_factory):
     plugin = folder / "plugin"
     plugin.mkdir()
     (plugin / "bn_preloaded.py").write_text("VALUE = 1\n")
+    # steps in the run's threads: what is tested is the hand-over to the zygote, and a pool of worker
+    # processes (each importing torch) would add seconds to every run
     with warm_env(
-        folder, plugin, BOTTLENECKS_DAEMON_PRELOAD="bn_preloaded", PREFECT_SERVER_ANALYTICS_ENABLED="false"
+        folder,
+        plugin,
+        BOTTLENECKS_DAEMON_PRELOAD="bn_preloaded",
+        PREFECT_SERVER_ANALYTICS_ENABLED="false",
+        BOTTLENECKS_EXECUTOR="threads",
     ) as env:
         first, _, err = _run(env, folder, _warm_pipeline(folder))
         _wait_serving(env, folder)
@@ -168,7 +174,7 @@ def test_ctrl_c_reaches_the_child_and_the_run_is_killed(project):
 
 def test_another_environment_gets_another_zygote(project):
     folder, env = project.folder, project.env
-    other = {**env, "BOTTLENECKS_EXECUTOR": "threads"}
+    other = {**env, "BOTTLENECKS_EXECUTOR": "processes"}
     assert _key(env, folder) != _key(other, folder)
     assert _key(env, folder) == _key(
         {**env, "PWD": "/elsewhere", "OLDPWD": "/", "SHLVL": "3"}, folder
