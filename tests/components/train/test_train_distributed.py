@@ -3,7 +3,9 @@ process at the same global batch, each rank's share of the batches, a killed ran
 
 from __future__ import annotations
 
+import logging.handlers
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -102,6 +104,35 @@ def test_processes_is_a_bounded_setting_that_a_resumed_run_may_change():
         TrainConfig.model_construct(**(base.model_dump() | {"processes": 0})).check()
 
 
+def test_rank_0s_relay_replays_its_logging_into_the_steps_context(tmp_path):
+    import logging
+    import queue
+
+    from components.train import launch
+
+    sent: queue.Queue = queue.Queue()
+    relay = launch.Relay(sent, tmp_path / "rank0", step_name="rank0")  # its logger lives in the rank
+    relay.log.addHandler(logging.handlers.QueueHandler(sent))
+    relay.log_params({"lr": 0.1})
+    relay.log_metrics({"train/loss": 2.5, "steps": 3}, step=4)
+    relay.set_tags({"bottleneck": "B2"})
+    relay.log.warning("loss is %s at step %d", "nan", 5)
+    with relay.progress(total=10, description="train m") as bar:
+        bar.update(completed=2)
+        bar.advance()
+    relay.log_model(torch.nn.Linear(2, 1), "model", example=None)
+    step = Context(tmp_path / "step", step_name="t", component="train.model")
+    seen: list[logging.LogRecord] = []
+    step.log.addHandler(type("Keep", (logging.Handler,), {"emit": lambda self, r: seen.append(r)})())
+    with step.progress(total=None) as shown:
+        launch._drain(step, shown, sent)
+    assert step.params == {"lr": 0.1} and step.tags == {"bottleneck": "B2"}
+    assert step.metrics == {"train/loss": [(4, 2.5)], "run/steps": [(4, 3.0)]}  # placed as the step places them
+    assert (shown.total, shown.completed, shown.description) == (10, 3, "train m")
+    assert [r.getMessage() for r in seen] == ["loss is nan at step 5"]
+    assert isinstance(step.models["model"], torch.nn.Linear) and not list((tmp_path / "rank0").glob(".relay-*"))
+
+
 # -- two ranks on the CPU (gloo) -------------------------------------------------------------------
 @pytest.mark.slow
 def test_two_processes_train_as_one_at_the_same_global_batch_in_one_mlflow_run(tmp_path, mt, one):
@@ -180,3 +211,14 @@ def test_a_run_resumed_with_another_number_of_processes_continues_to_the_same_we
     assert out["summary"]["resumed_from_step"] == 2
     ref, got = _weights(one[1]), _weights(out)
     assert all(torch.allclose(ref[k], got[k], atol=1e-5) for k in ref)
+
+
+@pytest.mark.slow
+def test_a_rank_that_raises_ends_the_step_with_its_traceback_tail(tmp_path, mt):
+    kw = _kw(mt, processes=2, overrides={"dropout": 0.0, "src_vocab_size": 3})  # ids beyond the vocabulary
+    with pytest.raises(TrainError) as e:
+        get("train.model")(Context(tmp_path / "run"), **kw)
+    said = str(e.value)
+    assert re.match(r"rank [01] of 2 exited with status 1:\n", said), said
+    assert "src id" in said and "out of range for the model's src_vocab_size 3" in said
+    assert said.endswith("the other ranks were ended")  # no resume hint: rerunning would fail again
