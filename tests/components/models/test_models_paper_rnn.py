@@ -95,10 +95,11 @@ def test_rnnsearch_fed_rnnencdecs_context_computes_rnnencdecs_outputs():
     assert not torch.allclose(want[:, 0], want[:, 1], atol=1e-3)  # the outputs move with the target prefix
 
 
+@pytest.mark.parametrize("gru", ["pytorch", "bahdanau"])  # PyTorch's GRU equations and Bahdanau 2015's
 @pytest.mark.parametrize("name", ["rnnencdec-tiny", "rnnsearch-tiny"])
-def test_stepwise_decoding_gives_the_teacher_forced_log_probs(name):
+def test_stepwise_decoding_gives_the_teacher_forced_log_probs(name, gru):
     torch.manual_seed(2)
-    model = build(name, src_vocab_size=20, tgt_vocab_size=20, init="pytorch").eval()
+    model = build(name, src_vocab_size=20, tgt_vocab_size=20, init="pytorch", gru=gru).eval()
     src, lengths = torch.randint(3, 20, (3, 6)), torch.tensor([6, 3, 5])
     tgt = torch.cat([torch.full((3, 1), BOS), torch.randint(3, 20, (3, 4))], 1)
     with torch.no_grad():
