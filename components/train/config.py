@@ -3,7 +3,8 @@
 Each field states its type and its bounds (``Size``: at least 1; ``Count``: at least 0; see
 ``components/bounds.py``): `bottlenecks check` refuses a value out of them at the line that sets it,
 and the JSON Schema shows them. ``check()`` says the same in the trainer's words (``TrainError``)
-when the component is called directly, and checks the rules that tie two fields together. Nothing
+when the component is called directly, and checks the rules that tie two fields together
+(``disagreements``: `bottlenecks check` reports those too, at the line that sets the field). Nothing
 here imports torch: `bottlenecks check` reads this class without it.
 """
 
@@ -136,19 +137,50 @@ class TrainConfig(BaseModel):
                 f"accumulate must be >= 1 and average_last, prefetch >= 0; got accumulate={self.accumulate}, "
                 f"average_last={self.average_last}, prefetch={self.prefetch}"
             )
-        if self.passes is not None and not 1 <= self.passes <= self.accumulate:
-            raise TrainError(
-                f"passes must be between 1 and accumulate={self.accumulate} (or null to fit the device); "
-                f"got {self.passes}"
-            )
-        if self.average_last > 1 and not self.checkpoint_every:
-            raise TrainError(f"average_last={self.average_last} averages checkpoints: set checkpoint_every > 0")
+        for _, problem in TrainConfig.disagreements(self.model_dump()):
+            raise TrainError(problem)
         if len(self.betas) != 2:
             raise TrainError(f"betas must be two numbers like [0.9, 0.98], got {self.betas}")
         try:  # the other fields' bounds, as the fields declare them
             TrainConfig.model_validate(self.model_dump())
         except ValidationError as e:
             raise TrainError("; ".join(refusal(err) or err["msg"] for err in e.errors())) from None
+
+    @classmethod
+    def disagreements(cls, values: dict[str, Any], deferred: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
+        """(field, problem) for each rule tying two fields together that ``values`` break: ``passes``
+        within ``accumulate``, ``average_last`` with ``checkpoint_every``, ``accumulate`` split evenly
+        across ``processes``. A field missing from ``values`` has its default; a rule that reads a
+        ``deferred`` field (a reference, known when the step runs) is not judged. `bottlenecks check`
+        reports these at the line that sets the field; ``check()`` raises the first."""
+
+        def get(name: str):
+            return values.get(name, cls.model_fields[name].default)
+
+        def judged(*names: str) -> bool:
+            return not deferred.intersection(names)
+
+        out = []
+        accumulate, passes, processes = get("accumulate"), get("passes"), get("processes")
+        if judged("passes", "accumulate") and passes is not None and not 1 <= passes <= accumulate:
+            out.append(
+                (
+                    "passes",
+                    f"passes must be between 1 and accumulate={accumulate} (or null to fit the device); got {passes}",
+                )
+            )
+        if judged("average_last", "checkpoint_every") and get("average_last") > 1 and not get("checkpoint_every"):
+            out.append(
+                (
+                    "average_last",
+                    f"average_last={get('average_last')} averages checkpoints: set checkpoint_every > 0",
+                )
+            )
+        if judged("accumulate", "passes", "processes") and processes and processes > 1:
+            problem = split_disagreement(accumulate, passes, processes)
+            if problem:
+                out.append(("processes", problem))
+        return out
 
     def fingerprint(self) -> str:
         """Hash the settings a resumed run must share with the run that wrote its checkpoint."""
@@ -158,3 +190,20 @@ class TrainConfig(BaseModel):
     def logged(self) -> dict[str, Any]:
         """The settings as MLflow params: lists and dicts as JSON text."""
         return {k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in self.model_dump().items()}
+
+
+def split_disagreement(accumulate: int, passes: int | None, world: int) -> str | None:
+    """Why a step's micro-batches cannot be split evenly across ``world`` processes, or None."""
+    if accumulate % world:
+        up = -(-accumulate // world) * world
+        return (
+            f"accumulate={accumulate} must be a multiple of processes={world}: each optimiser step's "
+            f"micro-batches are split evenly across the processes; set accumulate to {up} "
+            f"(a larger global batch) or processes to a divisor of {accumulate}"
+        )
+    if passes is not None and passes > accumulate // world:
+        return (
+            f"passes={passes} counts one process's passes, over its {accumulate // world} of the "
+            f"{accumulate} micro-batches (processes={world}): set passes <= {accumulate // world} or null"
+        )
+    return None

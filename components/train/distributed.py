@@ -11,7 +11,6 @@ process), so the trainer calls them unconditionally. This module imports no othe
 
 from __future__ import annotations
 
-import math
 import os
 from contextlib import nullcontext
 from typing import Any, Callable
@@ -19,6 +18,7 @@ from typing import Any, Callable
 import torch
 import torch.distributed as dist
 
+from components.train.config import split_disagreement
 from components.train.errors import TrainError
 
 RANK_SEED = 1_000_003  # rank r draws dropout and shifts from seed + r * RANK_SEED
@@ -53,18 +53,9 @@ def _visible_gpus() -> list[str]:
 
 def check_split(accumulate: int, passes: int | None, world: int) -> None:
     """Refuse a step whose micro-batches cannot be split evenly across the ranks."""
-    if accumulate % world:
-        up = math.ceil(accumulate / world) * world
-        raise TrainError(
-            f"accumulate={accumulate} must be a multiple of processes={world}: each optimiser step's "
-            f"micro-batches are split evenly across the processes; set accumulate to {up} "
-            f"(a larger global batch) or processes to a divisor of {accumulate}"
-        )
-    if passes is not None and passes > accumulate // world:
-        raise TrainError(
-            f"passes={passes} counts one process's passes, over its {accumulate // world} of the "
-            f"{accumulate} micro-batches (processes={world}): set passes <= {accumulate // world} or null"
-        )
+    problem = split_disagreement(accumulate, passes, world)
+    if problem:
+        raise TrainError(problem)
 
 
 # -- inside a rank ----------------------------------------------------------------------------------

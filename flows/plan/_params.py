@@ -65,16 +65,32 @@ def validate(step: Step, comp: Component, inst: Instance, errors: Collector) -> 
         comp.params_model.model_validate_json(json.dumps(_json(concrete), default=str), strict=True)
     except ValidationError as e:
         unions = {}  # a field no member of its union type took: one error, not one per member
+        refused = False
         for err in e.errors():
             field_name = str(err["loc"][0]) if err["loc"] else ""
             if field_name in deferred:
                 continue
+            refused = True
             if len(err["loc"]) > 1 and _union(comp, field_name):
                 unions[field_name] = {**err, "loc": (field_name,), "type": "union_type", "input": concrete[field_name]}
             else:
                 _refuse(step, comp, err, field_name, errors)
         for field_name, err in unions.items():
             _refuse(step, comp, err, field_name, errors)
+        if refused:
+            return
+    _disagreements(step, comp, concrete, deferred, errors)
+
+
+def _disagreements(step: Step, comp: Component, values: dict, deferred: set[str], errors: Collector) -> None:
+    """Say, where the file sets the field, which rules tying two parameters together the step breaks
+    (a component's config may declare them: ``disagreements(values, deferred)``, as ``TrainConfig``)."""
+    rules = getattr(comp.config, "disagreements", None)
+    if rules is None:
+        return
+    for field_name, problem in rules(values, frozenset(deferred)):
+        at = step.with_.vpos(field_name) if field_name in step.with_ else step.node.kpos("with")
+        errors.add(at, f"step {step.id!r} ({comp.name}): {problem}")
 
 
 def _union(comp: Component, field_name: str) -> bool:

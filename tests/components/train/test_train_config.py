@@ -51,3 +51,28 @@ def test_logged_params_are_every_setting_with_lists_and_dicts_as_json():
     logged = cfg.logged()
     assert list(logged) == list(TrainConfig.model_fields)
     assert logged["betas"] == "[0.9, 0.999]" and logged["overrides"] == '{"hidden_size": 8}' and logged["steps"] == 1000
+
+
+def test_check_refuses_parameters_that_disagree_at_the_line_that_sets_them(tmp_path):
+    """Rules tying two train.model parameters together are judged by `check`, before anything runs;
+    a rule that reads a reference (known when the step runs) is left to the run."""
+    from flows.language.errors import PipelineInvalid
+    from flows.plan.build import build
+
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        "name: p\nsteps:\n  data:\n    uses: data.synthetic_translation\n"
+        "  a:\n    uses: train.model\n"
+        '    with: {data: "${data.dataset}", model: transformer-tiny, accumulate: 3, processes: 2}\n'
+        "  b:\n    uses: train.model\n"
+        '    with: {data: "${data.dataset}", model: transformer-tiny, average_last: 3, checkpoint_every: 0}\n'
+        "  c:\n    uses: train.model\n"
+        '    with: {data: "${data.dataset}", model: transformer-tiny, accumulate: 4, processes: 2}\n'
+    )
+    with pytest.raises(PipelineInvalid) as e:
+        build(str(path))
+    text = str(e.value)
+    assert "p.yaml:7:88: step 'a' (train.model): accumulate=3 must be a multiple of processes=2" in text
+    assert "set accumulate to 4" in text
+    assert "p.yaml:10:76: step 'b' (train.model): average_last=3 averages checkpoints" in text
+    assert "step 'c'" not in text
