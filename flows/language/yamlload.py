@@ -182,6 +182,16 @@ def _check_text(text: str, errors: Collector) -> bool:
     return ok
 
 
+def _unquoted_reference(text: str, mark) -> str:
+    """A hint when the line YAML stopped at holds an unquoted ``${...}`` inside ``{ }`` or ``[ ]``, where
+    YAML reads ``{`` as a nested mapping (the usual cause of "did not find expected ',' or '}'")."""
+    lines = text.splitlines()
+    line = lines[mark.line] if mark is not None and mark.line < len(lines) else ""
+    if re.search(r"(?<![\"'])\$\{", line) and re.search(r"[{\[]", line.split("${")[0]):
+        return '; a ${...} reference inside { } or [ ] must be quoted, e.g. data: "${step.output}"'
+    return ""
+
+
 def load(text: str, errors: Collector):
     """Parse ``text``; return the root (``YMap``/``YList``/scalar) or None, adding errors."""
     if not _check_text(text, errors):
@@ -201,7 +211,7 @@ def load(text: str, errors: Collector):
             return None
         problem = e.problem or "invalid YAML"
         context = f" ({e.context})" if e.context else ""
-        errors.add(_mark_pos(mark), f"YAML syntax error: {problem}{context}")
+        errors.add(_mark_pos(mark), f"YAML syntax error: {problem}{context}{_unquoted_reference(text, mark)}")
         return None
     except yaml.YAMLError as e:
         errors.add((1, 1), f"YAML error: {e}")

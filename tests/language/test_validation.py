@@ -15,6 +15,11 @@ CASES = {
         "name: t\nsteps: [a\n",
         "3:1: YAML syntax error: did not find expected ',' or ']' (while parsing a flow sequence)",
     ),
+    "unquoted reference in a flow mapping": (
+        HEAD + f"  b:\n    uses: {C}:numbers\n    with: {{n: ${{a.out}}}}\n",
+        "7:16: YAML syntax error: did not find expected ',' or '}' (while parsing a flow mapping); "
+        'a ${...} reference inside { } or [ ] must be quoted, e.g. data: "${step.output}"',
+    ),
     "tab indentation": (
         "name: t\nsteps:\n\ta: {uses: x}\n",
         "3:1: tab character in indentation; YAML indents with spaces only",
