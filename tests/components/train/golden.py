@@ -1,15 +1,22 @@
 """Tiny training runs whose results must not change when the trainer's code is reorganised.
 
-Each case trains through the ``train.model`` component on a fixed seed and is recorded as digests
-of the final weights and the data, the summary (less its timing fields), the logged parameters and
-the logged metric values. ``python tests/components/train/golden.py`` rewrites
-``golden_training.json``: do that only for a change that is meant to alter training.
+Each case trains through the ``train.model`` component on a fixed seed. Its record holds what
+every CPU must reproduce: the data's digest, the logged parameters (exactly), and the final weights,
+summary (less its timing fields) and logged metric values as numbers compared within ``TOLERANCE``.
+Float results are not the same bits on every CPU (the kernels torch picks for AVX2, AVX512 or
+AVX512-BF16 sum in different orders, fp32 included), so the bit-for-bit digests of the weights and
+metrics are recorded per CPU fingerprint and compared where the running CPU's fingerprint has one.
+
+``python tests/components/train/golden.py`` rewrites ``golden_training.json``: do that only for a
+change that is meant to alter training. ``--add-cpu`` keeps the record and adds this CPU's digests.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import platform
 import sys
 import tempfile
 from pathlib import Path
@@ -21,6 +28,12 @@ HERE = Path(__file__).resolve().parent
 FIXTURE = HERE / "golden_training.json"
 TIMING = {"seconds", "cpu_seconds", "eval_seconds", "tokens_per_s", "train/tokens_per_s"}  # vary run to run
 TIMING |= {f"run/{k}" for k in TIMING}  # the summary's names, and the metrics' (docs/metrics.md)
+# Measured between CPU capabilities (AVX2, AVX512, AVX512-BF16; fp32 and bf16): weights moved by at
+# most 6.3e-7 and metrics by 2e-7 relative; a 10% learning rate or one step fewer moves the weights
+# by 4e-3 to 1e-2 (test_train_golden.py shows each change is caught).
+TOLERANCE = {"weights_rms": 1e-4, "values_rel": 1e-5}
+PROJECTIONS = 4  # fixed random +-1 directions per tensor: a change anywhere in a tensor moves them
+CPU_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_bf16")
 
 sys.path.insert(0, str(HERE))
 from test_train_standins import write_sequence_data  # noqa: E402
@@ -37,6 +50,28 @@ def _tensors_digest(state: dict[str, torch.Tensor]) -> str:
     return h.hexdigest()[:16]
 
 
+def cpu_fingerprint() -> str:
+    """What decides which float kernels run: vendor, torch's capability, the CPU's relevant flags."""
+    info = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    vendor = next((ln.split(":")[1].strip() for ln in info.splitlines() if ln.startswith("vendor_id")), "")
+    flags = set(next((ln.split(":")[1].split() for ln in info.splitlines() if ln.startswith("flags")), []))
+    have = "+".join(f for f in CPU_FLAGS if f in flags)
+    cap = torch.backends.cpu.get_cpu_capability()
+    isa = os.environ.get("ONEDNN_MAX_CPU_ISA", "")
+    return f"{vendor or platform.machine()}/{cap}/{have}/torch-{torch.__version__}/onednn-{isa or 'all'}"
+
+
+def weight_summary(state: dict[str, torch.Tensor]) -> dict[str, list[float]]:
+    """Per tensor: its size and its projections on fixed +-1 directions, scaled to an RMS."""
+    out = {}
+    for k in sorted(state):
+        v = state[k].detach().double().flatten()
+        g = torch.Generator().manual_seed(len(v))
+        signs = torch.randint(0, 2, (PROJECTIONS, len(v)), generator=g, dtype=torch.float64) * 2 - 1
+        out[k] = [float(len(v)), *(signs @ v / max(len(v), 1) ** 0.5).tolist()]
+    return out
+
+
 def _folder_digest(folder: Path) -> str:
     h = hashlib.sha256()
     for p in sorted(q for q in folder.rglob("*") if q.is_file()):
@@ -50,13 +85,20 @@ def _record(ctx, out: dict, data: Path) -> dict[str, Any]:
     saved = torch.load(out["checkpoint"], weights_only=False)
     params = {k: ("<data>" if k == "data" else v) for k, v in ctx.params.items()}
     metrics = {k: [[s, v] for s, v in pts] for k, pts in sorted(ctx.metrics.items()) if k not in TIMING}
+    summary = {k: v for k, v in out["summary"].items() if k not in TIMING}
+    exact = {"weights": _tensors_digest(saved["state_dict"]), "values": _json_digest([summary, metrics])}
     return {
         "data": _folder_digest(Path(data)),
-        "weights": _tensors_digest(saved["state_dict"]),
-        "summary": {k: v for k, v in out["summary"].items() if k not in TIMING},
+        "weights": weight_summary(saved["state_dict"]),
+        "summary": summary,
         "params": params,
         "metrics": metrics,
+        "exact": {cpu_fingerprint(): exact},
     }
+
+
+def _json_digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _train(root: Path, run: str, **params) -> dict[str, Any]:
@@ -172,7 +214,12 @@ def cases(root: Path) -> dict[str, dict[str, Any]]:
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        records = cases(Path(tmp))
+        records = json.loads(json.dumps(cases(Path(tmp))))
+    if "--add-cpu" in sys.argv[1:]:
+        old = json.loads(FIXTURE.read_text())
+        for name, rec in old.items():
+            rec["exact"] |= records[name]["exact"]
+        records = old
     FIXTURE.write_text(json.dumps(records, indent=1, sort_keys=True) + "\n")
     print(f"wrote {len(records)} cases to {FIXTURE.name}")
 
