@@ -119,6 +119,15 @@ class Resolver:
         self.measurements = measurements
         self.run_ids = run_ids or {}
 
+    def first(self, n: int, sources: list[str] | tuple[str, ...], over: str = "seed") -> Resolver:
+        """A resolver that sees only the first ``n`` seeds (``over`` values, in natural order) of each
+        named source: a sequential design's look at ``n`` seeds. Other sources are left whole."""
+        measurements = dict(self.measurements)
+        for name in sources:
+            if name in measurements:
+                measurements[name] = first_seeds(measurements[name], n, over)
+        return Resolver(measurements, self.run_ids)
+
     def resolve(self, ref: Any, over: str = "seed") -> Sample:
         """Resolve a reference or a numeric constant to a Sample (never raises on absent data)."""
         number = to_number(ref)  # also "1e-4": YAML 1.1 reads it as a string
@@ -201,6 +210,35 @@ class Resolver:
         return Sample(ref=ref, values=values, run_ids=run_ids)
 
 
+def _seed_of(label: str, over: str) -> str | None:
+    """An instance label's seed: its ``over`` value, or the bare value of a single-axis label."""
+    pairs = parse_label(label)
+    if over in pairs:
+        return pairs[over]
+    return pairs[""] if set(pairs) == {""} else None
+
+
+def seed_values(source: Any, over: str = "seed") -> list[str]:
+    """The distinct ``over`` values of a matrixed source's instances, in natural order (``2`` before
+    ``10``); a single-axis matrix's bare labels are its seeds. Empty when the source has no such axis."""
+    inner, _ = _unwrap(source)
+    if not is_matrixed(inner):
+        return []
+    found = {s for s in (_seed_of(lab, over) for lab in inner) if s is not None}
+    return sorted(found, key=_natural)
+
+
+def first_seeds(source: Any, n: int, over: str = "seed") -> Any:
+    """``source`` with only the instances of its first ``n`` seeds (natural order); instances without a
+    seed, and sources that are not matrixed over ``over``, are kept as they are."""
+    inner, _ = _unwrap(source)
+    keep = set(seed_values(source, over)[:n])
+    if not keep:
+        return source
+    kept = {lab: v for lab, v in inner.items() if (s := _seed_of(lab, over)) is None or s in keep}
+    return {**source, "summary": kept} if inner is not source else kept
+
+
 def _lookup(summary: dict, key: str) -> dict[str, float] | str:
     """Values of ``key`` (wildcards: one value per match, labelled by what ``*`` matched)."""
     if "*" in key:
@@ -251,4 +289,4 @@ def _run_id_of(run_ids: Any, label: str) -> str | None:
     return None
 
 
-__all__ = ["Resolver", "Sample", "is_matrixed", "json_number", "parse_label", "to_number"]
+__all__ = ["Resolver", "Sample", "first_seeds", "is_matrixed", "json_number", "parse_label", "seed_values", "to_number"]
