@@ -18,24 +18,56 @@ from flows.cli.app import app, out
 @app.command()
 def stop(
     list_: Annotated[
-        bool, typer.Option("--list", help="show the warm processes and background servers; stop nothing")
+        bool,
+        typer.Option(
+            "--list", help="show every warm process and background server and the folder each serves; stop nothing"
+        ),
+    ] = False,
+    all_: Annotated[
+        bool,
+        typer.Option("--all", help="stop every warm process and background Prefect server of yours, whatever folder"),
     ] = False,
 ) -> None:
-    """Stop every warm process runs are handed to (whatever environment started it) and this folder's
-    background Prefect server (the next `bottlenecks run` starts them again)."""
+    """Stop the warm processes that serve this folder's runs (whatever environment started them) and this
+    folder's background Prefect server; other folders' keep serving (the next `bottlenecks run` here starts
+    them again)."""
     from flows.services import daemon, prefect_server
 
     if list_:
         _list_processes()
         return
-    pids = daemon.stop_all()
+    if all_:
+        pids = daemon.stop_all()
+        for pid in pids:
+            out.print(f"stopped a warm process runs were handed to (pid {pid})", highlight=False)
+        if not pids:
+            out.print("no warm process was running")
+        homes = sorted({*prefect_server.homes(), home.home()})
+        stopped = [(folder, prefect_server.stop(folder)) for folder in homes if folder.is_dir()]
+        for folder, record in stopped:
+            if record:
+                out.print(
+                    f"stopped the background Prefect server of {escape(str(folder))} at {record['url']} "
+                    f"(pid {record['pid']})",
+                    highlight=False,
+                )
+        if not any(record for _, record in stopped):
+            out.print("no background Prefect server was running")
+        return
+    pids = daemon.stop_folder()
     for pid in pids:
-        out.print(f"stopped the warm process runs were handed to (pid {pid})")
+        out.print(f"stopped the warm process that served this folder (pid {pid})", highlight=False)
     if not pids:
-        out.print("no warm process was running")
+        out.print("no warm process served this folder")
+    others = len(daemon.zygotes())
+    if others:
+        out.print(
+            f"{others} warm process(es) of other folders or older versions left running "
+            "(`bottlenecks stop --all` stops them)"
+        )
     record = prefect_server.stop(home.home())
     if record:
-        out.print(f"stopped the background Prefect server at {record['url']} (pid {record['pid']})")
+        out.print(f"stopped the background Prefect server at {record['url']} (pid {record['pid']})", highlight=False)
     else:
         out.print("no background Prefect server was running here")
 
@@ -71,18 +103,25 @@ def _list_processes() -> None:
     from flows.services import daemon, prefect_server
 
     rows = [
-        ("warm process", z["pid"], _memory(z["rss_kib"]), _duration(z["idle"]), z["socket"]) for z in daemon.zygotes()
+        (
+            "warm process",
+            z["pid"],
+            _memory(z["rss_kib"]),
+            _duration(z["idle"]),
+            f"{z['folder']} ({z['python']})" if z.get("folder") else f"? (an older version; {z['socket']})",
+        )
+        for z in daemon.zygotes()
     ]
-    folder = home.home()
-    record = prefect_server.read_record(folder)
-    if record and record.get("pid") and prefect_server._ours(int(record["pid"])):
-        pid = int(record["pid"])
-        where = f"{folder} ({record.get('url', '')})"
-        rows.append(("Prefect server", pid, _memory(daemon.resident_kib(pid)), _prefect_idle(folder), where))
+    for folder in sorted({*prefect_server.homes(), home.home()}):
+        record = prefect_server.read_record(folder)
+        if record and record.get("pid") and prefect_server._ours(int(record["pid"])):
+            pid = int(record["pid"])
+            where = f"{folder} ({record.get('url', '')})"
+            rows.append(("Prefect server", pid, _memory(daemon.resident_kib(pid)), _prefect_idle(folder), where))
     if not rows:
         out.print("no warm process or background server is running")
         return
-    out.print(f"{'process':<15} {'pid':>8} {'memory':>9} {'idle':>8}  folder / socket", highlight=False)
+    out.print(f"{'process':<15} {'pid':>8} {'memory':>9} {'idle':>8}  serves the folder", highlight=False)
     for what, pid, memory, idle, where in rows:
         out.print(f"{what:<15} {pid:>8} {memory:>9} {idle:>8}  {escape(where)}", highlight=False)
 

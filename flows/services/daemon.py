@@ -10,14 +10,17 @@ exactly as the command's own process would, writing to the same terminal. The co
 Ctrl-C / SIGTERM / SIGHUP to that child and exits with its exit status; if the command itself is
 killed, the child is stopped as by SIGTERM (runs marked KILLED, checkpoints kept).
 
-The zygote serves one environment: the socket's name is a hash of the Python executable, its
-import path and the environment (less variables a shell changes between commands, such as PWD),
-so a command with other settings gets its own zygote and never another's. Before each fork it
+The zygote serves one folder and one environment: the socket's name is a hash of the folder the
+command starts in, the Python executable, its import path and the environment (less variables a shell
+changes between commands, such as PWD), so a command in another folder, of another virtualenv or with
+other settings gets its own zygote and never another's (the zygote refuses one whose folder or
+interpreter differs from its own, should two keys ever collide). Before each fork it
 checks that no source file it imported has changed since it started (an edited engine or an
 upgraded library); if one has, it answers "stale", exits, and the command runs in its own process
 and starts a fresh zygote. It exits after ``BOTTLENECKS_DAEMON_IDLE`` seconds without a command
-(default 1800) and on `bottlenecks stop` (which stops every zygote of the user; `bottlenecks stop
---list` shows them). ``BOTTLENECKS_DAEMON_PRELOAD=pkg,pkg.models`` also imports those modules in the
+(default 1800) and on `bottlenecks stop` in its folder (`bottlenecks stop --all` stops every zygote
+of the user; `bottlenecks stop --list` shows them and the folder each serves).
+``BOTTLENECKS_DAEMON_PRELOAD=pkg,pkg.models`` also imports those modules in the
 zygote (a plugin with heavy imports of its own). ``BOTTLENECKS_DAEMON=off`` turns it off (the test
 suite runs so, apart from tests/services/test_daemon.py). A preloaded module of the command's own
 may define ``warm_up()``: the zygote calls it once, for work every command would otherwise repeat
@@ -106,12 +109,17 @@ def runtime_dir() -> Path | None:
     return folder
 
 
+def folder() -> str:
+    """The folder a command serves: where it starts (its ``.bottlenecks/`` state, its relative paths)."""
+    return os.path.realpath(os.getcwd())
+
+
 def key(env: dict[str, str] | None = None) -> str:
-    """What a zygote must share with a command to serve it: interpreter, import path, environment."""
+    """What a zygote must share with a command to serve it: folder, interpreter, import path, environment."""
     env = stable_env(dict(os.environ if env is None else env))
     here = os.getcwd()
-    path = [p for p in sys.path[1:] if p not in ("", here)]  # the folder a command starts in is not part of it
-    blob = json.dumps({"python": sys.executable, "path": path, "env": sorted(env.items())})
+    path = [p for p in sys.path[1:] if p not in ("", here)]  # the folder is keyed as itself, below
+    blob = json.dumps({"folder": folder(), "python": sys.executable, "path": path, "env": sorted(env.items())})
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
@@ -166,7 +174,14 @@ def hand_over(argv: list[str], entry: str, preload: tuple[str, ...] = ()) -> int
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(str(path))
-        _send(sock, {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "path": sys.path}, fds=[0, 1, 2])
+        request = {
+            "argv": argv,
+            "cwd": os.getcwd(),
+            "env": dict(os.environ),
+            "path": sys.path,
+            "python": sys.executable,
+        }
+        _send(sock, request, fds=[0, 1, 2])
         reply, _ = _recv(sock)
     except (OSError, EOFError, ValueError):
         sock.close()
@@ -213,6 +228,8 @@ def start(path: Path, entry: str, preload: tuple[str, ...] = ()) -> None:
         entry,
         "--preload",
         ",".join(preload),
+        "--folder",
+        folder(),
     ]
     try:
         with open(log, "ab") as fh:
@@ -230,9 +247,16 @@ def start(path: Path, entry: str, preload: tuple[str, ...] = ()) -> None:
 
 
 def stop(env: dict[str, str] | None = None) -> int | None:
-    """Stop the zygote serving this environment; its pid, or None when none ran."""
+    """Stop the zygote serving this folder and environment; its pid, or None when none ran."""
     path = socket_path(env)
     return None if path is None else _ask_stop(path)
+
+
+def stop_folder(served: str | None = None) -> list[int]:
+    """Stop every zygote of this user that serves ``served`` (default: this folder), whatever its
+    environment; their pids. Zygotes of other folders keep serving."""
+    served = served or folder()
+    return [pid for pid in (_ask_stop(Path(z["socket"])) for z in zygotes() if z.get("folder") == served) if pid]
 
 
 def _request(path: Path, message: dict, timeout: float = 10.0) -> dict | None:
@@ -294,15 +318,25 @@ def resident_kib(pid: int) -> int | None:
 
 
 def zygotes() -> list[dict]:
-    """Each zygote of this user that answers: ``socket``, ``pid``, ``rss_kib`` and ``idle`` (seconds
-    since it last served a command, or since it started). Asking does not reset its idle timeout."""
+    """Each zygote of this user that answers: ``socket``, ``pid``, ``rss_kib``, ``idle`` (seconds
+    since it last served a command, or since it started), ``folder`` and ``python`` (what it serves;
+    None from a zygote of an older version). Asking does not reset its idle timeout."""
     found = []
     for path in sockets():
         reply = _request(path, {"status": True}, timeout=5.0)
         if not reply or "pid" not in reply:
             continue
         pid = int(reply["pid"])
-        found.append({"socket": str(path), "pid": pid, "rss_kib": resident_kib(pid), "idle": reply.get("idle")})
+        found.append(
+            {
+                "socket": str(path),
+                "pid": pid,
+                "rss_kib": resident_kib(pid),
+                "idle": reply.get("idle"),
+                "folder": reply.get("folder"),
+                "python": reply.get("python"),
+            }
+        )
     return found
 
 
@@ -366,8 +400,14 @@ def changed(files: dict[str, tuple[int, int]]) -> str | None:
     return None
 
 
-def serve(path: Path, entry: str, modules: list[str]) -> None:
-    """Serve commands on the socket at ``path`` until idle or stopped: each runs ``entry``."""
+_served: dict[str, str] = {}  # in a zygote: the folder and interpreter it serves
+_NOT_OURS = ("the folder differs", "the interpreter differs")
+
+
+def serve(path: Path, entry: str, modules: list[str], served: str | None = None) -> None:
+    """Serve commands started in ``served`` (default: this folder) on the socket at ``path`` until
+    idle or stopped: each runs ``entry``."""
+    _served.update(folder=os.path.realpath(served or os.getcwd()), python=sys.executable)
     lock = open(path.with_suffix(".lock"), "w")
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -436,7 +476,7 @@ def _serve_loop(server: socket.socket, lock, files: dict, env: dict[str, str], m
         if why is not None or len(fds) != 3:
             _send(conn, {"stale": why or "no terminal descriptors"})
             _let_go(conn, fds)
-            if why is not None:
+            if why is not None and why not in _NOT_OURS:  # another folder's command: refused, still serving here
                 print(f"zygote: stale ({why}), exiting", flush=True)
                 return
             continue
@@ -453,15 +493,20 @@ def _let_go(conn: socket.socket, fds: list[int]) -> None:
 def _answer_status(conn: socket.socket, fds: list[int], last: float) -> None:
     """Say this zygote's pid and how long since it last served a command."""
     try:
-        _send(conn, {"pid": os.getpid(), "idle": round(time.monotonic() - last, 1)})
+        _send(conn, {"pid": os.getpid(), "idle": round(time.monotonic() - last, 1), **_served})
     except OSError:
         pass
     _let_go(conn, fds)
 
 
 def _staleness(request: dict, files: dict[str, tuple[int, int]], env: dict[str, str]) -> str | None:
-    """Why a command cannot run here: a module file changed since preload, or its environment differs."""
+    """Why a command cannot run here: a module file changed since preload, or its folder, interpreter
+    or environment differs."""
     why = changed(files)
+    if why is None and _served and os.path.realpath(request.get("cwd", "")) != _served["folder"]:
+        why = "the folder differs"
+    if why is None and _served and request.get("python") != _served["python"]:
+        why = "the interpreter differs"
     if why is None and stable_env(request.get("env", {})) != env:
         why = "the environment differs"
     return why
@@ -548,10 +593,11 @@ def main() -> None:
     serve_cmd.add_argument("socket")
     serve_cmd.add_argument("--entry", required=True, help="module:function each command runs")
     serve_cmd.add_argument("--preload", default="", help="modules to import once, comma-separated")
+    serve_cmd.add_argument("--folder", default=None, help="the folder whose commands it serves (default: this one)")
     args = parser.parse_args()
     from flows.services import daemon  # run as flows.services.daemon, not __main__: the child reads this module's flag
 
-    daemon.serve(Path(args.socket), args.entry, [m for m in args.preload.split(",") if m])
+    daemon.serve(Path(args.socket), args.entry, [m for m in args.preload.split(",") if m], args.folder)
 
 
 if __name__ == "__main__":

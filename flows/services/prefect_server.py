@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import hashlib
 import json
 import os
 import signal
@@ -210,6 +211,7 @@ def _spawn(home: Path) -> tuple[subprocess.Popen, dict]:
     tmp = home / (RECORD + ".tmp")
     tmp.write_text(json.dumps(record))
     tmp.replace(home / RECORD)
+    _register(home)
     return proc, record
 
 
@@ -244,6 +246,43 @@ def stop(home: Path) -> dict | None:
         running = bool(record) and _terminate(record)
         (home / RECORD).unlink(missing_ok=True)
     return record if running else None
+
+
+def _registry() -> Path | None:
+    """The user's private runtime folder (the warm processes' own), where each background server
+    names its state folder, so `bottlenecks stop --all` and `--list` find every one of this user's
+    that shares it (a test with a runtime folder of its own sees only its own)."""
+    from flows.services import daemon
+
+    return daemon.runtime_dir()
+
+
+def _register(home: Path) -> None:
+    folder = _registry()
+    if folder is not None:
+        name = hashlib.sha256(str(home).encode()).hexdigest()[:16]
+        try:
+            (folder / f"prefect-{name}.home").write_text(str(home))
+        except OSError:
+            pass
+
+
+def homes() -> list[Path]:
+    """The state folders of this user's background servers that are running (as registered in the
+    runtime folder); a registration whose server is gone is removed."""
+    folder = _registry()
+    found = []
+    for entry in [] if folder is None else sorted(folder.glob("prefect-*.home")):
+        try:
+            home = Path(entry.read_text())
+        except OSError:
+            continue
+        record = read_record(home)
+        if record and record.get("pid") and _ours(int(record["pid"])):
+            found.append(home)
+        else:
+            entry.unlink(missing_ok=True)
+    return sorted(set(found))
 
 
 # -- the server process ------------------------------------------------------------------------------

@@ -1,8 +1,10 @@
-"""`bottlenecks stop` ends every warm process of the user, whatever environment started it;
-`bottlenecks stop --list` shows them without stopping anything; make's own variables do not split
-one environment into two zygotes."""
+"""`bottlenecks stop` ends the warm processes that serve its folder, whatever environment started
+them, and leaves other folders' serving; `stop --all` ends every one of the user's; `bottlenecks stop
+--list` shows them and their folders without stopping anything; make's own variables do not split one
+environment into two zygotes."""
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -64,9 +66,9 @@ def test_one_stop_ends_the_zygotes_of_two_environments_and_list_shows_them(base_
 
     listed = _cli(base_env, tmp_path, "stop", "--list")  # a third environment: neither zygote's own
     assert listed.returncode == 0, listed.stderr
-    for pid, sock in zip(pids, (sock_one, sock_two)):
-        (line,) = [x for x in listed.stdout.splitlines() if sock.name in x]
-        assert str(pid) in line.split() and "MiB" in line, listed.stdout
+    for pid in pids:
+        (line,) = [x for x in listed.stdout.splitlines() if str(pid) in x.split()]
+        assert line.startswith("warm process") and "MiB" in line and str(tmp_path.resolve()) in line, listed.stdout
     assert all(_alive(p) for p in pids), "--list stopped something"
 
     stopped = _cli(base_env, tmp_path, "stop")
@@ -80,6 +82,65 @@ def test_one_stop_ends_the_zygotes_of_two_environments_and_list_shows_them(base_
     assert not sock_one.exists() and not sock_two.exists()
     again = _cli(base_env, tmp_path, "stop", "--list")
     assert "no warm process" in again.stdout, again.stdout
+
+
+def test_stop_in_one_folder_leaves_another_folders_warm_process_serving(base_env, tmp_path):
+    here, there = tmp_path / "here", tmp_path / "there"
+    here.mkdir(), there.mkdir()
+    sock_here, sock_there = _start_zygote(base_env, here), _start_zygote(base_env, there)
+    assert sock_here != sock_there  # one environment, two folders: two zygotes, never one for both
+    pid_here, pid_there = _pid(sock_here), _pid(sock_there)
+
+    listed = _cli(base_env, here, "stop", "--list")
+    assert listed.returncode == 0, listed.stderr
+    for pid, folder in ((pid_here, here), (pid_there, there)):
+        (line,) = [x for x in listed.stdout.splitlines() if str(pid) in x.split()]
+        assert line.split()[-2] == str(folder.resolve()), listed.stdout  # the folder, then (the interpreter)
+
+    stopped = _cli(base_env, here, "stop")
+    assert stopped.returncode == 0, stopped.stderr
+    assert stopped.stdout.splitlines() == [
+        f"stopped the warm process that served this folder (pid {pid_here})",
+        "1 warm process(es) of other folders or older versions left running (`bottlenecks stop --all` stops them)",
+        "no background Prefect server was running here",
+    ], stopped.stdout
+    deadline = time.monotonic() + 10
+    while _alive(pid_here) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(pid_here) and not sock_here.exists()
+    assert _alive(pid_there) and sock_there.exists()
+    from flows.services import daemon
+
+    assert daemon._request(sock_there, {"status": True})["folder"] == str(there.resolve())  # still serving
+
+    again = _cli(base_env, here, "stop")
+    assert again.stdout.splitlines()[0] == "no warm process served this folder", again.stdout
+    assert _alive(pid_there)
+
+    everything = _cli(base_env, here, "stop", "--all")
+    assert everything.returncode == 0, everything.stderr
+    assert f"stopped a warm process runs were handed to (pid {pid_there})" in everything.stdout.splitlines()
+    deadline = time.monotonic() + 10
+    while _alive(pid_there) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(pid_there) and not sock_there.exists()
+
+
+def test_a_zygote_refuses_a_command_of_another_folder_and_keeps_serving_its_own(base_env, tmp_path):
+    from flows.services import daemon
+
+    here, there = tmp_path / "here", tmp_path / "there"
+    here.mkdir(), there.mkdir()
+    sock = _start_zygote(base_env, here)
+    request = {"argv": ["--help"], "cwd": str(there), "env": base_env, "path": [], "python": sys.executable}
+    with open(os.devnull) as null:
+        conn = socket.socket(socket.AF_UNIX)
+        conn.connect(str(sock))
+        daemon._send(conn, request, fds=[null.fileno()] * 3)
+        reply, _ = daemon._recv(conn)
+        conn.close()
+    assert reply == {"stale": "the folder differs"}
+    assert daemon._request(sock, {"status": True})["folder"] == str(here.resolve())  # still serving here
 
 
 def test_makes_variables_give_the_same_zygote_key(base_env, tmp_path):

@@ -41,7 +41,7 @@ def warm_env(folder: Path, *pythonpath: Path, **extra: str) -> Iterator[dict[str
         yield env
     finally:
         subprocess.run(
-            [sys.executable, "-m", "flows.cli", "stop"], cwd=folder, env=env, capture_output=True, timeout=60
+            [sys.executable, "-m", "flows.cli", "stop", "--all"], cwd=folder, env=env, capture_output=True, timeout=60
         )
         shutil.rmtree(runtime, ignore_errors=True)
 
