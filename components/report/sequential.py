@@ -62,6 +62,7 @@ ONE_SIDED = ALPHA / 2  # each verdict's error over all its looks, as the fixed d
 SPENDINGS = ("obrien-fleming", "pocock")
 MOST_LOOKS = 4  # more looks than this buy little (Jennison & Turnbull 2000, 7.2) and cost runs
 FUTILITY = 0.05  # stop when neither verdict reaches this conditional power at the last look
+BEFORE_FIRST = 1e-12  # the level of a judgement before the first look: it spends nothing to speak of
 DECIDED, FUTILE, MAX_SEEDS, OPEN, NOT_MEASURED = "decided", "futile", "max_seeds", "open", "not_measured"
 STOPS = (DECIDED, FUTILE, MAX_SEEDS, OPEN, NOT_MEASURED)
 _LOW = -9.0  # the integration grid's floor on the z scale (below it the mass is under 1e-18)
@@ -335,13 +336,15 @@ def walk(judge_at: Callable[[int, float], Any], design: Design, available: int) 
     (``judge_at(n_k, level_k)``), up to the largest look within ``available`` seeds; stop at the first
     look that decides (``holds`` or ``fails``), at a futile one, or at the last one taken.
 
-    Fewer seeds than the first look: judged on those at level 0 (no error spent: only an exact or
-    identical outcome decides), ``open`` with the first look's seeds next."""
+    Fewer seeds than the first look: judged on those at level ``BEFORE_FIRST`` (1e-12: no error spent
+    to speak of; only an exact or identical outcome decides), ``open`` with the first look's seeds next
+    (also when too few seeds leave it not measured). A look whose claim is not measured stops the walk
+    (``not_measured``)."""
     reachable = [n for n in design.looks if n <= available]
     if not reachable:
-        result = judge_at(available, 0.0)
+        result = judge_at(available, BEFORE_FIRST)
         verdict, ph, pf = _read(result)
-        stopped = DECIDED if verdict in (HOLDS, FAILS) else OPEN if verdict == INCONCLUSIVE else NOT_MEASURED
+        stopped = DECIDED if verdict in (HOLDS, FAILS) else OPEN  # not measured too: a claim's min_seeds
         nxt = design.looks[0] if stopped == OPEN else None
         return Walk(design, [], available, stopped, nxt, result, verdict, None, None, (ph, pf))
     taken: list[int] = []
@@ -416,6 +419,7 @@ def validate_design(design: Any, where: str = "report.scorecard: design") -> dic
 
 
 __all__ = [
+    "BEFORE_FIRST",
     "DECIDED",
     "Design",
     "FUTILE",
