@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tempfile
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -10,7 +11,22 @@ import typer
 from rich.markup import escape
 
 from flows import home
-from flows.cli.app import NotifyOn, app, err, fail, print_invalid, require_servers
+from flows.cli.app import app, err, fail, print_invalid, require_servers
+
+
+class NotifyOn(str, Enum):
+    """The verdicts ``--notify`` tells of (``flows.ops.notify.WHEN``): ``history`` and ``schedule``."""
+
+    regression = "regression"
+    pipeline = "pipeline"
+    change = "change"
+    always = "always"
+
+
+NOTIFY_ON_HELP = (
+    "which verdicts --notify sends: regression; pipeline (a regression, or a changed pipeline that moved a "
+    "judged metric or claim beyond its noise); change (any finding); always"
+)
 
 
 @app.command()
@@ -47,7 +63,7 @@ def history(
             help="tell someone: an http(s) URL (JSON POST), cmd:COMMAND (message on stdin) or block:TYPE/NAME"
         ),
     ] = None,
-    notify_on: Annotated[NotifyOn, typer.Option(help="which verdicts --notify sends")] = NotifyOn.regression,
+    notify_on: Annotated[NotifyOn, typer.Option(help=NOTIFY_ON_HELP)] = NotifyOn.regression,
 ) -> None:
     """Show PIPELINE's results over its last runs and judge the newest finished one; exit 1 on a regression.
 
@@ -145,7 +161,7 @@ def _print_flags(flags) -> None:
 def _notify(tell, target, when: str, name: str, found, frame) -> bool:
     """Send the verdict when ``when`` asks for it; False when the delivery failed (reported here)."""
     verdict = tell.verdict(found.flags)
-    if not tell.due(when, verdict):
+    if not tell.due(when, verdict, found.flags):
         err.print(f"not notified: the verdict is {verdict} (--notify-on {when})")
         return True
     links = _links(frame, found.newest, found.previous)

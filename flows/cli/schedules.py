@@ -19,7 +19,8 @@ import typer
 from rich.markup import escape
 
 from flows import home
-from flows.cli.app import NotifyOn, app, err, fail, out, print_invalid, require_servers
+from flows.cli.app import app, err, fail, out, print_invalid, require_servers
+from flows.cli.ops import NOTIFY_ON_HELP, NotifyOn
 
 ProfileOpt = Annotated[Optional[str], typer.Option("--profile", "-p", help="named profile to run")]
 SetOpt = Annotated[
@@ -127,7 +128,7 @@ def schedule(
             help="after each run, `bottlenecks history --notify TARGET` (a URL, cmd:COMMAND, block:TYPE/NAME)"
         ),
     ] = None,
-    notify_on: Annotated[NotifyOn, typer.Option(help="when to tell TARGET")] = NotifyOn.regression,
+    notify_on: Annotated[NotifyOn, typer.Option(help=NOTIFY_ON_HELP)] = NotifyOn.regression,
     fresh: Annotated[bool, typer.Option("--fresh", help="recompute every step each run (run --no-cache)")] = False,
     list_: Annotated[bool, typer.Option("--list", help="list the schedules")] = False,
     remove: Annotated[bool, typer.Option("--remove", help="remove the schedule of PIPELINE (and --profile)")] = False,
@@ -137,10 +138,17 @@ def schedule(
     One deployment per pipeline and profile; a run that would overlap the previous run of the
     same deployment is skipped (and recorded). Run them with `bottlenecks serve` or `bottlenecks deploy`.
     """
-    home.configure()
-    require_servers()
     if not list_ and pipeline is None:
         fail("give a PIPELINE file (or --list)", 2)
+    if notify and not list_ and not remove:  # refused as `history --notify` refuses it, before anything starts
+        from flows.ops import notify as tell
+
+        try:
+            tell.parse_target(notify)
+        except tell.NotifyError as e:
+            fail(str(e), 2)
+    home.configure()
+    require_servers()
     if remove:
         _remove(pipeline, profile)
         return

@@ -19,10 +19,10 @@ from typing import Any
 from flows.language.errors import Collector, kind
 from flows.language.yamlload import load
 from flows.ops import prefect_api
+from flows.ops.notify import WHEN as NOTIFY_ON
 
 FLOW_NAME = "bottlenecks-pipeline"
 TAG = "bottlenecks"
-NOTIFY_ON = ("regression", "change", "always")
 ENTRYPOINT = "flows.ops.schedule.run_pipeline"  # imported by module name: any host with the project runs it
 
 
@@ -141,6 +141,8 @@ def spec_from_file(
     """Validate the pipeline and combine its ``schedule:`` key with command-line values (which win)."""
     from flows.plan.build import build
 
+    check_notify(notify, notify_on)
+
     plan = build(path, profile=profile, sets=sets)  # raises PipelineInvalid: nothing is scheduled
     declared = dict(plan.pipeline.schedule or {})
     cron = cron or declared.get("cron")
@@ -157,8 +159,6 @@ def spec_from_file(
     if all_sets != list(sets or []):
         build(path, profile=profile, sets=all_sets)  # the declared parameters must apply too
     check_cron(str(cron), str(timezone))
-    if notify_on not in NOTIFY_ON:
-        raise ScheduleError(f"--notify-on must be one of {', '.join(NOTIFY_ON)}, got {notify_on!r}")
     return ScheduleSpec(
         pipeline=plan.name,
         file=_relative(path),
@@ -170,6 +170,19 @@ def spec_from_file(
         notify_on=notify_on,
         fresh=fresh,
     )
+
+
+def check_notify(notify: str | None, notify_on: str = "regression") -> None:
+    """Refuse a notification target or a --notify-on choice `bottlenecks history` would refuse, with its message."""
+    from flows.ops.notify import NotifyError, parse_target
+
+    if notify_on not in NOTIFY_ON:
+        raise ScheduleError(f"--notify-on must be one of {', '.join(NOTIFY_ON)}, got {notify_on!r}")
+    if notify is not None:
+        try:
+            parse_target(notify)
+        except NotifyError as e:
+            raise ScheduleError(str(e)) from None
 
 
 def spec_from_deployment(dep: dict) -> ScheduleSpec | None:

@@ -6,8 +6,10 @@
 - ``block:TYPE/NAME``: a saved Prefect notification block (``block:slack-webhook/nightly``), through
   Prefect's own Block API, so Slack, Teams, PagerDuty, e-mail and custom webhooks work as Prefect sends them.
 
-``when`` chooses the verdicts that are sent: ``regression`` (the default), ``change`` (anything the judge
-flagged, improvements included) or ``always``. A failed delivery raises :class:`NotifyError` naming the
+``when`` chooses the verdicts that are sent: ``regression`` (the default), ``pipeline`` (a regression, or a
+changed pipeline that moved a judged metric or claim beyond its noise, either way: such a move is never a
+regression, so ``regression`` keeps quiet about it), ``change`` (anything the judge flagged, improvements
+included) or ``always``. A failed delivery raises :class:`NotifyError` naming the
 target and why; the caller reports it without changing the verdict's exit status.
 """
 
@@ -20,7 +22,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 
-WHEN = ("regression", "change", "always")
+WHEN = ("regression", "pipeline", "change", "always")
 TIMEOUT = 20.0  # seconds for a webhook, a command or a block to deliver; a nightly job must not hang
 
 
@@ -65,8 +67,16 @@ def verdict(flags) -> str:
     return "change" if flags else "unchanged"
 
 
-def due(when: str, found: str) -> bool:
-    """Whether a verdict ``found`` is sent under ``--notify-on when``."""
+def moved_with_pipeline(flag) -> bool:
+    """Whether ``flag`` is a judged metric or claim (better or worse by its direction) that moved beyond
+    its noise in a run whose pipeline changed."""
+    return flag.kind == "pipeline" and flag.metric != "pipeline" and flag.direction in ("better", "worse")
+
+
+def due(when: str, found: str, flags=()) -> bool:
+    """Whether a verdict ``found`` (with its ``flags``) is sent under ``--notify-on when``."""
+    if when == "pipeline" and any(moved_with_pipeline(f) for f in flags):
+        return True
     return when == "always" or (when == "change" and found != "unchanged") or found == "regression"
 
 

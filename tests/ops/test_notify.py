@@ -179,3 +179,42 @@ def test_a_prefect_notification_block_delivers_through_prefects_block_api():
     assert got["text"].startswith("bottlenecks history nightly: regression: bottlenecks history nightly: regression\n")
     with pytest.raises(notify.NotifyError, match="notification block 'custom-webhook/no-such' could not be loaded"):
         notify.send(notify.parse_target("block:custom-webhook/no-such"), notify.message("nightly", [], {}))
+
+
+FORMS = (
+    "--notify 'ftp://x': expected an http(s) URL (a JSON POST), cmd:COMMAND (the message on its stdin) "
+    "or block:TYPE/NAME (a Prefect notification block)"
+)
+
+
+def test_schedule_refuses_a_target_as_history_does_with_the_same_message(tmp_path):
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text("name: p\nsteps: {a: {uses: tests.support.engine_components:numbers}}\n")
+    told = CliRunner().invoke(app, ["history", "p", "--notify", "ftp://x"])
+    scheduled = CliRunner().invoke(app, ["schedule", str(pipeline), "--cron", "0 2 * * *", "--notify", "ftp://x"])
+    assert (told.exit_code, scheduled.exit_code) == (2, 2)
+    assert told.output.strip().replace("\n", " ") == FORMS
+    assert scheduled.output == told.output  # the same rule, the same words, and nothing else happened
+    from flows.ops import deployments
+
+    with pytest.raises(deployments.ScheduleError) as refused:  # a schedule made from code too
+        deployments.spec_from_file(pipeline, cron="0 2 * * *", notify="ftp://x")
+    assert str(refused.value) == FORMS
+
+
+def test_notify_on_pipeline_tells_of_a_changed_pipeline_that_moved_a_judged_metric():
+    moved = Flag(
+        "train/test/acc", "pipeline", 0.5, 0.91, "train/test/acc: 0.91 -> 0.5 (worse) with a changed pipeline", "worse"
+    )
+    unknown = Flag("widgets", "pipeline", 7.0, 5.0, "widgets: 5 -> 7 with a changed pipeline", None)
+    diff = Flag("pipeline", "pipeline", None, None, "the pipeline changed between run a and run b:\n-x\n+y")
+    assert notify.verdict([diff, moved]) == "change"
+    assert notify.due("pipeline", "change", [diff, moved])
+    assert not notify.due("regression", "change", [diff, moved])  # such a move is never a regression
+    assert not notify.due("pipeline", "change", [diff, unknown])  # better is not known: not a judged metric
+    assert not notify.due("pipeline", "change", [diff])  # a changed pipeline that moved nothing
+    assert not notify.due("pipeline", "improvement", [BETTER])
+    assert notify.due("pipeline", "regression", [WORSE])
+    from flows.ops import deployments
+
+    deployments.check_notify("https://hooks.example.org/x", "pipeline")  # a schedule may ask for it
