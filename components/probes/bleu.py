@@ -18,6 +18,7 @@ from components.probes.decode import bucket_names, bucket_of, translate
 from components.train.checkpoint import load_info, load_model
 
 BOOTSTRAP_SEED = 12345  # sacrebleu's own default seed, set explicitly so every run resamples alike
+REPLICATES_KEPT = 100  # bootstrap replicates written per model and bucket (``bleu_rep_<b>/...``) for the scorecard
 Z95 = 1.959963984540054  # a 95% half-width in standard errors
 
 
@@ -42,7 +43,12 @@ def _sacrebleu_seed(seed: int):
 
 
 def paired_scores(
-    systems: dict[str, list[str]], refs: list[str], tokenize: str, n_bootstrap: int, seed: int = BOOTSTRAP_SEED
+    systems: dict[str, list[str]],
+    refs: list[str],
+    tokenize: str,
+    n_bootstrap: int,
+    seed: int = BOOTSTRAP_SEED,
+    keep: int = 0,
 ) -> tuple[dict[str, dict[str, float]], dict[tuple[str, str], dict[str, float]]]:
     """Score every system on the same sentences, with sacrebleu's paired bootstrap (Koehn 2004,
     ``sacrebleu.significance.PairedTest``, ``n_bootstrap`` resamples, seeded).
@@ -51,7 +57,12 @@ def paired_scores(
     pair ``(A, B)`` (A before B in ``systems``) ``p``, the paired bootstrap's p-value for A != B, and
     ``diff_ci``, the 95% half-width (1.96 standard deviations) of BLEU(A) - BLEU(B) over the same
     resampled sentence sets: both systems' corpus BLEU recomputed from their per-sentence n-gram
-    statistics (``BLEU.sentence_score``'s counts, ``BLEU.compute_bleu``) on each resample."""
+    statistics (``BLEU.sentence_score``'s counts, ``BLEU.compute_bleu``) on each resample.
+
+    ``keep``: also return per label ``bleu_rep``, its BLEU on the first ``keep`` of those resamples
+    (:func:`bleu_replicates`: the resampled sentence indices depend only on ``seed`` and the number of
+    sentences, so every run of a matrix over training seeds resamples the same sentence sets and the
+    scorecard can measure the test-set error the seeds share)."""
     from sacrebleu.metrics import BLEU, CHRF
     from sacrebleu.significance import PairedTest
 
@@ -87,10 +98,13 @@ def paired_scores(
                     }
             for j, label in enumerate(rest, start=1):
                 pairs[(base, label)] = {"p": float(results["bleu"][j].p_value)}
-    if len(labels) > 1:
+    if len(labels) > 1 or keep:
         replicates = bleu_replicates(systems, refs, tokenize, n_bootstrap, seed)
         for (a, b), entry in pairs.items():
             entry["diff_ci"] = Z95 * float(np.std(replicates[a] - replicates[b], ddof=1))
+        if keep:
+            for label in labels:
+                scores[label]["bleu_rep"] = [float(f"{r:.6g}") for r in replicates[label][:keep]]
     return scores, pairs
 
 
@@ -123,13 +137,15 @@ def score_by_length(
     tokenize: str,
     n_bootstrap: int,
     seed: int = BOOTSTRAP_SEED,
+    keep: int = REPLICATES_KEPT,
 ) -> tuple[dict[str, Any], dict[str, float]]:
     """Score every model overall and per source-length bucket; models translated from the same
     sentences are scored together, so each pair gets sacrebleu's paired test.
 
     Returns the summary entries (``bleu/<label>[/len_<b>|/shortest|/longest]``, ``chrf``, ``bleu_ci``,
     ``chrf_ci``, ``count/len_<b>``) and the pair entries (``bleu_diff_ci/<A>/<B>/...``: the 95%
-    half-width of A - B; ``bleu_diff_p/<A>/<B>/...``: the paired bootstrap's p-value)."""
+    half-width of A - B; ``bleu_diff_p/<A>/<B>/...``: the paired bootstrap's p-value;
+    ``bleu_rep_<b>/<label>/...``: BLEU on bootstrap resample ``b``, the first ``keep`` of them)."""
     names = bucket_names(buckets)
     groups: dict[tuple, list[str]] = {}
     for label, (src, refs, _) in runs.items():
@@ -141,7 +157,10 @@ def score_by_length(
         for label, values in scores.items():
             for k, v in values.items():
                 for where in (part, *aliases):
-                    summary[P.key(k, label, where)] = v
+                    if k == "bleu_rep":  # replicates: outputs for the scorecard, not metrics
+                        pairs.update({P.key(f"bleu_rep_{b}", label, where): r for b, r in enumerate(v)})
+                    else:
+                        summary[P.key(k, label, where)] = v
         for (a, b), values in pair_stats.items():
             for where in (part, *aliases):
                 pairs[P.key("bleu_diff_ci", a, b, where)] = values["diff_ci"]
@@ -149,7 +168,7 @@ def score_by_length(
 
     for (src, refs), labels in groups.items():
         hyps = {label: runs[label][2] for label in labels}
-        put("", *paired_scores(hyps, list(refs), tokenize, n_bootstrap, seed))
+        put("", *paired_scores(hyps, list(refs), tokenize, n_bootstrap, seed, keep))
         which = [bucket_of(len(s.split()), buckets) for s in src]
         filled = [b for b in names if b in which]
         for b in names:
@@ -157,7 +176,7 @@ def score_by_length(
             summary[P.key("count", f"len_{b}")] = len(idx)
             picked = {label: [h[i] for i in idx] for label, h in hyps.items()}
             aliases = [alias for alias, at in (("shortest", 0), ("longest", -1)) if filled and filled[at] == b]
-            part = paired_scores(picked, [refs[i] for i in idx], tokenize, n_bootstrap if idx else 0, seed)
+            part = paired_scores(picked, [refs[i] for i in idx], tokenize, n_bootstrap if idx else 0, seed, keep)
             put(f"len_{b}", *part, aliases=aliases)
     return summary, pairs
 

@@ -6,20 +6,42 @@ from typing import Any
 
 from components.report.checks import DEVICE, FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, evaluate
 from components.report.refs import Resolver
-from components.report.stats import MOST_SEEDS, POWER
+from components.report.stats import ALPHA, MOST_SEEDS, POWER
 
 
 def _accelerator(device: str) -> str:
     return "gpu" if device.startswith("cuda") or device == "gpu" else device
 
 
-def combine(verdicts: list[str]) -> str:
-    """One verdict for a claim: any failed check fails it, then any unmeasured one leaves it open,
-    then any inconclusive one makes it inconclusive."""
-    for v in (FAILS, NOT_MEASURED, INCONCLUSIVE):
-        if v in verdicts:
-            return v
-    return HOLDS
+def combine(verdicts: list[str], p_fails: list[float | None] | None = None, *, level: float = ALPHA / 2) -> str:
+    """One verdict for a claim of ``k`` checks: it fails only when its own p for ``fails``, the smallest
+    of its checks' corrected for their number (Bonferroni, ``min(p_fails) * k``), is at most ``level``
+    (even if another check is not measured); then any unmeasured check leaves it open; it holds when
+    every check holds (an intersection-union test); otherwise it is inconclusive.
+
+    ``p_fails``: each check's p for ``fails`` (None: the check has none, e.g. not measured; a failed
+    check without one, a structural failure, counts as 0). Without ``p_fails``, every failed check is
+    taken as decided outright (the rule for callers holding verdicts only)."""
+    k = len(verdicts)
+    if p_fails is None:
+        p_fails = [0.0 if v == FAILS else None for v in verdicts]
+    ps = [0.0 if p is None and v == FAILS else p for v, p in zip(verdicts, p_fails)]
+    known = [p for p in ps if p is not None]
+    if known and min(1.0, min(known) * k) <= level:
+        return FAILS
+    if NOT_MEASURED in verdicts:
+        return NOT_MEASURED
+    if all(v == HOLDS for v in verdicts):
+        return HOLDS
+    return INCONCLUSIVE
+
+
+def _p_fails(result) -> float | None:
+    """A check's p for ``fails`` (a failed check without one: 0, decided structurally)."""
+    p = result.evidence.get("p_fails") if result.evidence else None
+    if p is None and result.verdict == FAILS:
+        return 0.0
+    return p
 
 
 def claim_p(results: list) -> tuple[float | None, float | None, int | None]:
@@ -72,19 +94,30 @@ def judge(
     device: str,
     min_seeds: int,
     seeds_command: str = "",
+    level: float = ALPHA / 2,
 ) -> dict[str, Any]:
-    """Evaluate a validated claim; return its scorecard entry."""
+    """Evaluate a validated claim; return its scorecard entry. ``level``: the one-sided level each
+    check and the claim's verdict are tested at."""
     over = claim.get("over") or "seed"
     seeds = claim.get("min_seeds") or min_seeds
     exact = bool(claim.get("exact"))
-    results = [evaluate(c, resolver, over=over, min_seeds=seeds, exact=exact) for c in claim["checks"]]
-    verdict = combine([r.verdict for r in results])
+    results = [evaluate(c, resolver, over=over, min_seeds=seeds, exact=exact, level=level) for c in claim["checks"]]
+    p_each = [_p_fails(r) for r in results]
+    verdict = combine([r.verdict for r in results], p_each, level=level)
     if len(results) == 1:
         reason = results[0].reason
     else:
         reason = "; ".join(f"[{c['check']}: {r.verdict}] {r.reason}" for c, r in zip(claim["checks"], results))
     command = claim.get("seeds_command") or seeds_command  # a claim whose seeds come from another param
     hint = seeds_hint(results, over, command) if verdict == INCONCLUSIVE else ""
+    failing = [p for r, p in zip(results, p_each) if r.verdict == FAILS and p is not None]
+    if verdict == INCONCLUSIVE and failing:
+        k = len(results)
+        hint = (
+            f"a check fails on its own (p_fails = {min(failing):.3g}), but not after the correction over the "
+            f"claim's {k} checks ({min(failing):.3g} x {k} = {min(1.0, min(failing) * k):.3g} > {level:g})"
+            + (f"; {hint}" if hint else "")
+        )
     if hint:
         reason = f"{reason}. Inconclusive: {hint}"
     measured: dict[str, Any] = {}

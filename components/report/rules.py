@@ -49,16 +49,37 @@ def judge(
     strict: bool = False,
     exact: bool = False,
     quantity: str = "margin",
+    level: float = stats.ALPHA / 2,
+    own_df: float = math.inf,
+    bounds: tuple[float, float] | None = None,
+    replicates: dict[str, np.ndarray] | None = None,
 ) -> Outcome:
     """Decide whether the per-seed ``values`` lie in ``[low, high]`` (default: above 0) and say why.
 
     ``ok_text`` leads the reason when the seeds sit on the claim's side, ``bad_text`` otherwise;
-    the interval, the test and its p-value follow."""
+    the interval, the test and its p-value follow. ``level``: each verdict's one-sided level;
+    ``own_df``: the own errors' degrees of freedom; ``bounds``: the quantity's range where known;
+    ``replicates``: per seed, the quantity on the measurement's bootstrap resamples (shared by the
+    seeds), whose covariance between seeds is the test-set error every seed shares."""
+    est = estimate(values, own_se, exact=exact, own_df=own_df, bounds=bounds, replicates=replicates)
+    decision = stats.decide(est, low, high, strict=strict, level=level)
+    return outcome(decision, values, own_se, ok_text, bad_text, quantity, strict=strict)
+
+
+def estimate(
+    values: dict[str, float],
+    own_se: dict[str, float] | None,
+    *,
+    exact: bool = False,
+    own_df: float = math.inf,
+    bounds: tuple[float, float] | None = None,
+    replicates: dict[str, np.ndarray] | None = None,
+) -> stats.Estimate:
+    """The per-seed values' estimate (``stats.one_sample``), the replicates used only where every seed has them."""
     seeds = list(values)
     own = [float((own_se or {}).get(s) or 0.0) for s in seeds]
-    est = stats.one_sample([values[s] for s in seeds], own, exact=exact)
-    decision = stats.decide(est, low, high, strict=strict)
-    return outcome(decision, values, own_se, ok_text, bad_text, quantity, strict=strict)
+    reps = [replicates[s] for s in seeds] if replicates and all(s in replicates for s in seeds) else None
+    return stats.one_sample([values[s] for s in seeds], own, exact=exact, own_df=own_df, bounds=bounds, replicates=reps)
 
 
 def judge_all(
@@ -67,30 +88,34 @@ def judge_all(
     bad_text: str,
     *,
     exact: bool = False,
+    level: float = stats.ALPHA / 2,
+    replicates: list[dict[str, np.ndarray] | None] | None = None,
 ) -> Outcome:
     """A claim that is several statements at once (each part's quantity above 0): it holds when every
     part holds (an intersection-union test: the largest p), fails when any part fails beyond a
     Bonferroni correction over the parts, and is inconclusive otherwise. The reason and evidence are
-    the deciding part's: the weakest for holds, the strongest against."""
+    the deciding part's: the weakest for holds, the strongest against. ``replicates``: per part, as
+    in :func:`judge`."""
     decisions = []
-    for _, values, own_se in parts:
-        seeds = list(values)
-        own = [float((own_se or {}).get(s) or 0.0) for s in seeds]
-        decisions.append(stats.decide(stats.one_sample([values[s] for s in seeds], own, exact=exact), 0.0, strict=True))
+    for j, (_, values, own_se) in enumerate(parts):
+        reps = replicates[j] if replicates else None
+        est = estimate(values, own_se, exact=exact, replicates=reps)
+        decisions.append(stats.decide(est, 0.0, strict=True, level=level))
     k = len(decisions)
     p_holds = max(d.p_holds for d in decisions)
     p_fails = min(1.0, min(d.p_fails for d in decisions) * k)
-    if p_fails <= stats.ALPHA / 2 and p_fails < p_holds:
+    if p_fails <= level and p_fails < p_holds:
         i = min(range(k), key=lambda j: decisions[j].p_fails)
     else:
         i = max(range(k), key=lambda j: decisions[j].p_holds)
     d = decisions[i]
-    verdict = HOLDS if p_holds <= stats.ALPHA / 2 else FAILS if p_fails <= stats.ALPHA / 2 else INCONCLUSIVE
-    if d.estimate.method in ("exact", "identical"):
-        verdict = HOLDS if all(x.verdict == HOLDS for x in decisions) else FAILS
+    verdict = HOLDS if p_holds <= level else FAILS if p_fails <= level else INCONCLUSIVE
     d.p_holds, d.p_fails, d.verdict = p_holds, p_fails, verdict
     if verdict == INCONCLUSIVE and not d.why:
-        d.why, d.seeds_needed = stats._why(d), stats.seeds_needed(d)
+        if d.lo is not None:
+            d.why, d.seeds_needed = stats._why(d), stats.seeds_needed(d)
+        else:
+            d.why = f"a part fails on its own, but not after the correction over the {k} parts (p = {p_fails:.3g})"
     label, values, own_se = parts[i]
     out = outcome(d, values, own_se, ok_text, bad_text, label, strict=True)
     out.evidence["parts"] = k
@@ -148,10 +173,12 @@ def interval_text(d: stats.Decision, quantity: str = "margin") -> str:
             if e.method == "exact" and e.n == 1
             else ("exact in every seed" if e.method == "exact" else "")
         )
-    if e.method == "identical":
-        return f"identical in all {e.n} seeds (no spread: decided as an exact value)"
-    if e.method == "sign":
-        return d.why or f"a seed diverged: exact sign test over {e.n} seeds, p = {fmt(d.p)}"
+    if e.method in ("identical", "sign"):
+        test = {"bounded": "bounded-mean betting test", "ranks": "exact rank test", "sign": "exact sign test"}
+        return d.why or (
+            f"{'identical in all' if e.method == 'identical' else 'a seed diverged:'} {e.n} seeds, "
+            f"{test.get(d.test, d.test)}, p = {fmt(d.p)}"
+        )
     own = f"; own se {fmt(e.own_se)}" if e.own_se else ""
     if e.method == "own":
         test = "its own interval"
@@ -163,7 +190,13 @@ def interval_text(d: stats.Decision, quantity: str = "margin") -> str:
     if d.verdict == INCONCLUSIVE and e.se > 0 and d.t_crit is not None and (low is None or high is None):
         bound = low if low is not None else high
         crit = f", t = {abs(e.mean - bound) / e.se:.3g} below the critical {d.t_crit:.3g}"
-    return f"mean {quantity} {sign(e.mean)}, 95% CI [{sign(d.lo)}, {sign(d.hi)}] ({test}){crit}, p = {d.p:.2g}"
+    own_df = f", own {e.own_df:.3g} df" if e.own_se and math.isfinite(e.own_df) and e.method == "own" else ""
+    shared = "; shared test-set error from the bootstrap replicates" if e.variance == "shared" else ""
+    cover = stats._cover(d.level)
+    return (
+        f"mean {quantity} {sign(e.mean)}, {cover} CI [{sign(d.lo)}, {sign(d.hi)}] ({test}{own_df}{shared}){crit}, "
+        f"p = {d.p:.2g}"
+    )
 
 
 def sign(v: float) -> str:
@@ -212,17 +245,22 @@ def beats(
     ub: dict[str, float] | None = None,
     pair_se: dict[str, float] | None = None,
     paired: bool | None = None,
+    level: float = stats.ALPHA / 2,
+    bounds: tuple[float, float] | None = None,
+    replicates: dict[str, np.ndarray] | None = None,
 ) -> Outcome:
     """Does A beat B (higher or lower is better) by more than ``margin``? Seeds with the same label
     are paired (same seed, same data: a paired t test on the differences) unless ``paired`` is
     False, which compares the two groups by Welch's test. ``ua``/``ub``: each side's own standard
     error per seed; ``pair_se``: the difference's own standard error per seed where a paired test
-    on the same test sentences measured it (it replaces ``ua``/``ub``, which ignore the pairing)."""
+    on the same test sentences measured it (it replaces ``ua``/``ub``, which ignore the pairing).
+    ``bounds``: the range of A and B where known (proportions), for seeds with no spread;
+    ``replicates``: per seed, A - B on the bootstrap resamples every seed shares."""
     sgn = 1.0 if higher else -1.0
     word = f"by more than {fmt(margin)} " if margin else ""
     constant = set(a) == {""} or set(b) == {""}
     if paired is False and not constant:
-        return _welch(a, b, sgn, margin, ua, ub, word)
+        return _welch(a, b, sgn, margin, ua, ub, word, level)
     seeds, note = pair(a, b)
     if not seeds:
         return Outcome(False, f"no seed measured on both sides (A: {sorted(a)}, B: {sorted(b)})")
@@ -246,7 +284,17 @@ def beats(
         ok = f"B diverged in every seed, A did not ({shown}){note}"
     bad = f"A does not beat B {word}in {', '.join(losing)} ({shown}){note}"
     quantity = "paired difference" + (" past the margin" if margin else "") if len(seeds) > 1 else "difference"
-    return judge(diffs, own, ok, bad, low=0.0, strict=True, quantity=quantity)
+    span = None
+    if bounds is not None:
+        lo_b, hi_b = bounds
+        span = (sgn * (lo_b - hi_b) - margin, sgn * (hi_b - lo_b) - margin)
+        span = (min(span), max(span))
+    reps = None
+    if replicates:
+        reps = {s: sgn * np.asarray(replicates[s], dtype=float) - margin for s in seeds if s in replicates}
+    return judge(
+        diffs, own, ok, bad, low=0.0, strict=True, quantity=quantity, level=level, bounds=span, replicates=reps
+    )
 
 
 def _at(values: dict[str, float] | None, seed: str) -> float:
@@ -255,7 +303,7 @@ def _at(values: dict[str, float] | None, seed: str) -> float:
     return float(values.get("", 0.0) if set(values) == {""} else values.get(seed, 0.0))
 
 
-def _welch(a, b, sgn, margin, ua, ub, word) -> Outcome:
+def _welch(a, b, sgn, margin, ua, ub, word, level=stats.ALPHA / 2) -> Outcome:
     va = [sgn * v for v in a.values()]
     vb = [sgn * v + margin for v in b.values()]
     shown = f"A: {', '.join(fmt(v) for v in a.values())}; B: {', '.join(fmt(v) for v in b.values())}"
@@ -267,7 +315,7 @@ def _welch(a, b, sgn, margin, ua, ub, word) -> Outcome:
             evidence={"why": "Welch's test needs 2 finite values a side", "seeds_needed": 2},
         )
     est = stats.two_sample(va, vb, list((ua or {}).values()), list((ub or {}).values()))
-    d = stats.decide(est, 0.0, None, strict=True)
+    d = stats.decide(est, 0.0, None, strict=True, level=level)
     ok = f"A beats B {word}on average, unpaired ({shown})"
     bad = f"A does not beat B {word}on average, unpaired ({shown})"
     return outcome(d, {"mean": est.mean}, None, ok if est.mean > 0 else bad, bad, "difference of means")
@@ -280,6 +328,7 @@ def every(
     margin=None,
     uncertainty: dict[str, float] | None = None,
     exact: bool = False,
+    level: float = stats.ALPHA / 2,
 ) -> Outcome:
     """Hold when ``test(v)`` is true beyond the seeds' spread; a non-finite value never passes.
     ``margin(v)``: how far ``v`` is on the passing side (without it, the pass/fail outcome itself:
@@ -292,12 +341,26 @@ def every(
     shown_bad = ", ".join(f"{seed_name(s)}: {fmt(v)}" if s else fmt(v) for s, v in bad)
     shown = ", ".join(fmt(v) for v in values.values())
     ok = f"{what} in every seed ({shown})" if len(values) > 1 else f"{what} ({shown})"
-    return judge(margins, uncertainty, ok, f"not {what} ({shown_bad})", exact=exact)
+    return judge(margins, uncertainty, ok, f"not {what} ({shown_bad})", exact=exact, level=level)
 
 
 def loglog_slope(x: list[float], y: list[float]) -> float:
     """Fit ``y ~ c * x^k`` by least squares on logs; return k (NaN if any value is not positive)."""
     return loglog_fit(x, y)[0]
+
+
+def loglog_fit_se(x: list[float], y: list[float]) -> tuple[float, float, float]:
+    """``(k, se, df)``: the log-log slope, its standard error and its degrees of freedom (points - 2,
+    ``scipy.stats.linregress`` on the logs); se and df are NaN with two points or fewer."""
+    from scipy import stats as sps
+
+    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(xs) < 2 or not (np.all(xs > 0) and np.all(ys > 0) and np.all(np.isfinite(ys))):
+        return math.nan, math.nan, math.nan
+    if len(xs) == 2:
+        return float(np.polyfit(np.log(xs), np.log(ys), 1)[0]), math.nan, math.nan
+    fit = sps.linregress(np.log(xs), np.log(ys))
+    return float(fit.slope), float(fit.stderr), float(len(xs) - 2)
 
 
 def loglog_fit(x: list[float], y: list[float]) -> tuple[float, float]:

@@ -66,6 +66,10 @@ class Estimate:
     own_se: float
     method: str
     values: tuple[float, ...] = ()  # the per-seed quantity (for the sign test and exact decisions)
+    own_df: float = math.inf  # degrees of freedom of the own term (a fit's points - 2; inf: a bootstrap)
+    bounds: tuple[float, float] | None = None  # the per-seed quantity's range where it is known (a proportion)
+    variance: str = ""  # how the test-set error entered: "shared" (replicates), "own" (conservative), ""
+    sizes: tuple[int, ...] = ()  # two groups (Welch): their sizes, ``values`` holding A's then B's
 
 
 @dataclass
@@ -74,7 +78,7 @@ class Decision:
 
     verdict: str
     estimate: Estimate
-    lo: float | None  # the 95% interval of the quantity (None: no interval)
+    lo: float | None  # the interval of the quantity's mean at 1 - 2 * level (None: no interval)
     hi: float | None
     p_holds: float  # one-sided p-value against the claim's null (small: evidence for the claim)
     p_fails: float  # one-sided p-value against its mirror (small: evidence against the claim)
@@ -83,6 +87,8 @@ class Decision:
     region: tuple[float | None, float | None] = (0.0, None)  # the claim's side: (low, high)
     t_crit: float | None = None
     extra: dict = field(default_factory=dict)
+    level: float = ALPHA / 2  # the one-sided level each verdict was tested at
+    test: str = ""  # the test that decided where it is not the t interval ("sign", "bounded", "ranks", "exact")
 
     @property
     def p(self) -> float:
@@ -92,33 +98,65 @@ class Decision:
     @property
     def margin(self) -> float:
         """How far the mean lies on the claim's side of the region's nearer edge (negative: outside)."""
+        return _margin_at(self.estimate.mean, self.region)
+
+    @property
+    def margin_interval(self) -> tuple[float | None, float | None]:
+        """The interval of :attr:`margin`, from the mean's: the same quantity, in the claim's units, signed
+        as ``holds`` needs (both ends above 0: holds; both below: fails). For a one-sided region it is
+        the mean's interval shifted (and turned for an upper bound); for ``[low, high]`` its low end is
+        the nearer edge's distance at the worse end of the mean's interval, its high end the best
+        distance the interval reaches (half the region's width where it covers the centre)."""
+        if self.lo is None or self.hi is None:
+            return None, None
         low, high = self.region
-        sides = [self.estimate.mean - low] if low is not None else []
-        sides += [high - self.estimate.mean] if high is not None else []
-        return min(sides)
+        worst = min(_margin_at(self.lo, self.region), _margin_at(self.hi, self.region))
+        if low is not None and high is not None and self.lo <= (low + high) / 2 <= self.hi:
+            best = (high - low) / 2
+        else:
+            best = max(_margin_at(self.lo, self.region), _margin_at(self.hi, self.region))
+        return worst, best
 
     def evidence(self) -> dict:
-        """JSON-safe numbers for scorecard.json and the trackers."""
+        """JSON-safe numbers for scorecard.json and the trackers: ``margin`` with its interval ``lo``,
+        ``hi`` (one quantity), and the quantity's own mean with ``mean_lo``, ``mean_hi``."""
         e = self.estimate
+        m_lo, m_hi = self.margin_interval
         out = {
-            "method": e.method,
+            "method": self.test if self.test in ("sign", "bounded", "ranks") else e.method,
             "seeds": e.n,
             "mean": _num(e.mean),
             "sd": _num(e.sd),
             "se": _num(e.se),
             "own_se": _num(e.own_se) if e.own_se else None,
             "df": None if not math.isfinite(e.df) else round(e.df, 3),
-            "lo": _num(self.lo),
-            "hi": _num(self.hi),
+            "lo": _num(m_lo),
+            "hi": _num(m_hi),
+            "mean_lo": _num(self.lo),
+            "mean_hi": _num(self.hi),
             "margin": _num(self.margin),
             "p": _num(self.p),
             "p_holds": _num(self.p_holds),
             "p_fails": _num(self.p_fails),
+            "level": self.level,
             "seeds_needed": self.seeds_needed,
         }
+        if e.variance:
+            out["variance"] = e.variance
+        if e.own_se and math.isfinite(e.own_df):
+            out["own_df"] = round(e.own_df, 3)
+        if e.method == "exact":
+            out["interval"] = "exact"
         if self.why:
             out["why"] = self.why
         return out | self.extra
+
+
+def _margin_at(x: float, region) -> float:
+    low, high = region
+    sides = [x - low] if low is not None else []
+    sides += [high - x] if high is not None else []
+    return min(sides)
 
 
 def _num(v: float | None) -> float | None:
@@ -131,36 +169,76 @@ def own_variance(own_se: Sequence[float] | None) -> float:
     return sum(own) / len(own_se) if own else 0.0
 
 
-def one_sample(values: Sequence[float], own_se: Sequence[float] | None = None, *, exact: bool = False) -> Estimate:
-    """The mean of per-seed values (or paired differences) with Student's t standard error, plus the
-    measurements' own variance that seeds do not average away (Welch-Satterthwaite df)."""
+def shared_variance(replicates: Sequence[Sequence[float]]) -> tuple[float, float]:
+    """The part of the test-set error common to every seed: the mean covariance between seeds of their
+    bootstrap replicates (each seed's quantity on the same resampled sentence sets, replicate ``b`` of
+    every seed on one set), floored at 0, and its degrees of freedom (replicates - 1)."""
+    import numpy as np
+
+    r = np.asarray(replicates, dtype=float)
+    if r.ndim != 2 or r.shape[0] < 2 or r.shape[1] < 2 or not np.all(np.isfinite(r)):
+        raise ValueError("shared_variance: 2 or more seeds of 2 or more finite replicates each")
+    cov = np.cov(r)  # seeds x seeds over the replicates
+    n = r.shape[0]
+    mean_cov = (cov.sum() - np.trace(cov)) / (n * (n - 1))
+    return max(0.0, float(mean_cov)), float(r.shape[1] - 1)
+
+
+def one_sample(
+    values: Sequence[float],
+    own_se: Sequence[float] | None = None,
+    *,
+    exact: bool = False,
+    own_df: float = math.inf,
+    bounds: tuple[float, float] | None = None,
+    replicates: Sequence[Sequence[float]] | None = None,
+) -> Estimate:
+    """The mean of per-seed values (or paired differences) with Student's t standard error, plus the part
+    of the measurements' own error that seeds do not average away.
+
+    The variance model: a seed's value carries the test-set error once. Its part common to every seed
+    (the same test sentences) never averages away; its part each seed draws afresh is already inside the
+    seeds' spread. With ``replicates`` (per seed, the quantity on the same bootstrap resamples) the common
+    part is their mean covariance between seeds, added once: ``se^2 = sd^2 / n + cov``. Without them the
+    mean own variance stands in for it (``se^2 = sd^2 / n + mean(u^2)``): conservative, it counts the
+    fresh part twice. ``own_df``: the own term's degrees of freedom (a fit's points - 2); the test uses
+    the smaller of it and the seeds' ``n - 1`` (never more than Satterthwaite's). ``bounds``: the
+    quantity's range where it is known, for values with no spread (a bounded-mean test)."""
     vals = tuple(float(v) for v in values)
     n = len(vals)
     if n == 0:
         raise ValueError("one_sample: no values")
     u2 = own_variance(own_se)
+    variance = "own" if u2 > 0 else ""
+    extra_df = own_df
     finite = all(math.isfinite(v) for v in vals)
     mean = sum(vals) / n if finite else math.nan
     if exact:
-        return Estimate(n, mean, 0.0, math.inf, None, 0.0, "exact", vals)
+        return Estimate(n, mean, 0.0, math.inf, None, 0.0, "exact", vals, bounds=bounds)
     if not finite:
-        return Estimate(n, mean, math.nan, math.nan, None, math.sqrt(u2), "sign", vals)
+        return Estimate(n, mean, math.nan, math.nan, None, math.sqrt(u2), "sign", vals, own_df, bounds, variance)
     if n == 1:
         if u2 > 0:
-            return Estimate(1, mean, math.sqrt(u2), math.inf, None, math.sqrt(u2), "own", vals)
-        return Estimate(1, mean, math.nan, math.nan, None, 0.0, "single", vals)
+            return Estimate(1, mean, math.sqrt(u2), own_df, None, math.sqrt(u2), "own", vals, own_df, bounds, variance)
+        return Estimate(1, mean, math.nan, math.nan, None, 0.0, "single", vals, bounds=bounds)
+    if replicates is not None and len(replicates) == n:
+        try:
+            u2, extra_df = shared_variance(replicates)
+            variance = "shared"
+        except ValueError:
+            pass  # replicates unusable: the conservative own term stays
     sd = _sd(vals)
     if sd <= 1e-12 * max(1.0, abs(mean)):  # equal up to float rounding
         sd = 0.0
     if sd == 0 and u2 == 0:
-        return Estimate(n, mean, 0.0, math.inf, 0.0, 0.0, "identical", vals)
+        return Estimate(n, mean, 0.0, math.inf, 0.0, 0.0, "identical", vals, own_df, bounds, variance)
     a = sd**2 / n
     se = math.sqrt(a + u2)
-    # the seeds' n - 1 degrees of freedom, also where a known own variance joins them: conservative
-    # (Welch-Satterthwaite, which would count the own term as exact, gave 2.9-3.2% false verdicts at
-    # 2 seeds in benchmarks/verdict_calibration.py); with no spread at all, the own term alone
-    df = n - 1 if a > 0 else math.inf
-    return Estimate(n, mean, se, df, sd, math.sqrt(u2), "t", vals)
+    # the smaller of the seeds' n - 1 and the own term's df (Welch-Satterthwaite's df is never below
+    # it; with the own term counted as exact it gave 2.9-3.2% false verdicts at 2 seeds in
+    # benchmarks/verdict_calibration.py); with no spread at all, the own term's df alone
+    df = (min(n - 1, extra_df) if u2 > 0 else n - 1) if a > 0 else extra_df
+    return Estimate(n, mean, se, df, sd, math.sqrt(u2), "t", vals, extra_df, bounds, variance)
 
 
 def two_sample(
@@ -179,7 +257,9 @@ def two_sample(
     mean = sum(va) / len(va) - sum(vb) / len(vb)
     total = ga + gb + u2
     if total == 0:
-        return Estimate(len(va) + len(vb), mean, 0.0, math.inf, 0.0, 0.0, "identical", (mean,))
+        return Estimate(
+            len(va) + len(vb), mean, 0.0, math.inf, 0.0, 0.0, "identical", va + vb, sizes=(len(va), len(vb))
+        )
     denom = (ga**2 / (len(va) - 1) if ga else 0.0) + (gb**2 / (len(vb) - 1) if gb else 0.0)
     df = (ga + gb) ** 2 / denom if denom else math.inf  # Welch's df of the seed terms alone (conservative)
     sd = math.sqrt(ga + gb) * math.sqrt(min(len(va), len(vb)))  # a per-seed spread of the difference, for the hint
@@ -191,17 +271,30 @@ def _sd(vals: Sequence[float]) -> float:
     return math.sqrt(sum((v - m) ** 2 for v in vals) / (len(vals) - 1))
 
 
-def decide(est: Estimate, low: float | None = 0.0, high: float | None = None, *, strict: bool = False) -> Decision:
+def decide(
+    est: Estimate,
+    low: float | None = 0.0,
+    high: float | None = None,
+    *,
+    strict: bool = False,
+    level: float = ALPHA / 2,
+) -> Decision:
     """Test ``low <= quantity <= high`` (a missing bound is open; the default is ``quantity >= 0``).
 
-    ``strict`` matters only for exact and identical values: ``>`` instead of ``>=`` at a bound."""
+    ``level``: the one-sided level each verdict is tested at (``holds`` when ``p_holds <= level``,
+    ``fails`` when ``p_fails <= level``); the interval shown is the ``1 - 2 * level`` one.
+    ``strict`` matters only for exact values: ``>`` instead of ``>=`` at a bound."""
     if low is None and high is None:
         raise ValueError("decide: a region needs a low or a high bound")
+    if not 0 < level < 0.5:
+        raise ValueError(f"decide: level {level} is not in (0, 0.5)")
     region = (low, high)
-    if est.method in ("exact", "identical"):
-        return _point(est, region, strict)
+    if est.method == "exact":
+        return _point(est, region, strict, level)
+    if est.method == "identical":
+        return _identical(est, region, level)
     if est.method == "sign":
-        return _sign(est, region)
+        return _sign(est, region, level)
     if est.method == "single":
         return Decision(
             INCONCLUSIVE,
@@ -213,6 +306,7 @@ def decide(est: Estimate, low: float | None = 0.0, high: float | None = None, *,
             2,
             "one value and no measured uncertainty: needs at least 2 seeds (or the measurement's own interval)",
             region,
+            level=level,
         )
     from scipy import stats
 
@@ -223,16 +317,15 @@ def decide(est: Estimate, low: float | None = 0.0, high: float | None = None, *,
     p_high_holds = 1.0 - above(high) if high is not None else 0.0
     p_holds = max(p_low_holds, p_high_holds)
     p_fails = min(1.0 - p_low_holds if low is not None else 1.0, 1.0 - p_high_holds if high is not None else 1.0)
-    t_crit = float(stats.t.ppf(1 - ALPHA / 2, est.df))
+    t_crit = float(stats.t.ppf(1 - level, est.df))
     lo, hi = est.mean - t_crit * est.se, est.mean + t_crit * est.se
-    level = ALPHA / 2
     if p_holds <= level:
         verdict = HOLDS
     elif p_fails <= level:
         verdict = FAILS
     else:
         verdict = INCONCLUSIVE
-    d = Decision(verdict, est, lo, hi, p_holds, p_fails, region=region, t_crit=t_crit)
+    d = Decision(verdict, est, lo, hi, p_holds, p_fails, region=region, t_crit=t_crit, level=level)
     if verdict == INCONCLUSIVE:
         d.why = _why(d)
         d.seeds_needed = seeds_needed(d)
@@ -246,15 +339,17 @@ def verdict_of(
     low: float | None = 0.0,
     high: float | None = None,
     exact: bool = False,
+    level: float = ALPHA / 2,
 ) -> Decision:
     """The whole core in one call, for callers outside the scorecard (history, user code): per-seed
     values (margins, differences, ...) in, a Decision out (``verdict``, ``lo``/``hi``, ``p``,
     ``seeds_needed``, ``why``). ``verdict_of([0.2, 0.3, 0.25]).verdict == "holds"``."""
-    return decide(one_sample(values, own_se, exact=exact), low, high)
+    return decide(one_sample(values, own_se, exact=exact), low, high, level=level)
 
 
-def _point(est: Estimate, region, strict: bool) -> Decision:
-    """Exact (or spread-free) values: every seed inside decides holds, any seed outside fails."""
+def _point(est: Estimate, region, strict: bool, level: float = ALPHA / 2) -> Decision:
+    """Exact values (``exact: true``: a count, a structural fact): every seed inside decides holds, any
+    seed outside fails. No interval: the values are compared as they are."""
     low, high = region
 
     def inside(v):
@@ -264,29 +359,141 @@ def _point(est: Estimate, region, strict: bool) -> Decision:
 
     ok = all(inside(v) for v in est.values)
     verdict = HOLDS if ok else FAILS
-    return Decision(verdict, est, est.mean, est.mean, 0.0 if ok else 1.0, 1.0 if ok else 0.0, region=region)
+    return Decision(
+        verdict, est, None, None, 0.0 if ok else 1.0, 1.0 if ok else 0.0, region=region, level=level, test="exact"
+    )
 
 
-def _sign(est: Estimate, region) -> Decision:
-    """A diverged seed: count the seeds on the claim's side and test the count (exact binomial)."""
+def _seeds_for(ratio: float, level: float) -> int | None:
+    """The fewest seeds at which ``ratio ** n <= level`` (None: never, ratio >= 1)."""
+    if not 0 <= ratio < 1:
+        return None
+    if ratio == 0:
+        return 1
+    return max(1, math.ceil(math.log(level) / math.log(ratio) - 1e-12))
+
+
+def betting_p(values: Sequence[float], mu0: float, end: float) -> float:
+    """A bounded-mean test of ``mean <= mu0`` for values ``>= end`` (or of ``mean >= mu0`` for values
+    ``<= end`` when ``end > mu0``): the all-in betting wealth ``prod((x - end) / (mu0 - end))`` is a
+    nonnegative martingale of mean at most 1 under the null (Waudby-Smith & Ramdas 2024; Markov's
+    inequality), so ``1 / wealth`` is a valid p-value. With every value at ``x`` it is
+    ``((mu0 - end) / (x - end)) ** n``."""
+    if end == mu0:
+        return 1.0
+    wealth = 1.0
+    for x in values:
+        wealth *= max(0.0, (x - end) / (mu0 - end))
+    return min(1.0, 1.0 / wealth) if wealth > 0 else 1.0
+
+
+def _identical(est: Estimate, region, level: float) -> Decision:
+    """Values with no spread and no own error, not declared exact: the t test has nothing to scale by,
+    so an exact test over the seeds decides. With the quantity's range known (a proportion at 1.0 or
+    0.0) the bounded-mean betting test (a test of the mean); otherwise the sign test (the seeds
+    counted: a test of the median, the mean's for a symmetric spread). Two groups: the exact rank test
+    (Mann-Whitney) of complete separation."""
+    from scipy import stats
+
+    low, high = region
+    n = est.n
+    if est.sizes:
+        na = est.sizes[0]
+        va, vb = est.values[:na], est.values[na:]
+        x = est.mean
+        inside = (low is None or x > low) and (high is None or x < high)
+        if x == 0 or not math.isfinite(x):
+            p_holds = p_fails = 1.0
+        else:
+            p_great = float(stats.mannwhitneyu(va, vb, alternative="greater", method="exact").pvalue)
+            p_less = float(stats.mannwhitneyu(va, vb, alternative="less", method="exact").pvalue)
+            p_holds, p_fails = (p_great, p_less) if inside else (p_less, p_great)
+        verdict = HOLDS if p_holds <= level else FAILS if p_fails <= level else INCONCLUSIVE
+        d = Decision(verdict, est, None, None, p_holds, p_fails, region=region, level=level, test="ranks")
+        if verdict == INCONCLUSIVE:
+            d.why = (
+                f"each group identical in all its seeds (A: {len(va)}, B: {len(vb)}; no spread): exact rank "
+                f"test (Mann-Whitney) of the groups' separation, p = {min(p_holds, p_fails):.3g} > {level:g}; "
+                f"one more seed a side halves it or better"
+            )
+            d.seeds_needed = max(est.sizes) + 1
+        return d
+    x = est.values[0]
+    if est.bounds is not None:
+        a, b = est.bounds
+        ps_holds, ps_fails = [], []
+        for edge, upper in ((low, False), (high, True)):
+            if edge is None:
+                continue
+            # holds: the mean past the edge on the claim's side, against the null at the edge, betting from
+            # the range's end behind the values (a for a low edge); fails: the mirror, from the other end
+            holds_end, fails_end = (b, a) if upper else (a, b)
+            claim_side = x < edge if upper else x > edge
+            against_side = x > edge if upper else x < edge
+            ps_holds.append(betting_p(est.values, edge, holds_end) if claim_side else 1.0)
+            ps_fails.append(betting_p(est.values, edge, fails_end) if against_side else 1.0)
+        p_holds, p_fails = max(ps_holds), min(ps_fails)
+        verdict = HOLDS if p_holds <= level else FAILS if p_fails <= level else INCONCLUSIVE
+        d = Decision(verdict, est, None, None, p_holds, p_fails, region=region, level=level, test="bounded")
+        if verdict == INCONCLUSIVE:
+            p = min(p_holds, p_fails)
+            need = _seeds_for(p ** (1 / n), level) if p < 1 else None
+            d.seeds_needed = need if need is None or need <= MOST_SEEDS else MOST_SEEDS + 1
+            more = (
+                f"it decides at {level:g} from {need} seeds at this value"
+                if need and need <= MOST_SEEDS
+                else "seeds at this value cannot decide it"
+                if need is None
+                else f"it needs more than {MOST_SEEDS} seeds at this value"
+            )
+            d.why = (
+                f"identical in all {n} seeds ({_f(x)}, at a bound of its range [{_f(a)}, {_f(b)}]): no spread to "
+                f"scale a t test by, so the mean is tested by a bounded-mean betting test (Waudby-Smith & Ramdas), "
+                f"p = {p:.3g} > {level:g}; {more}"
+            )
+        return d
+    on_side = (low is None or x > low) and (high is None or x < high)
+    on_edge = (low is not None and x == low) or (high is not None and x == high)
+    k = n if on_side else 0
+    if on_edge:
+        p_holds = p_fails = 1.0
+    else:
+        p_holds = float(stats.binomtest(k, n, 0.5, alternative="greater").pvalue)
+        p_fails = float(stats.binomtest(k, n, 0.5, alternative="less").pvalue)
+    verdict = HOLDS if p_holds <= level else FAILS if p_fails <= level else INCONCLUSIVE
+    d = Decision(verdict, est, None, None, p_holds, p_fails, region=region, level=level, test="sign")
+    if verdict == INCONCLUSIVE:
+        need = None if on_edge else _seeds_for(0.5, level)
+        d.seeds_needed = max(need, n + 1) if need else None
+        d.why = (
+            f"identical in all {n} seeds ({_f(x)}; no spread, range unknown): the seeds are counted, not averaged: "
+            f"exact sign test, {k} of {n} on the claim's side, p = {min(p_holds, p_fails):.3g} > {level:g}; "
+            + (f"it decides from {need} seeds pointing one way" if need else "a value on the bound points neither way")
+            + " (a count or structural fact no seed moves: mark it `exact: true`)"
+        )
+    return d
+
+
+def _sign(est: Estimate, region, level: float = ALPHA / 2) -> Decision:
+    """A diverged seed: count the seeds on the claim's side and test the count (exact binomial). Every
+    seed diverged alike is counted too: it decides only from enough seeds pointing one way."""
     from scipy import stats
 
     low, high = region
     sides = [((low is None or v > low) and (high is None or v < high)) for v in est.values]
     n, k = len(sides), sum(sides)
-    if k in (0, n) and len(set(est.values)) == 1:  # every seed diverged alike: the outcome is identical
-        return _point(est, region, strict=True)
     p_holds = float(stats.binomtest(k, n, 0.5, alternative="greater").pvalue)
     p_fails = float(stats.binomtest(k, n, 0.5, alternative="less").pvalue)
-    level = ALPHA / 2
     verdict = HOLDS if p_holds <= level else FAILS if p_fails <= level else INCONCLUSIVE
-    d = Decision(verdict, est, None, None, p_holds, p_fails, region=region)
+    d = Decision(verdict, est, None, None, p_holds, p_fails, region=region, level=level, test="sign")
     if verdict == INCONCLUSIVE:
+        need = _seeds_for(0.5, level)
         d.why = (
             f"a seed diverged, so the seeds are counted, not averaged: {k} of {n} on the claim's side "
-            f"(exact sign test, p = {p_holds:.3g}; it decides from {SIGN_MIN} seeds pointing one way)"
+            f"(exact sign test, p = {min(p_holds, p_fails):.3g}; it decides at {level:g} from {need} seeds "
+            "pointing one way)"
         )
-        d.seeds_needed = max(SIGN_MIN, n + 1) if k in (0, n) else None
+        d.seeds_needed = max(need, n + 1) if k in (0, n) else None
     return d
 
 
@@ -295,17 +502,21 @@ def _why(d: Decision) -> str:
     low, high = d.region
     inside = (low is None or e.mean >= low) and (high is None or e.mean <= high)
     where = "on the claim's side" if inside else "against the claim"
-    return f"the mean is {where}, but its 95% interval [{_f(d.lo)}, {_f(d.hi)}] crosses " + (
+    return f"the mean is {where}, but its {_cover(d.level)} interval [{_f(d.lo)}, {_f(d.hi)}] crosses " + (
         "the bound" if low is None or high is None else "a bound"
     )
+
+
+def _cover(level: float) -> str:
+    return f"{100 * (1 - 2 * level):.4g}%"
 
 
 def _f(v: float | None) -> str:
     return "?" if v is None else f"{v:.4g}"
 
 
-def power(effect: float, sd: float, n: int, own_se: float = 0.0, *, groups: int = 1) -> float:
-    """Probability that the one-sided test at ALPHA / 2 decides an effect of ``effect`` (in the
+def power(effect: float, sd: float, n: int, own_se: float = 0.0, *, groups: int = 1, level: float = ALPHA / 2) -> float:
+    """Probability that the one-sided test at ``level`` decides an effect of ``effect`` (in the
     quantity's units) with ``n`` seeds (per group), per-seed spread ``sd``, own standard error ``own_se``."""
     from scipy import stats
 
@@ -314,7 +525,7 @@ def power(effect: float, sd: float, n: int, own_se: float = 0.0, *, groups: int 
     if se == 0:
         return 1.0
     df = groups * (n - 1)  # as the test: the seeds' degrees of freedom
-    t_crit = stats.t.ppf(1 - ALPHA / 2, df)
+    t_crit = stats.t.ppf(1 - level, df)
     return float(stats.nct.sf(t_crit, df, abs(effect) / se))
 
 
@@ -331,7 +542,8 @@ def seeds_needed(d: Decision) -> int | None:
     groups = 2 if e.method == "welch" else 1
     per_group = e.n // groups
     for n in range(max(2, per_group + 1), MOST_SEEDS + 1):
-        if power(effect, e.sd / math.sqrt(groups) if groups == 2 else e.sd, n, e.own_se, groups=groups) >= POWER:
+        spread = e.sd / math.sqrt(groups) if groups == 2 else e.sd
+        if power(effect, spread, n, e.own_se, groups=groups, level=d.level) >= POWER:
             return n
     return MOST_SEEDS + 1
 
@@ -361,7 +573,9 @@ __all__ = [
     "holm",
     "one_sample",
     "power",
+    "betting_p",
     "seeds_needed",
+    "shared_variance",
     "verdict_of",
     "two_sample",
 ]

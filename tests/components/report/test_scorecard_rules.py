@@ -77,9 +77,18 @@ def test_exact_quantities_are_compared_as_they_are():
     assert judge(seeds(1.0, 1.0, -1.0), None, "ok", "bad", exact=True).verdict == "fails"  # one counterexample
 
 
-def test_identical_values_in_every_seed_are_decided_like_exact_ones():
+def test_identical_values_are_not_exact_the_seeds_are_counted():
+    # no spread and no known range: the exact sign test over the seeds, which needs 6 pointing one way
     out = judge(seeds(0.05, 0.05, 0.05), None, "ok", "bad")
-    assert out.verdict == "holds" and "identical in all 3 seeds" in out.reason
+    assert out.verdict == "inconclusive" and "identical in all 3 seeds" in out.reason
+    assert "exact sign test" in out.reason and "decides from 6 seeds" in out.reason
+    assert out.evidence["p_holds"] == pytest.approx(0.125) and out.evidence["seeds_needed"] == 6
+    assert out.evidence["method"] == "sign"
+    six = judge(seeds(*[0.05] * 6), None, "ok", "bad")
+    assert six.verdict == "holds" and six.evidence["p_holds"] == pytest.approx(0.5**6)
+    assert judge(seeds(*[-0.05] * 6), None, "ok", "bad").verdict == "fails"
+    # declared exact, the same values decide at once
+    assert judge(seeds(0.05, 0.05, 0.05), None, "ok", "bad", exact=True).verdict == "holds"
 
 
 def test_a_measurement_uncertainty_shared_by_every_seed_is_not_averaged_away():
@@ -115,7 +124,7 @@ def test_a_clear_paired_win_holds_and_a_clear_loss_fails():
 
 def test_lower_is_better_and_a_margin_moves_the_bar():
     assert beats(seeds(1.0, 1.1, 1.05), seeds(5.0, 5.2, 5.1), higher=False).holds
-    out = beats(seeds(0.62, 0.63, 0.61), seeds(0.60, 0.61, 0.59), margin=0.05)
+    out = beats(seeds(0.62, 0.635, 0.61), seeds(0.60, 0.61, 0.59), margin=0.05)
     assert out.verdict == "fails" and "by more than 0.05" in out.reason
 
 
@@ -138,7 +147,11 @@ def test_a_paired_difference_uses_its_own_paired_standard_error():
 
 def test_diverged_runs_are_the_worst_outcome_and_counted_by_the_sign_test():
     out = beats(seeds(0.5, 0.5, 0.5), seeds(math.inf, math.nan, math.inf), higher=False)
-    assert out.holds and "B diverged in every seed" in out.reason
+    # B diverged in every seed: counted, 3 of 3 is p = 0.125; 6 of 6 decides
+    assert out.verdict == "inconclusive" and "B diverged in every seed" in out.reason
+    assert "3 of 3 on the claim's side" in out.reason
+    six = beats(seeds(*[0.5] * 6), seeds(*[math.inf] * 6), higher=False)
+    assert six.holds and six.evidence["p_holds"] == pytest.approx(0.5**6)
     mixed = beats(seeds(1.0, 1.0, math.nan), seeds(0.1, 0.1, 0.1))
     assert mixed.verdict == "inconclusive" and "exact sign test" in mixed.reason
     assert mixed.evidence["method"] == "sign"
@@ -210,8 +223,9 @@ def test_loglog_fit_gives_the_slopes_95_percent_half_width():
     assert math.isnan(loglog_fit(xs[:2], ys[:2])[1])  # two points leave no residual
 
 
-def test_a_tie_in_every_seed_fails_and_says_a_does_not_beat_b():
-    # a ceiling both sides reach (accuracy 1.0): no seed has A above B, so A beats nothing
+def test_a_tie_in_every_seed_is_inconclusive_and_says_a_does_not_beat_b():
+    # a ceiling both sides reach (accuracy 1.0): no seed has A above B, but a tie on the bound points
+    # neither way, so it is no evidence that A does not beat B either
     out = beats(seeds(1.0, 1.0, 1.0), seeds(1.0, 1.0, 1.0))
-    assert out.verdict == "fails"
+    assert out.verdict == "inconclusive" and "points neither way" in out.reason
     assert out.reason.startswith("A does not beat B in seed 0, seed 1, seed 2 (seed 0: 1 vs 1"), out.reason
