@@ -54,6 +54,49 @@ def _check_fresh(value: Any) -> str | None:
     return f"settings.fresh must be a list of step, step run or component patterns such as ['train*'], got {value!r}"
 
 
+DEFAULT_MAX_SEEDS = 10  # the sequential design's last look when `max_seeds` is not given
+UNTIL_DECIDED_KEYS = ("max_seeds", "budget")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(value: Any) -> float | None:
+    """Seconds of a duration written as a number of seconds or ``90s``, ``45m``, ``1h30m``, ``2d``; None if bad."""
+    import re
+
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value) if value > 0 else None
+    if not isinstance(value, str) or not re.fullmatch(r"(\s*\d+(\.\d+)?\s*[smhd]\s*)+", value):
+        return None
+    total = sum(float(n) * _UNITS[u] for n, u in re.findall(r"(\d+(?:\.\d+)?)\s*([smhd])", value))
+    return total if total > 0 else None
+
+
+def check_until_decided(value: Any, where: str = "settings.until_decided") -> str | None:
+    """An error message for a bad ``until_decided`` value (``true`` or ``{max_seeds: N, budget: D}``), or None."""
+    if value is True or value is False:
+        return None
+    if not isinstance(value, dict):
+        return f"{where} must be true or a mapping such as {{max_seeds: 10, budget: 45m}}, got {value!r}"
+    unknown = [k for k in value if k not in UNTIL_DECIDED_KEYS]
+    if unknown:
+        return f"{where} has unknown key {unknown[0]!r}; allowed: {', '.join(UNTIL_DECIDED_KEYS)}"
+    most = value.get("max_seeds", DEFAULT_MAX_SEEDS)
+    if not isinstance(most, int) or isinstance(most, bool) or most < 2:
+        return f"{where}.max_seeds must be a whole number of seeds, at least 2, got {most!r}"
+    if "budget" in value and parse_duration(value["budget"]) is None:
+        return f"{where}.budget must be a duration such as 45m, 2h or 1h30m (or seconds), got {value['budget']!r}"
+    return None
+
+
+def until_decided(value: Any) -> dict[str, Any] | None:
+    """``{max_seeds, budget}`` (budget in seconds or None) of a valid ``until_decided`` value; None when off."""
+    if not value:
+        return None
+    given = value if isinstance(value, dict) else {}
+    budget = parse_duration(given["budget"]) if "budget" in given else None
+    return {"max_seeds": int(given.get("max_seeds", DEFAULT_MAX_SEEDS)), "budget": budget}
+
+
 def _setting(
     default: Any,
     types: tuple[type, ...],
@@ -141,6 +184,26 @@ class Settings:
         {"type": "array", "items": {"type": "string", "minLength": 1}},
         _check_fresh,
     )
+    until_decided: bool | dict = _setting(
+        False,
+        (bool, dict),
+        "add seeds to the claims still undecided, under a planned sequential design (as `run --until-decided`): "
+        "true, or {max_seeds: N (default 10), budget: DURATION such as 45m}",
+        {
+            "anyOf": [
+                {"type": "boolean"},
+                {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "max_seeds": {**_INT, "minimum": 2},
+                        "budget": {"anyOf": [{"type": "string"}, {"type": "number", "exclusiveMinimum": 0}]},
+                    },
+                },
+            ]
+        },
+        check_until_decided,
+    )
 
     @classmethod
     def resolve(cls, written: dict[str, Any]) -> "Settings":
@@ -173,7 +236,7 @@ def problems(written: dict[str, Any]) -> dict[str, str]:
         if f.name not in written:
             continue
         value = written[f.name]
-        if not isinstance(value, f.metadata["types"]) or isinstance(value, bool):
+        if not isinstance(value, f.metadata["types"]) or (isinstance(value, bool) and bool not in f.metadata["types"]):
             found[f.name] = f"settings.{f.name} must be {type_names(f)}, got {value!r}"
         elif f.metadata["check"] is not None and (msg := f.metadata["check"](value)):
             found[f.name] = msg

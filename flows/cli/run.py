@@ -27,6 +27,27 @@ FreshOpt = Annotated[
 ]
 
 
+MaxSeedsOpt = Annotated[
+    Optional[int],
+    typer.Option(
+        "--max-seeds",
+        help="with --until-decided: the most seeds a claim gets, the design's last look (default: "
+        "settings.until_decided.max_seeds, else 10); implies --until-decided",
+        show_default=False,
+    ),
+]
+BudgetOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--budget",
+        metavar="DURATION",
+        help="with --until-decided: start no look that would end past this time (45m, 2h, 1h30m); "
+        "implies --until-decided",
+        show_default=False,
+    ),
+]
+
+
 @app.command()
 def run(
     pipeline: PipelineArg,
@@ -41,6 +62,16 @@ def run(
     cluster: Annotated[
         Optional[str], typer.Option(help="Dask scheduler address for --executor dask, e.g. tcp://HOST:8786")
     ] = None,
+    until_decided: Annotated[
+        bool,
+        typer.Option(
+            "--until-decided",
+            help="add seeds to the claims still undecided, look by look under a planned sequential design, "
+            "until each is decided (or --max-seeds, --budget); only the steps that feed them run again",
+        ),
+    ] = False,
+    max_seeds: MaxSeedsOpt = None,
+    budget: BudgetOpt = None,
 ) -> None:
     """Validate PIPELINE, run it as a Prefect flow and record everything in MLflow.
 
@@ -50,18 +81,106 @@ def run(
     """
     home.configure()
     plan = plan_or_exit(pipeline, profile, set_)
+    design = _design(plan, until_decided, max_seeds, budget)
+    options = (fresh, workers, executor, cluster)
+    require_servers(after="nothing was run.")
+    _component_logs_to(err)
+    if design is None:
+        result = _run_once(_with_options(plan, *options), no_cache)
+    else:
+        plan, result = _run_looks(pipeline, profile, list(set_ or []), design, options, no_cache)
+    _summarise(plan, result)
+
+
+def _with_options(plan, fresh, workers, executor, cluster):
     apply_fresh(plan, fresh)
     _apply_options(plan, workers, executor, cluster)
-    require_servers(after="nothing was run.")
+    return plan
+
+
+def _run_once(plan, no_cache: bool):
     executor = _start(plan, use_cache=not no_cache)
-    _component_logs_to(err)
     err.print(
         f"[bold]{escape(plan.name)}[/] profile={plan.profile or '-'} steps={len(plan.instances)} "
         f"workers={plan.settings.workers} executor={plan.settings.executor} "
         f"tracking={os.environ.get('MLFLOW_TRACKING_URI')}"
     )
-    result = _execute(plan, executor, use_cache=not no_cache)
-    _summarise(plan, result)
+    return _execute(plan, executor, use_cache=not no_cache)
+
+
+def _design(plan, flag: bool, max_seeds: int | None, budget: str | None) -> dict | None:
+    """``{max_seeds, budget}`` from the options over ``settings.until_decided``; None when off (exit 2 if bad)."""
+    from flows.settings import DEFAULT_MAX_SEEDS, parse_duration
+    from flows.settings import until_decided as from_settings
+
+    written = from_settings(plan.settings.until_decided)
+    if not (flag or max_seeds is not None or budget is not None or written):
+        return None
+    design = written or {"max_seeds": DEFAULT_MAX_SEEDS, "budget": None}
+    if max_seeds is not None:
+        if max_seeds < 2:
+            fail(f"--max-seeds must be at least 2, got {max_seeds}", 2, after="nothing was run.")
+        design["max_seeds"] = max_seeds
+    if budget is not None:
+        seconds = parse_duration(budget.strip())
+        if seconds is None:
+            fail(f"--budget must be a duration such as 45m, 2h or 1h30m, got {budget!r}", 2, after="nothing was run.")
+        design["budget"] = seconds
+    return design
+
+
+def _run_looks(pipeline: Path, profile, sets: list[str], design: dict, options, no_cache: bool):
+    """The looks of ``--until-decided``; each is one run. Returns the last plan and its result."""
+    from flows.ops.decide import NothingToDecide, continue_command, until_decided
+
+    def build(look_sets, axes_of):
+        from flows.language.errors import PipelineInvalid
+        from flows.plan.build import build as build_plan
+
+        try:
+            return build_plan(pipeline, profile=profile, sets=look_sets, axes_of=axes_of)
+        except PipelineInvalid:  # the first build passed: only what the looks add can be refused
+            return plan_or_exit(pipeline, profile, look_sets)
+
+    looks = []
+
+    def run_look(plan):  # --no-cache and --fresh apply to the first look; later looks reuse what it ran
+        first = not looks
+        looks.append(plan)
+        fresh, *rest = options
+        return _run_once(_with_options(plan, fresh if first else None, *rest), no_cache and first)
+
+    say = lambda line: err.print(f"[bold cyan]until decided:[/] {escape(line)}")  # noqa: E731
+    try:
+        done = until_decided(
+            build,
+            run_look,
+            file=str(pipeline),
+            profile=profile,
+            sets=sets,
+            max_seeds=design["max_seeds"],
+            budget=design["budget"],
+            say=say,
+        )
+    except NothingToDecide as e:
+        fail(str(e), 2, after="nothing was run.")
+    if done.left:
+        stopped = {str(c["id"]): (c.get("sequential") or {}).get("stopped") for c in done.card.get("claims", [])}
+        reasons = {
+            "futile": "futile: at the observed effect even the last look would very likely not decide them",
+            "max_seeds": f"they reached --max-seeds {design['max_seeds']}",
+            "open": {
+                "budget": "the budget ends here",
+                "no_seeds": "their seeds are not whole numbers to count on from",
+            }.get(done.why, "no seed could be added"),
+        }
+        for kind, why in reasons.items():
+            ids = [i for i in done.left if stopped.get(i) == kind]
+            if ids:
+                say(f"{len(ids)} claim(s) still undecided ({', '.join(ids)}): {why}")
+        if done.why == "budget":
+            say(f"go on where this stopped: {continue_command(str(pipeline), profile, sets, design['max_seeds'])}")
+    return done.plan, done.result
 
 
 def apply_fresh(plan, patterns: list[str] | None) -> None:

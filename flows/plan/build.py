@@ -23,8 +23,18 @@ __all__ = ["Instance", "Plan", "build", "mark_fresh", "no_match", "place_on", "t
 __all__ += ["INVALID", "RESERVED_OUTPUTS", "instance_id", "label", "suggest"]
 
 
-def build(path: str | Path, *, profile: str | None = None, sets: list[str] | None = None) -> Plan:
-    """Load, validate and expand ``path``; raise ``PipelineInvalid`` listing every problem."""
+def build(
+    path: str | Path,
+    *,
+    profile: str | None = None,
+    sets: list[str] | None = None,
+    axes_of: dict[str, dict[str, list]] | None = None,
+) -> Plan:
+    """Load, validate and expand ``path``; raise ``PipelineInvalid`` listing every problem.
+
+    ``axes_of``: step id -> matrix axis -> the values it takes instead of the written ones (the seeds
+    ``run --until-decided`` adds to the steps that feed an undecided claim); recorded in the plan's
+    overrides as ``STEP.matrix.AXIS=[...]``."""
     path = Path(path)
     file = str(path)
     errors = SetErrors(file)
@@ -38,10 +48,11 @@ def build(path: str | Path, *, profile: str | None = None, sets: list[str] | Non
     if pipe is None:
         errors.raise_if_any()
     pipe.text = text
-    return _plan(pipe, errors, profile if profile is not None else pipe.default_profile, list(sets or []))
+    profile = profile if profile is not None else pipe.default_profile
+    return _plan(pipe, errors, profile, list(sets or []), dict(axes_of or {}))
 
 
-def _plan(pipe: Pipeline, errors: SetErrors, profile: str | None, sets: list[str]) -> Plan:
+def _plan(pipe: Pipeline, errors: SetErrors, profile: str | None, sets: list[str], axes_of: dict) -> Plan:
     """The phases: profile and ``--set``s, matrix axes, step order, size, components, instances,
     placement, steps asked fresh, cache keys; every error of a phase is collected before the next that needs it."""
     params, written = apply_profile(pipe, profile, errors)
@@ -49,6 +60,9 @@ def _plan(pipe: Pipeline, errors: SetErrors, profile: str | None, sets: list[str
     apply_overrides(pipe, sets, params, errors)
     check_params(pipe, params, errors)
     step_axes = {step.id: axes(step, params, errors) for step in pipe.steps.values()}
+    for sid, replaced in axes_of.items():
+        step_axes[sid] = {a: list(replaced.get(a, v)) for a, v in step_axes[sid].items()}
+        sets = sets + [f"{sid}.matrix.{a}={replaced[a]}" for a in step_axes[sid] if a in replaced]
     steps, ref_links = order(pipe, errors)
     size.refuse(pipe, step_axes, ref_links, settings, errors)  # before importing or expanding anything
     comps = components(pipe, errors)

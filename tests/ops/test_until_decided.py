@@ -1,0 +1,116 @@
+"""`run --until-decided`: looks fixed by the report's design, more seeds only where a claim is open,
+and the next run starting where the last one stopped (a user's own pipeline and components)."""
+
+import json
+import textwrap
+
+import pytest
+from typer.testing import CliRunner
+
+from flows.cli import app
+
+runner = CliRunner()
+
+STEPS = '''
+import json
+from components import component
+
+
+@component("mine.measure", outputs=["summary"])
+def measure(ctx, *, seed: int, level: float | dict) -> dict:
+    level = level["value"] if isinstance(level, dict) else level  # another seed's summary, read seed by seed
+    return {"summary": {"value": level + seed / 100}}
+
+
+@component("mine.judge", outputs=["verdicts"], shows={"verdicts": "verdicts"})
+def judge(ctx, *, measurements: dict, design: dict | None = None) -> dict:
+    """Claim "a" needs 10 seeds of `a`, claim "b" decides at its first look; the planned looks double."""
+    claims = []
+    for cid, need in (("a", 10), ("b", 0)):
+        seeds = len(measurements[cid])
+        first = (design or {}).get("first_look", {}).get(cid, seeds)
+        most = (design or {}).get("max_seeds", seeds)
+        looks = sorted({first, min(2 * first, most), most})
+        later = [n for n in looks if n > seeds]
+        stopped = "decided" if seeds >= need else "open" if later else "max_seeds"
+        seq = {"looks": looks, "seeds": seeds, "stopped": stopped, "sources": [cid],
+               "next_seeds": later[0] if stopped == "open" else None}
+        claims.append({"id": cid, "verdict": "holds" if stopped == "decided" else "inconclusive", "sequential": seq})
+    path = ctx.path("verdicts.json")
+    path.write_text(json.dumps({"claims": claims}))
+    return {"verdicts": str(path)}
+'''
+
+PIPELINE = """
+name: decide-mine
+params: {three: [0, 1, 2], other: [0, 1, 2]}
+settings: {workers: 1, executor: threads}
+steps:
+  a: {uses: mysteps:measure, with: {seed: "${matrix.seed}", level: 1.0}, matrix: {seed: "${params.three}"}}
+  a2: {uses: mysteps:measure, with: {seed: "${matrix.seed}", level: "${a.summary}"}, matrix: {seed: "${params.three}"}}
+  b: {uses: mysteps:measure, with: {seed: "${matrix.seed}", level: 2.0}, matrix: {seed: "${params.other}"}}
+  judge:
+    uses: mysteps:judge
+    with: {measurements: {a: "${a2.summary}", b: "${b.summary}"}}
+"""
+
+
+@pytest.fixture
+def folder(tmp_path, monkeypatch, home):
+    (tmp_path / "mysteps.py").write_text(STEPS)
+    (tmp_path / "p.yaml").write_text(textwrap.dedent(PIPELINE))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _ran(output: str) -> list[str]:
+    return [line.split("until decided: ", 1)[1] for line in output.splitlines() if "until decided: " in line]
+
+
+def test_only_the_open_claims_steps_get_seeds_look_by_look_and_the_next_run_goes_on(folder):
+    first = runner.invoke(app, ["run", "p.yaml", "--until-decided", "--max-seeds", "10", "--budget", "1h"])
+    assert first.exit_code == 0, first.output
+    lines = _ran(first.output)
+    assert lines[0] == "look 1 (the planned seeds): 1 of 2 claims decided; still open: a"
+    assert lines[1] == "look 2 (a, a2: 6 seeds): 1 of 2 claims decided; still open: a"
+    assert lines[2] == "look 3 (a, a2: 10 seeds): 2 of 2 claims decided"
+    assert len(lines) == 3
+    # the steps feeding claim a ran seeds 3-9, b stayed at its 3 (its claim was decided)
+    assert "a2[seed=9]" in first.output and "b[seed=3]" not in first.output
+    state = json.loads(next((folder / "home" / "until_decided").glob("p-*.json")).read_text())
+    assert (
+        state["axes"] == {"a": {"seed": list(range(10))}, "a2": {"seed": list(range(10))}} and state["why"] == "decided"
+    )
+
+    again = runner.invoke(app, ["run", "p.yaml", "--until-decided", "--max-seeds", "10"])
+    assert again.exit_code == 0, again.output
+    assert _ran(again.output) == ["look 1 (a, a2: 10 seeds): 2 of 2 claims decided"]  # where it stopped, from the cache
+    assert "finished in" in again.output and "24 cached" in again.output  # the judge too: same seeds, same design
+
+
+def test_a_claim_out_of_seeds_stops_at_max_seeds_and_says_so(folder):
+    done = runner.invoke(app, ["run", "p.yaml", "--max-seeds", "6"])
+    assert done.exit_code == 0, done.output
+    lines = _ran(done.output)
+    assert lines[-2] == "look 2 (a, a2: 6 seeds): 1 of 2 claims decided; undecided at their last look: a"
+    assert lines[-1] == "1 claim(s) still undecided (a): they reached --max-seeds 6"
+
+
+def test_a_budget_that_the_next_look_would_pass_stops_before_it_with_the_command_to_go_on(folder):
+    done = runner.invoke(app, ["run", "p.yaml", "--until-decided", "--budget", "1s"])
+    assert done.exit_code == 0, done.output
+    lines = _ran(done.output)
+    assert lines[0].startswith("look 1 (the planned seeds)")
+    assert lines[1].startswith("budget: ") and "so it was not started" in lines[1]
+    assert lines[-1] == "go on where this stopped: bottlenecks run p.yaml --until-decided --max-seeds 10"
+
+
+def test_bad_options_and_a_pipeline_without_a_judge_exit_2(folder):
+    bad = runner.invoke(app, ["run", "p.yaml", "--budget", "soon"])
+    assert bad.exit_code == 2 and "--budget must be a duration such as 45m, 2h or 1h30m, got 'soon'" in bad.output
+    bad = runner.invoke(app, ["run", "p.yaml", "--max-seeds", "1"])
+    assert bad.exit_code == 2 and "--max-seeds must be at least 2, got 1" in bad.output
+    (folder / "q.yaml").write_text("name: q\nsteps:\n  a: {uses: mysteps:measure, with: {seed: 0, level: 1.0}}\n")
+    none = runner.invoke(app, ["run", "q.yaml", "--until-decided"])
+    assert none.exit_code == 2 and "--until-decided has nothing to decide" in none.output
