@@ -71,7 +71,8 @@ def history(
     the previous run (Welch t, Holm over the night's tests), or, with one value a run, the relative
     threshold against the median. Better is known by name (loss, time, seconds, memory, error lower;
     acc, bleu, recall, claims/holds higher) or --higher/--lower; a regression is a metric worse beyond
-    its noise, a claim gone from holds to fails, or a failed, killed or dead newest run. Improvements,
+    its noise, a claim gone from holds to fails, or a failed, crashed or dead newest run (one an operator
+    stopped is named and left out, never a regression). Improvements,
     moves of unknown direction, and changes that came with a changed pipeline or another environment
     exit 0. Exit 3: no regression, but --notify could not deliver (a regression exits 1 either way).
     """

@@ -583,6 +583,9 @@ def _watch(conn: socket.socket) -> None:
             pass
     except OSError:
         pass
+    os.environ["BOTTLENECKS_STOPPED_BY"] = (
+        "SIGTERM (the command's own process went away: killed, or its terminal closed)"
+    )
     os.kill(os.getpid(), signal.SIGTERM)
 
 

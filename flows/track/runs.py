@@ -165,7 +165,8 @@ class Tracker:
 
     def kill(self, run_id: str, reason: str) -> None:
         """End an interrupted parent run and its unfinished step runs as KILLED, saying why."""
-        self.log(run_id, tags={zombies.REASON: reason})
+        who = zombies.who_stopped(reason)  # an operator's signal, told from a crash by history
+        self.log(run_id, tags={zombies.REASON: reason, **({zombies.STOPPED_BY: who} if who else {})})
         zombies.kill_children(self.client, self.experiment_id, run_id, reason)
         self.finish(run_id, ok=False, status="KILLED")
 

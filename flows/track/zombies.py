@@ -17,6 +17,7 @@ from pathlib import Path
 
 HOST, PID, STARTED = "bottlenecks.host", "bottlenecks.pid", "bottlenecks.pid_started"
 REASON = "bottlenecks.killed_reason"
+STOPPED_BY = "bottlenecks.stopped_by"  # on a run an operator stopped (a signal), never on a crash
 STALE_HOURS = float(os.environ.get("BOTTLENECKS_STALE_RUN_HOURS", 72))
 
 
@@ -69,6 +70,37 @@ def why_dead(run, now_ms: int | None = None) -> str | None:
         owner = f"process {pid} on {host}" if host else "an unrecorded process"
         return f"started {age_h:.0f} h ago by {owner}, longer than any run takes ({STALE_HOURS:g} h)"
     return None
+
+
+_HOW = {"SIGINT": "Ctrl-C (SIGINT)", "SIGTERM": "SIGTERM", "SIGHUP": "SIGHUP (its terminal closed)"}
+
+
+def stopped_by(reason: str) -> str | None:
+    """The signal an operator stopped a run with, read from the reason it recorded (``stopped by SIGTERM``,
+    ``interrupted (KeyboardInterrupt)`` for a second Ctrl-C); None for any other end (a crash, a dead process)."""
+    if reason.startswith("stopped by SIG"):
+        return reason.removeprefix("stopped by ").split()[0].rstrip(":;,")
+    if reason == "interrupted (KeyboardInterrupt)":
+        return "SIGINT"
+    return None
+
+
+def who_stopped(reason: str) -> str | None:
+    """Who stopped a run, for its ``bottlenecks.stopped_by`` tag: the signal, how it came (a Prefect runner
+    cancelling its flow run, the command's own process gone) and the user; None when no operator did."""
+    signame = stopped_by(reason)
+    if signame is None:
+        return None
+    how = os.environ.get("BOTTLENECKS_STOPPED_BY") or _HOW.get(signame, signame)
+    if os.environ.get("PREFECT__FLOW_RUN_ID") and signame == "SIGTERM":
+        how += " from its Prefect runner (`bottlenecks serve` stopping, or the flow run cancelled)"
+    try:
+        import getpass
+
+        user = getpass.getuser()
+    except Exception:  # no name for this uid
+        user = str(os.getuid())
+    return f"{how}, user {user} on {socket.gethostname()}"
 
 
 @dataclass

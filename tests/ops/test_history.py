@@ -1,5 +1,6 @@
 """History across runs: parent and step runs seeded in the session's MLflow store, the judge's rules, the CLI."""
 
+import getpass
 import math
 import os
 import socket
@@ -289,3 +290,31 @@ def test_runs_before_the_environment_was_recorded_count_as_another_environment()
     recorded(p, [(1.0, "old", {}), (0.0, "new", HERE)])
     (flag,) = history.regressions(history.table(p), history.Thresholds())
     assert flag.kind == "environment" and "environment None -> recorded" in flag.message
+
+
+def test_a_run_an_operator_stopped_is_named_with_who_stopped_it_and_never_a_regression():
+    p = name()
+    base = trained(p, [[0.90, 0.91, 0.92], [0.90, 0.91, 0.92]])
+    os.environ.pop("BOTTLENECKS_STOPPED_BY", None)
+    who = zombies.who_stopped("stopped by SIGTERM")
+    assert who == f"SIGTERM, user {getpass.getuser()} on {socket.gethostname()}"
+    assert zombies.who_stopped("stopped by SIGINT").startswith("Ctrl-C (SIGINT), user ")
+    assert zombies.who_stopped("interrupted (KeyboardInterrupt)").startswith("Ctrl-C (SIGINT), user ")
+    assert zombies.who_stopped(f"its process 12 on {socket.gethostname()} is gone (killed or crashed)") is None
+    tags = {zombies.REASON: "stopped by SIGTERM", zombies.STOPPED_BY: who}
+    stopped = night(p, 2, own={"claims/holds": 1.0}, tags=tags, status="KILLED")  # a part of a night
+    legacy = night(p, 3, tags={zombies.REASON: "stopped by SIGINT"}, status="KILLED")  # before the tag
+    result = cli(p, "--no-plot")
+    assert result.exit_code == 0, result.output
+    assert "REGRESSION" not in result.output
+    assert f"run {stopped} was stopped by {who}: not judged (no regression); judged {base[-1]}" in result.output
+    assert f"run {legacy} was stopped by SIGINT: not judged (no regression); judged {base[-1]}" in result.output
+    assert "no regression in the newest of 2 run(s)" in result.output
+
+    crashed = night(p, 4, tags={zombies.REASON: "its process 12 on h is gone (killed or crashed)"}, status="KILLED")
+    result = cli(p, "--no-plot")
+    assert result.exit_code == 1, result.output
+    assert (
+        f"REGRESSION the newest run {crashed[:8]} was KILLED: its process 12 on h is gone (killed or crashed)"
+        in result.output
+    )

@@ -57,6 +57,7 @@ def judge(frame: pd.DataFrame, thresholds: Thresholds, directions: Directions | 
     out.flags += _status(frame)
     if out.previous is None:
         out.notes.append("one run only: nothing to compare it with")
+        _stopped_notes(frame, out)
         return out
     ctx = _context(frame, out.newest, out.previous)
     if ctx.pipeline_changed:
@@ -67,7 +68,14 @@ def judge(frame: pd.DataFrame, thresholds: Thresholds, directions: Directions | 
     out.flags += [_in_context(flag, ctx) for flag in raw]
     for running in frame.attrs.get("running", []):
         out.notes.insert(0, f"run {running} is still running: judged the one before it, {out.newest}")
+    _stopped_notes(frame, out)
     return out
+
+
+def _stopped_notes(frame: pd.DataFrame, out: Judgement) -> None:
+    """Runs an operator stopped after the judged one: named with who stopped them, never judged."""
+    for rid, who in frame.attrs.get("stopped", {}).items():
+        out.notes.insert(0, f"run {rid} was stopped by {who}: not judged (no regression); judged {out.newest}")
 
 
 def regressions(frame: pd.DataFrame, thresholds: Thresholds, directions: Directions | None = None) -> list[Flag]:

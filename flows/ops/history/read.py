@@ -137,6 +137,24 @@ def split_running(runs: list) -> tuple[list, list]:
     return [r for r in runs if r not in live], live
 
 
+def stopped_by(run) -> str | None:
+    """Who stopped a KILLED run an operator stopped (its ``bottlenecks.stopped_by`` tag, or for a run
+    recorded before the tag the signal its reason names); None for any other run."""
+    from flows.track import zombies
+
+    if run.info.status != "KILLED":
+        return None
+    tags = run.data.tags
+    return tags.get(zombies.STOPPED_BY) or zombies.stopped_by(tags.get(zombies.REASON) or "")
+
+
+def split_stopped(runs: list) -> tuple[list, list]:
+    """(runs to judge, runs an operator stopped): a stopped run's figures are a part of a night, never
+    judged nor a baseline, and its stop is no regression."""
+    stopped = [r for r in runs if stopped_by(r)]
+    return [r for r in runs if r not in stopped], stopped
+
+
 def slots(pipeline: str, since_ms: int | None) -> list[Slot]:
     """The slots that did not run, recorded after ``since_ms`` (all when None), oldest first."""
     client = _client(pipeline)

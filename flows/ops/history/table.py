@@ -53,13 +53,16 @@ def table(pipeline: str, last: int = 10, metrics: list[str] | None = None) -> pd
     metric's name within its run), ``logged`` (run -> the columns it has, so a logged NaN is told from a
     missing metric), ``why`` (why a run was killed or is dead), ``environment``, ``commit``, ``spec``
     (the pipeline's spec hash), ``flow_run`` (its Prefect flow run), ``experiment``, ``running`` (runs
-    still running, left out) and ``slots`` (slots that did not run since the oldest row).
+    still running, left out), ``stopped`` (runs an operator stopped since the newest row, left out: who
+    stopped each) and ``slots`` (slots that did not run since the oldest row).
     """
     newest_first = read.all_parent_runs(pipeline, last)
     judged, live = read.split_running(newest_first)
+    judged, stopped = read.split_stopped(judged)
     runs = judged[:last][::-1]
     if not runs:
-        raise HistoryError(f"pipeline {pipeline!r} has no finished run yet; {_running(live)}")
+        told = f"; {len(stopped)} stopped by an operator" if stopped else ""
+        raise HistoryError(f"pipeline {pipeline!r} has no finished run yet{told}; {_running(live)}")
     current = read.current_name()
     nights = [read.read_night(r, current) for r in runs]
     columns = _chosen(nights, metrics, pipeline)
@@ -86,6 +89,9 @@ def table(pipeline: str, last: int = 10, metrics: list[str] | None = None) -> pd
         spec={r.info.run_id: r.data.tags.get("spec_hash") for r in runs},
         flow_run={r.info.run_id: r.data.tags.get("prefect_flow_run_id") for r in runs},
         running=[r.info.run_id for r in live if r.info.start_time >= runs[-1].info.start_time],
+        stopped={
+            r.info.run_id: read.stopped_by(r) for r in stopped[::-1] if r.info.start_time >= runs[-1].info.start_time
+        },
         slots=read.slots(pipeline, runs[0].info.start_time if len(runs) >= last else None),
     )
     return frame
