@@ -70,7 +70,9 @@ def run_pipeline(
     plan = build(Path(pipeline), profile=profile, sets=sets)
     prefect_view.name_current_flow_run(plan)  # `pipeline/profile 2026-12-01 02:00`, tagged, as a run by hand
     try:
-        result = run(plan, use_cache=not fresh, in_flow_run=True)
+        result = _run_until_decided(plan, pipeline, profile, sets or [], fresh) or run(
+            plan, use_cache=not fresh, in_flow_run=True
+        )
     finally:
         # the slots Prefect skipped meanwhile
         slots.record_current_deployment(plan.name, plan.profile, by=prefect_view.flow_run_name(plan))
@@ -85,6 +87,36 @@ def run_pipeline(
             f"parent run {result.parent_run_id}"
         )
     return {"pipeline": plan.name, "parent_run_id": result.parent_run_id, "status": result.status}
+
+
+def _run_until_decided(plan, pipeline: str, profile: str | None, sets: list[str], fresh: bool):
+    """A pipeline whose settings ask ``until_decided``: its looks as this flow run's task runs, going
+    on where the last night stopped (``flows/ops/decide.py``); None for any other pipeline."""
+    from flows.execute.runner import run
+    from flows.ops.decide import until_decided
+    from flows.plan.build import build
+    from flows.settings import until_decided as design_of
+
+    design = design_of(plan.settings.until_decided)
+    if design is None:
+        return None
+    looks = []
+
+    def run_look(look_plan):  # --fresh applies to the first look; later looks reuse what it ran
+        looks.append(look_plan)
+        return run(look_plan, use_cache=not (fresh and len(looks) == 1), in_flow_run=True)
+
+    done = until_decided(
+        lambda look_sets, axes_of: build(Path(pipeline), profile=profile, sets=look_sets, axes_of=axes_of),
+        run_look,
+        file=pipeline,
+        profile=profile,
+        sets=sets,
+        max_seeds=design["max_seeds"],
+        budget=design["budget"],
+        say=lambda line: _logger().info(f"until decided: {line}"),
+    )
+    return done.result
 
 
 def history_command(pipeline: str, target: str, on: str) -> list[str]:

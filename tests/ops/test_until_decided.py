@@ -114,3 +114,22 @@ def test_bad_options_and_a_pipeline_without_a_judge_exit_2(folder):
     (folder / "q.yaml").write_text("name: q\nsteps:\n  a: {uses: mysteps:measure, with: {seed: 0, level: 1.0}}\n")
     none = runner.invoke(app, ["run", "q.yaml", "--until-decided"])
     assert none.exit_code == 2 and "--until-decided has nothing to decide" in none.output
+
+
+@pytest.mark.slow
+def test_a_scheduled_night_takes_its_looks_from_the_settings_and_the_next_night_goes_on(folder):
+    from flows.ops.schedule import run_pipeline
+
+    text = (
+        (folder / "p.yaml")
+        .read_text()
+        .replace("executor: threads}", "executor: threads, until_decided: {max_seeds: 6}}")
+    )
+    (folder / "p.yaml").write_text(text)
+    state = run_pipeline("p.yaml", return_state=True)
+    assert state.is_completed(), state.message
+    night = state.result()["status"]
+    assert "a2[seed=5]" in night and "a2[seed=6]" not in night and "b[seed=3]" not in night  # looks 3 -> 6
+    assert night["a2[seed=5]"] == "done"
+    again = run_pipeline("p.yaml", return_state=True).result()["status"]
+    assert set(again.values()) == {"cached"} and "a2[seed=5]" in again  # the next night starts at 6 seeds
