@@ -279,12 +279,26 @@ def serve(
         from flows.services import mlflow_db
 
         mlflow_db.prepare(artifact_root=home.artifact_root())  # a new folder's store, for the slots' rows
+        _close_dead_runs()
 
         try:
             said = run_schedules(served, limit=limit, catch_up=catch_up, say=lambda line: err.print(escape(line)))
         except deps.ScheduleError as e:
             fail(str(e))
     err.print(escape(said), highlight=False)
+
+
+def _close_dead_runs() -> None:
+    """Close what a killed run left open before serving: MLflow runs KILLED, Prefect flow and task runs Crashed."""
+    import mlflow
+
+    from flows.track import zombies
+
+    closed = zombies.close_flow_runs(mlflow.MlflowClient())
+    if closed:
+        err.print(
+            f"closed {len(closed)} Prefect flow run(s) a dead process had left running, e.g. {closed[0]} (Crashed)"
+        )
 
 
 def _wait_for_schedules(wait: bool, poll: float = 30.0) -> list:

@@ -5,6 +5,11 @@ start of a run, the RUNNING runs of the same experiment are checked: one whose o
 host and is no longer alive (or whose pid now belongs to another process) is a zombie. An owner
 on another host cannot be asked, so its run counts as a zombie only once it is older than
 ``STALE_HOURS`` (no pipeline run here takes that long); neither can a run without owner tags.
+
+The same sweep closes the Prefect side: the flow run a killed parent run recorded (tag
+``prefect_flow_run_id``) and its unfinished task runs are set Crashed with the reason, so no flow run
+stays RUNNING in Prefect after its process died. ``close_flow_runs`` also finds Prefect flow runs left
+RUNNING whose MLflow run a sweep closed before (``bottlenecks serve`` calls it on start).
 """
 
 from __future__ import annotations
@@ -113,9 +118,10 @@ class Killed:
 
 
 def sweep(client, experiment_id: str) -> list[Killed]:
-    """Mark the experiment's zombie runs KILLED (end time now, reason tag); return them."""
+    """Mark the experiment's zombie runs KILLED (end time now, reason tag) and close the Prefect flow
+    runs of those that recorded one (Crashed, with the reason); return them."""
     now = int(time.time() * 1000)
-    killed = []
+    killed, flows = [], {}
     for run in _running(client, experiment_id):
         reason = why_dead(run, now)
         if reason is None:
@@ -123,7 +129,86 @@ def sweep(client, experiment_id: str) -> list[Killed]:
         client.set_tag(run.info.run_id, REASON, reason)
         client.set_terminated(run.info.run_id, "KILLED", end_time=now)
         killed.append(Killed(run.info.run_id, run.info.run_name or run.info.run_id[:8], reason))
+        if run.data.tags.get(FLOW_RUN):
+            flows[run.data.tags[FLOW_RUN]] = reason
+    crash_flow_runs(flows)
     return killed
+
+
+FLOW_RUN = "prefect_flow_run_id"
+UNFINISHED = ["RUNNING", "PENDING", "SCHEDULED", "PAUSED", "CANCELLING"]
+
+
+def crash_flow_runs(reasons: dict[str, str]) -> list[str]:
+    """Set each Prefect flow run (id -> reason) that is not final yet, and its unfinished task runs,
+    Crashed with the reason (through the Prefect API the command uses); the flow runs closed. A Prefect
+    API that cannot be reached leaves them as they are (the next sweep tries again)."""
+    if not reasons:
+        return []
+    try:
+        from prefect.client.orchestration import get_client
+        from prefect.client.schemas.filters import FlowRunFilter, TaskRunFilter
+        from prefect.states import Crashed
+
+        closed = []
+        with get_client(sync_client=True) as prefect:
+            for flow_run_id, reason in reasons.items():
+                try:
+                    flow_run = prefect.read_flow_run(flow_run_id)
+                except Exception:  # not in this Prefect API (another server, a deleted run)
+                    continue
+                message = f"its process died: {reason}"
+                tasks = prefect.read_task_runs(
+                    flow_run_filter=FlowRunFilter(id={"any_": [flow_run_id]}),
+                    task_run_filter=TaskRunFilter(state={"type": {"any_": UNFINISHED}}),
+                )
+                for task in tasks:
+                    prefect.set_task_run_state(task.id, Crashed(message=message), force=True)
+                if flow_run.state is None or not flow_run.state.is_final():
+                    prefect.set_flow_run_state(flow_run_id, Crashed(message=message), force=True)
+                    closed.append(flow_run_id)
+        return closed
+    except Exception:  # the Prefect API is gone or refuses: the MLflow side is closed all the same
+        return []
+
+
+def close_flow_runs(client, limit: int = 200) -> list[str]:
+    """Close the Prefect flow runs left RUNNING whose MLflow parent run is closed or whose process is
+    gone (marking that run KILLED first): for `bottlenecks serve` on start and any command that wants
+    every record closed. The flow runs set Crashed."""
+    try:
+        from prefect.client.orchestration import get_client
+        from prefect.client.schemas.filters import FlowRunFilter
+
+        with get_client(sync_client=True) as prefect:
+            flow_runs = prefect.read_flow_runs(
+                flow_run_filter=FlowRunFilter(state={"type": {"any_": ["RUNNING", "PENDING", "CANCELLING"]}}),
+                limit=limit,
+            )
+    except Exception:  # no Prefect API here: nothing to close
+        return []
+    experiments = [e.experiment_id for e in client.search_experiments()]
+    reasons = {}
+    now = int(time.time() * 1000)
+    for flow_run in flow_runs:
+        found = (
+            client.search_runs(experiments, f"tags.{FLOW_RUN} = '{flow_run.id}'", max_results=5) if experiments else []
+        )
+        parents = [r for r in found if "mlflow.parentRunId" not in r.data.tags]
+        if not parents:
+            continue  # not a pipeline run this store knows: another's, left alone
+        run = parents[0]
+        if run.info.status == "RUNNING":
+            reason = why_dead(run, now)
+            if reason is None:
+                continue  # still running somewhere
+            client.set_tag(run.info.run_id, REASON, reason)
+            kill_children(client, run.info.experiment_id, run.info.run_id, reason)
+            client.set_terminated(run.info.run_id, "KILLED", end_time=now)
+        else:
+            reason = run.data.tags.get(REASON) or f"its MLflow run ended {run.info.status}"
+        reasons[str(flow_run.id)] = reason
+    return crash_flow_runs(reasons)
 
 
 def kill_children(client, experiment_id: str, parent_id: str, reason: str) -> None:

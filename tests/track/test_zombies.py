@@ -134,16 +134,31 @@ def test_a_sigkilled_run_is_killed_by_the_next_run_and_flagged_by_history(tmp_pa
             "(killed or crashed)"
         )
     assert after[before["nums"].info.run_id].info.status == "FINISHED"
+    _assert_prefect_closed(before[name].data.tags["prefect_flow_run_id"], f"its process {proc.pid} on ")
 
-    # a KILLED newest run is a regression too (here: as if the second run had been interrupted)
+    # a KILLED newest run is a regression too (here: as if the second run's process had crashed)
     (second,) = [
         r.info.run_id for r in after.values() if r.info.run_id != parent and "mlflow.parentRunId" not in r.data.tags
     ]
     mlflow.MlflowClient().set_terminated(second, "KILLED")
-    mlflow.MlflowClient().set_tag(second, zombies.REASON, "interrupted (KeyboardInterrupt)")
+    mlflow.MlflowClient().set_tag(second, zombies.REASON, "its process 1 on h is gone (killed or crashed)")
     result = cli.invoke(app, ["history", name, "--no-plot"])
     assert result.exit_code == 1
-    assert f"REGRESSION the newest run {second[:8]} was KILLED: interrupted (KeyboardInterrupt)" in result.output
+    assert f"REGRESSION the newest run {second[:8]} was KILLED: its process 1 on h is gone" in result.output
+
+
+def _assert_prefect_closed(flow_run_id: str, reason: str) -> None:
+    """The flow run a SIGKILL left RUNNING is Crashed with the reason, and none of its task runs is left
+    RUNNING (read through Prefect's REST API)."""
+    from flows.ops.prefect_api import call
+
+    url = os.environ["PREFECT_API_URL"]
+    flow_run = call(url, "GET", f"/flow_runs/{flow_run_id}")
+    assert flow_run["state"]["type"] == "CRASHED", flow_run["state"]
+    assert flow_run["state"]["message"].startswith(f"its process died: {reason}"), flow_run["state"]
+    tasks = call(url, "POST", "/task_runs/filter", {"flow_runs": {"id": {"any_": [flow_run_id]}}})
+    assert tasks and {t["state"]["type"] for t in tasks} <= {"COMPLETED", "CRASHED"}, [t["state"] for t in tasks]
+    assert "CRASHED" in {t["state"]["type"] for t in tasks}  # the step the SIGKILL stopped
 
 
 def test_an_interrupted_run_is_killed_never_finished(tmp_path, home):
