@@ -8,7 +8,9 @@ folder. Later `run` commands connect, pass their arguments, environment, working
 own stdin/stdout/stderr (as file descriptors), and the zygote forks a child that runs the command
 exactly as the command's own process would, writing to the same terminal. The command forwards
 Ctrl-C / SIGTERM / SIGHUP to that child and exits with its exit status; if the command itself is
-killed, the child is stopped as by SIGTERM (runs marked KILLED, checkpoints kept).
+killed, the child is stopped as by SIGTERM (runs marked KILLED, checkpoints kept). A child killed
+outright (SIGKILL, the OOM killer) cannot say so: the zygote reaps it and tells the command, which
+names the signal and exits 128 + its number (137 for SIGKILL).
 
 The zygote serves one folder and one environment: the socket's name is a hash of the folder the
 command starts in, the Python executable, its import path and the environment (less variables a shell
@@ -192,6 +194,11 @@ def hand_over(argv: list[str], entry: str, preload: tuple[str, ...] = ()) -> int
         start(path, entry, preload)
         return None
     child = int(reply["pid"])
+    return _follow(sock, child)
+
+
+def _follow(sock: socket.socket, child: int) -> int:
+    """Forward signals to the command's process ``child`` until it ends; its exit status."""
 
     def forward(signum, frame):  # Ctrl-C reaches this process only: the child is in another session
         try:
@@ -205,9 +212,15 @@ def hand_over(argv: list[str], entry: str, preload: tuple[str, ...] = ()) -> int
         while True:
             try:
                 message, _ = _recv(sock)
-                return int(message["rc"])
             except InterruptedError:
                 continue
+            if message.get("signal"):  # killed outright: the zygote reaped it
+                sys.stderr.write(
+                    f"bottlenecks: the run's process (pid {child}) was killed by {message['signal']}: nothing could "
+                    "close its runs; the next command in this folder marks them KILLED (MLflow) and Crashed (Prefect), "
+                    "and a rerun resumes from the cache\n"
+                )
+            return int(message["rc"])
     except (OSError, EOFError, ValueError, KeyError):
         sys.stderr.write(f"bottlenecks: the run's process (pid {child}) ended without an exit status\n")
         return 1
@@ -441,7 +454,7 @@ def _listen(path: Path) -> socket.socket:
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(str(path))
     server.listen(16)
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    signal.signal(signal.SIGCHLD, _reap)  # children are reaped here, and one killed outright is told of
     signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
     print(f"zygote {os.getpid()} serving {path} (idle timeout {idle_seconds():.0f} s)", flush=True)
     return server
@@ -512,16 +525,51 @@ def _staleness(request: dict, files: dict[str, tuple[int, int]], env: dict[str, 
     return why
 
 
+_children: dict[int, socket.socket] = {}  # in a zygote: each running child's connection to its command
+
+
+def _reap(signum=None, frame=None) -> None:
+    """Collect ended children; tell the command of one that a signal killed before it could report
+    (SIGKILL, the OOM killer): its exit status is 128 + the signal."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        conn = _children.pop(pid, None)
+        if conn is None:
+            continue
+        if os.WIFSIGNALED(status):
+            number = os.WTERMSIG(status)
+            try:
+                conn.settimeout(2)
+                _send(conn, {"rc": 128 + number, "signal": signal.Signals(number).name})
+            except (OSError, ValueError):
+                pass
+        conn.close()
+
+
 def _fork(server: socket.socket, lock, conn: socket.socket, request: dict, fds: list[int], main) -> None:
-    """Fork the command's process; the zygote closes its copies of the descriptors and connection."""
-    pid = os.fork()
-    if pid == 0:
-        server.close()
-        lock.close()
-        _child(conn, request, fds, main)  # never returns
-    for fd in fds:
-        os.close(fd)
-    conn.close()
+    """Fork the command's process; the zygote closes its copies of the descriptors and keeps the
+    connection until the child ends (to report a child killed outright)."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})  # reaped only once it is in _children
+    try:
+        pid = os.fork()
+        if pid == 0:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+            server.close()
+            lock.close()
+            for other in _children.values():  # other commands' connections: theirs alone
+                other.close()
+            _children.clear()
+            _child(conn, request, fds, main)  # never returns
+        for fd in fds:
+            os.close(fd)
+        _children[pid] = conn
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
 
 
 def _child(conn: socket.socket, request: dict, fds: list[int], main: Callable[[], None]) -> None:

@@ -4,6 +4,7 @@ them, and leaves other folders' serving; `stop --all` ends every one of the user
 environment into two zygotes."""
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -198,3 +199,52 @@ def test_list_shows_the_folders_background_prefect_server_and_stop_stops_it(base
         record = prefect_server.read_record(home)
         if record:
             prefect_server._terminate(record)
+
+
+def sleep_main() -> None:
+    """What the zygote runs for the test below: write this process's pid, then wait to be killed."""
+    Path(sys.argv[-1]).write_text(str(os.getpid()))
+    time.sleep(120)
+
+
+def test_a_command_whose_run_was_killed_outright_names_the_signal_and_exits_137(base_env, tmp_path):
+    entry = "tests.services.test_stop_all:sleep_main"
+    code = f"from flows.services import daemon; p = daemon.socket_path(); daemon.start(p, {entry!r}); print(p)"
+    sock = Path(
+        subprocess.run(
+            [sys.executable, "-c", code], env=base_env, cwd=tmp_path, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    )
+    wait_serving(sock)
+    marker = tmp_path / "child.pid"
+    client = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import sys; from flows.services import daemon; sys.exit(daemon.hand_over([{str(marker)!r}], {entry!r}))",
+        ],
+        env=base_env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not (marker.exists() and marker.read_text()):
+        assert client.poll() is None and time.monotonic() < deadline, client.communicate()
+        time.sleep(0.05)
+    child = int(marker.read_text())
+    os.kill(child, signal.SIGKILL)
+    out, err = client.communicate(timeout=30)
+    assert client.returncode == 137, (out, err)
+    assert err == (
+        f"bottlenecks: the run's process (pid {child}) was killed by SIGKILL: nothing could close its runs; the next "
+        "command in this folder marks them KILLED (MLflow) and Crashed (Prefect), and a rerun resumes from the cache\n"
+    )
+    assert daemon_status(sock)["folder"] == str(tmp_path.resolve())  # the zygote serves on
+
+
+def daemon_status(sock: Path) -> dict:
+    from flows.services import daemon
+
+    return daemon._request(sock, {"status": True})
