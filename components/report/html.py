@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from components.report.rows import BOTTLENECKS
-from components.report.text import MARKS, cell_text, headline, margin_texts, measured_lines
+from components.report.text import MARKS, cell_text, headline, margin_texts, measured_lines, seeds_used, sources
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2em;max-width:90em;color:#222}
@@ -65,17 +65,19 @@ def _verdicts(claims: list[dict[str, Any]]) -> list[str]:
     verdict, margin and interval."""
     h = [
         "<h2>Verdicts</h2><table class='verdicts'>"
-        "<tr><th>claim</th><th>verdict</th><th>margin</th><th>95% interval</th></tr>"
+        "<tr><th>claim</th><th>verdict</th><th>margin</th><th>95% interval</th><th>seeds</th></tr>"
     ]
     for c in claims:
         margin, interval = margin_texts(c)
         h.append(
             f"<tr><td><a href='#claim-{escape(c['id'])}'><b>{escape(c['id'])}</b></a> {escape(c['claim'])}</td>"
-            f"<td>{_verdict(c['verdict'])}</td><td>{escape(margin)}</td><td>{escape(interval)}</td></tr>"
+            f"<td>{_verdict(c['verdict'])}</td><td>{escape(margin)}</td><td>{escape(interval)}</td>"
+            f"<td>{escape(seeds_used(c))}</td></tr>"
         )
     h.append(
         "</table><p><small>Margin: the deciding check's quantity, mean over seeds (past a threshold: how far;"
-        " <code>beats</code>: A - B), with its 95% interval. The evidence follows.</small></p>"
+        " <code>beats</code>: A - B), with its 95% interval (exact: compared as measured, no spread); seeds: how"
+        " many it read. The evidence follows.</small></p>"
     )
     return h
 
@@ -95,10 +97,18 @@ def _claims(claims: list[dict[str, Any]], links: dict[str, str]) -> list[str]:
             f"<td>{escape(c['expected'])}</td><td>{measured or '—'}</td><td>{_verdict(c['verdict'])}</td>"
             f"<td>{escape(c['reason'])}{'<br><i>' + escape(c['note']) + '</i>' if c.get('note') else ''}</td>"
             f"<td>{escape(c['settings'])}</td>"
-            f"<td><small>{'<br>'.join(_run(r, links) for r in c['run_id'])}</small></td></tr>"
+            f"<td><small>{_runs(c, links)}</small></td></tr>"
         )
     h.append("</table>")
     return h
+
+
+def _runs(claim: dict[str, Any], links: dict[str, str]) -> str:
+    """The claim's runs, one a line; where none was recorded, which sources lack one."""
+    if claim["run_id"]:
+        return "<br>".join(_run(r, links) for r in claim["run_id"])
+    named = ", ".join(f"<code>{escape(s)}</code>" for s in sources(claim))
+    return f"— (no run id was given for {named}: the step's <code>run_ids</code>)" if named else "—"
 
 
 def _run(run_id: str, links: dict[str, str]) -> str:

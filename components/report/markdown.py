@@ -1,71 +1,129 @@
-"""Write the scorecard as Markdown: the verdicts (narrow: claim, verdict, margin, interval), then the
-evidence (the claims table, the architecture matrix, settings, runs)."""
+"""Write the scorecard as Markdown that reads in a 700-pixel pane (MLflow's description and artifact
+view, Prefect's markdown artifact): first a narrow table, a row per claim of short cells (its id and
+bottleneck linked to the claim further down, verdict, margin, interval, seeds), then each claim's
+sentence and evidence as a list, the architecture matrix with short cells, and the rest as lists.
+No table holds a sentence: the panes do not wrap table cells, so one long cell widens the whole table.
+Every text from the claims is escaped for the renderer (``md``), and nothing is raw HTML."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from components.report.rows import BOTTLENECKS
-from components.report.text import MARKS, cell_text, headline, margin_texts, measured_lines
-
-_MARGIN = (
-    "Margin: the deciding check's quantity, mean over seeds (past a threshold: how far; `beats`: A - B),"
-    " with its 95% interval. The evidence follows."
+from components.report.text import (
+    MARKS,
+    code,
+    headline,
+    margin_texts,
+    md,
+    md_inline,
+    number,
+    seeds,
+    seeds_used,
+    sources,
 )
 
-
-def _esc(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+LEAD = "## Verdicts"  # the lead table's section, which the run's description keeps
+_MARGIN = (
+    "Margin: the deciding check's quantity, mean over seeds (past a threshold: how far; `beats`: A - B), "
+    "with its 95% interval (exact: compared as measured, no spread); seeds: how many it read. "
+    "Each claim's sentence and evidence follow."
+)
+_SAFE_LABEL = re.compile(r"^[A-Za-z0-9 .·:-]+$")  # a link's text that every renderer shows as written
 
 
 def to_markdown(card: dict[str, Any]) -> str:
     """Render a scorecard dict (the JSON's content) as a Markdown document."""
     s = card["summary"]
     out = [
-        f"# {card['title']}",
+        f"# {md(card['title'])}",
         "",
-        f"**{headline(s)}** (measured on {card['device']}; {s['device_independent_holds']} of "
+        f"**{headline(s)}** (measured on {md(card['device'])}; {s['device_independent_holds']} of "
         f"{s['device_independent']} device-independent claims hold).",
         "",
     ]
-    out += _verdicts(card["claims"])
-    out += _claims(card["claims"])
+    out += verdicts(card["claims"])
+    out += _claims(card["claims"], card.get("links") or {})
     if card["architectures"]:
         out += _architectures(card["architectures"])
     ex = card.get("examples") or {}
     if ex:
         out += _examples(ex)
-    out += _per_claim(card["claims"], card.get("links") or {})
     if card.get("plots"):
-        out += ["", "## Plots", "", "Embedded in scorecard.html: " + ", ".join(card["plots"]) + "."]
+        out += ["", "## Plots", "", "Embedded in scorecard.html: " + ", ".join(md(p) for p in card["plots"]) + "."]
     return "\n".join(out) + "\n"
 
 
-def _verdicts(claims: list[dict[str, Any]]) -> list[str]:
-    """The first table, narrow enough for a side pane: each claim, its verdict, margin and interval."""
-    out = ["## Verdicts", "", "| claim | verdict | margin | 95% interval |", "|---|---|---|---|"]
+def anchor(claim_id: Any) -> str:
+    """The id a claim's heading ``Claim <id>`` gets (GitHub's and marked's slug of the heading)."""
+    slug = re.sub(r"[^\w\- ]", "", f"claim {claim_id}".lower())
+    return slug.replace(" ", "-")
+
+
+def label(claim: dict[str, Any]) -> str:
+    """``4 · B2``: the claim's short label in the lead table."""
+    b = claim.get("bottleneck") or ""
+    return f"{claim['id']} · {b}" if b else str(claim["id"])
+
+
+def verdicts(claims: list[dict[str, Any]], *, linked: bool = True) -> list[str]:
+    """The lead table, narrow enough for a side pane: per claim its label (linked to the claim below
+    when ``linked``), verdict, margin, 95% interval and the seeds read."""
+    out = [LEAD, "", "| claim | verdict | margin | 95% interval | seeds |", "|---|---|---|---|---|"]
     for c in claims:
         margin, interval = margin_texts(c)
-        verdict = f"{MARKS[c['verdict']]} {c['verdict']}"
-        out.append(f"| **{_esc(c['id'])}** {_esc(c['claim'])} | {verdict} | {margin} | {interval} |")
+        text = label(c)
+        shown = f"[{text}](#{anchor(c['id'])})" if linked and _SAFE_LABEL.match(text) else md(text)
+        out.append(f"| {shown} | {MARKS[c['verdict']]} {c['verdict']} | {margin} | {interval} | {seeds_used(c)} |")
     return out + ["", _MARGIN, ""]
 
 
-def _claims(claims: list[dict[str, Any]]) -> list[str]:
-    """The claims table, a row per claim: the full evidence."""
-    out = ["## Claims", "", "| # | B | claim | expected | measured | verdict | why |", "|---|---|---|---|---|---|---|"]
+def _claims(claims: list[dict[str, Any]], links: dict[str, str]) -> list[str]:
+    """Each claim under its own heading (the lead table's links land there): the sentence, then its
+    evidence as a list, which wraps in any pane."""
+    out = ["## Claims"]
     for c in claims:
-        measured = "<br>".join(_esc(line) for line in measured_lines(c["measured"])) or "—"
-        out.append(
-            f"| {_esc(c['id'])} | {_esc(c.get('bottleneck') or '')} | {_esc(c['claim'])} | "
-            f"{_esc(c['expected'])} | {measured} | {MARKS[c['verdict']]} {c['verdict']} | "
-            f"{_esc(c['reason'])} |"
-        )
+        b = f"{md(c['bottleneck'])} · " if c.get("bottleneck") else ""
+        out += ["", f"### Claim {md(c['id'])}", "", f"**{b}{MARKS[c['verdict']]} {c['verdict']}** {md(c['claim'])}", ""]
+        out.append(f"- expected: {md(c['expected'])}")
+        lines = [f"  - {code(ref)}: {md(seeds(vals))}" for ref, vals in (c.get("measured") or {}).items()]
+        out += ["- measured:", *lines] if lines else ["- measured: —"]
+        out.append(f"- why: {md_inline(c['reason'])}")
+        if c.get("settings"):
+            out.append(f"- settings: {md_inline(c['settings'])}")
+        if c.get("note"):
+            out.append(f"- note: {md_inline(c['note'])}")
+        out.append(f"- runs: {_runs(c, links)}")
     return out
 
 
+def _runs(claim: dict[str, Any], links: dict[str, str]) -> str:
+    """The claim's runs, each linked to its MLflow page; where none was recorded, which sources lack one."""
+    if claim["run_id"]:
+        return ", ".join(_run(r, links) for r in claim["run_id"])
+    named = ", ".join(code(s) for s in sources(claim))
+    return f"— (no run id was given for {named}: the step's `run_ids`)" if named else "—"
+
+
+def _run(run_id: str, links: dict[str, str]) -> str:
+    """A run id as a link to its MLflow page (its first 8 characters shown), or as it is."""
+    url = links.get(run_id)
+    return f"[{md(run_id[:8])}]({url})" if url else md(run_id)
+
+
+def _cell(cell: dict[str, Any] | None) -> str:
+    """An architecture cell in a few characters: its verdict mark and mean (the seeds go below)."""
+    if not cell:
+        return "—"
+    if cell.get("mean") is None:
+        return "? not measured"
+    mark = MARKS.get(cell.get("verdict") or "", "")
+    return f"{mark} {number(cell['mean'])}".strip()
+
+
 def _architectures(rows: dict[str, dict[str, Any]]) -> list[str]:
-    """The architecture x bottleneck matrix, then each row's references."""
+    """The architecture x bottleneck matrix in short cells, then each row's cells in full."""
     out = [
         "",
         "## Which bottleneck does each architecture remove?",
@@ -74,50 +132,25 @@ def _architectures(rows: dict[str, dict[str, Any]]) -> list[str]:
         "|---|" + "---|" * len(BOTTLENECKS),
     ]
     for arch, row in rows.items():
-        out.append(f"| {_esc(arch)} | " + " | ".join(_esc(cell_text(row.get(b))) for b in BOTTLENECKS) + " |")
-    out += [
-        "",
-        "Cells show the mean over seeds (each seed in brackets); ✓/✗ where the cell is checked. References:",
-        "",
-    ]
+        out.append(f"| {md(arch)} | " + " | ".join(_cell(row.get(b)) for b in BOTTLENECKS) + " |")
+    out += ["", "Cells show the mean over seeds; ✓/✗ where the cell is checked. Each cell's seeds and reference:", ""]
     for arch, row in rows.items():
-        refs = "; ".join(
-            f"{b}: `{cell['ref']}`" + (f" ({cell['reason']})" if cell["reason"] else "") for b, cell in row.items()
-        )
-        out.append(f"- **{arch}**: {refs}")
+        out.append(f"- **{md(arch)}**")
+        for b, cell in row.items():
+            what = f" {md(cell['label'])}" if cell.get("label") else ""
+            vals = f": {md(seeds(cell['measured']))}" if cell.get("measured") else ""
+            why = f" ({md_inline(cell['reason'])})" if cell.get("reason") else ""
+            out.append(f"  - {b}{what}{vals}, {code(cell['ref'])}{why}")
     return out
 
 
 def _examples(ex: dict[str, Any]) -> list[str]:
-    """One source sentence, its reference and each model's output, side by side."""
+    """One source sentence, its reference and each model's output, one after another."""
     out = [
         "",
-        f"## One long sentence, every model ({ex.get('words', '?')} source words, {ex.get('split', '')})",
+        f"## One long sentence, every model ({md(ex.get('words', '?'))} source words, {md(ex.get('split', ''))})",
         "",
-        "| | text |",
-        "|---|---|",
-        f"| source | {_esc(ex['source'])} |",
-        f"| reference | {_esc(ex['reference'])} |",
+        f"- **source**: {md(ex['source'])}",
+        f"- **reference**: {md(ex['reference'])}",
     ]
-    return out + [f"| {_esc(label)} | {_esc(hyp)} |" for label, hyp in ex["hyps"].items()]
-
-
-def _per_claim(claims: list[dict[str, Any]], links: dict[str, str]) -> list[str]:
-    """The settings and notes claims carry, and each claim's runs (linked to their pages when known)."""
-    out = []
-    settings = [c for c in claims if c["settings"]]
-    if settings:
-        out += ["", "## Settings the verdicts depend on", ""]
-        out += [f"- **{c['id']}**: {c['settings']}" for c in settings]
-    notes = [c for c in claims if c.get("note")]
-    if notes:
-        out += ["", "## Notes", ""]
-        out += [f"- **{c['id']}**: {c['note']}" for c in notes]
-    out += ["", "## Runs", ""]
-    return out + [f"- **{c['id']}**: {', '.join(_run(r, links) for r in c['run_id']) or '—'}" for c in claims]
-
-
-def _run(run_id: str, links: dict[str, str]) -> str:
-    """A run id as a link to its MLflow page (its first 8 characters shown), or as it is."""
-    url = links.get(run_id)
-    return f"[{run_id[:8]}]({url})" if url else run_id
+    return out + [f"- **{md(name)}**: {md(hyp)}" for name, hyp in ex["hyps"].items()]

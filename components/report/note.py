@@ -1,19 +1,29 @@
-"""The scorecard as a run's description (MLflow's note): its title, headline and main sections."""
+"""The scorecard as a run's description (MLflow's note): its title, headline and lead table, short
+enough that the run page's side column stays on screen; the rest is a link to the full scorecard."""
 
 from __future__ import annotations
 
-KEEP = ("Verdicts", "Claims", "Which bottleneck", "Settings", "Notes")  # scorecard.md sections worth the space
+import re
+
+from components.report.markdown import LEAD
+
+# the engine points ``artifacts/<path>`` at the parent run's artifact page (flows.track.note)
+FULL = (
+    "Each claim's sentence, evidence, settings and runs: [scorecard.html](artifacts/scorecard.html) "
+    "(with the plots) or [scorecard.md](artifacts/scorecard.md), among this run's artifacts."
+)
+_ANCHOR = re.compile(r"\[([^\]]*)\]\(#[^)]*\)")  # a link to a heading the note does not carry
 
 
 def summary(markdown: str, most: int = 7_000) -> str:
-    """The title, headline and main sections of a scorecard.md, within ``most`` characters."""
+    """The title, headline and lead table of a scorecard.md (its links to claims further down made
+    plain text), then a link to the full scorecard; within ``most`` characters."""
     head, *sections = markdown.split("\n## ")
     out = head.rstrip() + "\n"
-    for section in sections:
-        if not section.startswith(KEEP):
-            continue
-        block = "\n## " + section.rstrip() + "\n"
-        if len(out) + len(block) > most and not section.startswith(("Verdicts", "Claims")):
-            break
-        out += block
-    return out + "\nThe full scorecard (HTML with plots, JSON) is among this run's artifacts.\n"
+    lead = next((s for s in sections if ("## " + s).startswith(LEAD)), None)
+    if lead is not None:
+        table = [line for line in lead.splitlines() if line.startswith("|")]
+        block = "\n" + LEAD + "\n\n" + "\n".join(_ANCHOR.sub(r"\1", line) for line in table) + "\n"
+        if len(out) + len(block) + len(FULL) < most:
+            out += block
+    return out + "\n" + FULL + "\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from components.report.refs import to_number
@@ -72,9 +73,70 @@ def evidence(claim: dict[str, Any]) -> dict[str, Any]:
     return claim["checks"][i]["evidence"] if i is not None else {}
 
 
+EXACT_METHODS = ("exact", "identical")  # evidence compared as it is: no interval to show
+
+
 def margin_texts(claim: dict[str, Any]) -> tuple[str, str]:
-    """``("0.167", "[0.12, 0.21]")``: the deciding check's margin and its 95% interval, "—" where none."""
+    """``("0.167", "[0.12, 0.21]")``: the deciding check's margin and its 95% interval, "—" where none;
+    the interval reads ``exact`` where the check compared its values as they are (an exact claim, or
+    values identical in every seed), whose interval is the margin itself."""
     ev = evidence(claim)
     margin, lo, hi = (to_number(ev.get(k)) for k in ("margin", "lo", "hi"))
-    interval = f"[{fmt(lo)}, {fmt(hi)}]" if lo is not None and hi is not None else "—"
+    if ev.get("method") in EXACT_METHODS or ev.get("interval") == "exact":
+        interval = "exact"
+    else:
+        interval = f"[{fmt(lo)}, {fmt(hi)}]" if lo is not None and hi is not None else "—"
     return (fmt(margin) if margin is not None else "—"), interval
+
+
+def seeds_used(claim: dict[str, Any]) -> str:
+    """The number of seeds the deciding check read, "—" where no check decided."""
+    n = evidence(claim).get("seeds")
+    return str(n) if isinstance(n, int) and not isinstance(n, bool) else "—"
+
+
+def sources(claim: dict[str, Any]) -> list[str]:
+    """The measurement sources a claim's references read (``lag_rnn`` of ``lag_rnn[*].acc``), in order."""
+    found: list[str] = []
+    for ref in claim.get("measured") or {}:
+        if "." in ref or "[" in ref:  # ``ratio``, ``series``, ``exponent`` are derived, not references
+            name = re.split(r"[.\[]", ref, maxsplit=1)[0]
+            if name and name not in found:
+                found.append(name)
+    return found
+
+
+# -- Markdown text: what each renderer shows as written --------------------------------------------------
+
+_SPECIAL = re.compile(r"([\\`*_\[\]|])")
+_TAG = re.compile(r"<(?=[A-Za-z/!?])")  # ``<br>``, ``</b>``: read as HTML; ``<= 0.3`` is not
+_ENTITY = re.compile(r"&(?=#?\w+;)")  # ``&lt;`` written in the text stays those four characters
+_CODE = re.compile(r"`([^`]+)`")
+
+
+def md(text: Any) -> str:
+    """``text`` as Markdown that every renderer shows as written (MLflow's showdown, Prefect's marked,
+    GitHub): ``* _ ` [ ] | \\`` backslash-escaped, a ``<`` that would open an HTML tag as ``&lt;``
+    (showdown keeps a backslash before ``<``), line breaks as spaces."""
+    text = _ENTITY.sub("&amp;", " ".join(str(text).split("\n")))
+    return _TAG.sub("&lt;", _SPECIAL.sub(r"\\\1", text))
+
+
+def code(text: Any) -> str:
+    """``text`` as a code span, fenced by more backticks than it holds."""
+    text = str(text).replace("\n", " ")
+    fence = "`" * (max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def md_inline(text: Any) -> str:
+    """Like ``md``, but a span the text itself puts in backticks (a command in a reason) stays code."""
+    text = str(text)
+    if text.count("`") % 2:
+        return md(text)
+    out, last = [], 0
+    for m in _CODE.finditer(text):
+        out += [md(text[last : m.start()]), code(m.group(1))]
+        last = m.end()
+    return "".join(out + [md(text[last:])])

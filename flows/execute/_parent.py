@@ -71,7 +71,7 @@ def close_parent(plan: Plan, result: RunResult, tracker: Tracker, interrupted: s
     why = interrupted or stopped(result)
     try:
         tracker.log(parent, tags={"status_counts": json.dumps(counts(result))})
-        tracker.note(parent, run_note(plan, result, why))
+        tracker.note(parent, run_note(plan, result, why, tracker.experiment_id))
         if result.stopped_by is not None or interrupted:
             tracker.kill(parent, why)
         else:

@@ -184,7 +184,7 @@ def test_files_are_written_and_logged(made):
     logged = {p.name for p in ctx.artifacts}
     assert logged == {"scorecard.json", "scorecard.md", "scorecard.html"}
     md = open(out["markdown"]).read()
-    assert "| 4 | B2 | The vanilla RNN fails" in md and "✓ holds" in md and "~ device-dependent" in md
+    assert "### Claim 4\n\n**B2 · ✓ holds** The vanilla RNN fails" in md and "~ device-dependent" in md
     assert "**1 of 5 claims hold (1 at family-wise 5%, Holm) · 0 fail · 2 inconclusive · 1 device-dependent" in md
     assert "| mine | ? not measured |" in md
     html = open(out["html"]).read()
