@@ -425,7 +425,7 @@ KINDS: dict[str, Kind] = {
 }
 GRID_KINDS = tuple(KINDS)
 FAMILY_KINDS = tuple(k for k in GRID_KINDS if k != "increasing3")  # its known bias would swamp Holm's test
-ROWS = GRID_KINDS + ("family", "bleu")
+ROWS = GRID_KINDS + ("family", "bleu", "paths")
 
 _VALIDATED: dict[tuple[str, str], dict] = {}
 
@@ -587,6 +587,243 @@ def run_bleu(task: dict) -> dict:
     return {"task": task, "counts": {k: dict(c) for k, c in counts.items()}, "diffs": diffs, "error": error}
 
 
+# --------------------------------------------------------------------------------------------------
+# The verdict's other paths: bounded outcomes near a bound, claims of several checks, and a test-set
+# error shared by the seeds (BLEU-like, with eval.bleu's replicates). Row ``paths``.
+
+PATH_SEEDS = (3, 5, 10)
+PATH_CLAIM_SEEDS = (3, 5)
+PATH_CLAIM_CHECKS = (2, 3, 4)
+PATH_SHARED = (0.2, 0.5, 0.8)  # the fraction of a seed's test-set error variance common to every seed
+PATH_REPLICATES = 100  # as eval.bleu's REPLICATES_KEPT
+
+
+def _bounded_sim(dist: str, mean: float):
+    """Per-seed accuracies in [0, 1]: Bernoulli seeds (each run solves the task or not) or beta seeds
+    (concentration 20, skewed towards 1 near a high mean)."""
+
+    def simulate(rng, n):
+        if dist == "bernoulli":
+            vals = (rng.random(n) < mean).astype(float)
+        else:
+            vals = rng.beta(20 * mean, 20 * (1 - mean), n)
+        return {"m": {lab: {"acc": float(v)} for lab, v in zip(_labels(n), vals)}}
+
+    return simulate
+
+
+def _shared_sim(frac: float, delta: float, replicates: bool):
+    """BLEU-like: ``value_s = 30 + delta + z_s + c + d_s`` (seed sd 1; test-set error of variance 1 split
+    into a part ``c`` common to the seeds, variance ``frac``, and a fresh part ``d_s``); the recorded
+    95% half-width is that of the whole error (1.96), and with ``replicates`` each seed's bootstrap
+    replicates ``value_s + c_b + d_sb`` on resamples shared by the seeds."""
+    sc, sd_ = math.sqrt(frac), math.sqrt(1 - frac)
+
+    def simulate(rng, n):
+        c = sc * rng.standard_normal()
+        vals = 30.0 + delta + rng.standard_normal(n) + c + sd_ * rng.standard_normal(n)
+        cb = sc * rng.standard_normal(PATH_REPLICATES)
+        out = {}
+        for lab, v in zip(_labels(n), vals):
+            s = {"bleu/A": float(v), "bleu_ci/A": Z95}
+            if replicates:
+                reps = v + cb + sd_ * rng.standard_normal(PATH_REPLICATES)
+                s |= {f"bleu_rep_{b}/A": float(r) for b, r in enumerate(reps)}
+            out[lab] = s
+        return {"m": out}
+
+    return simulate
+
+
+def path_cells() -> list[dict]:
+    """Every cell of the ``paths`` row: its name, what it measures and how it is judged."""
+    cells = []
+    at_least = {"check": "at_least", "value": "m[*].acc", "than": 0.9}
+    for dist, truths in (("bernoulli", (0.9, 0.85, 0.99)), ("beta", (0.9, 0.85, 0.97))):
+        for n in PATH_SEEDS:
+            for truth, scenario in zip(truths, ("null", "below", "power")):
+                cells.append(
+                    dict(
+                        group="bounded",
+                        name=f"{dist} mean {truth} vs at_least 0.9",
+                        dist=dist,
+                        truth=truth,
+                        seeds=n,
+                        scenario=scenario,
+                        check=at_least,
+                    )
+                )
+    for k in PATH_CLAIM_CHECKS:
+        for n in PATH_CLAIM_SEEDS:
+            for scenario in ("all at null", "one at null", "power"):
+                cells.append(
+                    dict(group="claim", name=f"claim of {k} checks, {scenario}", k=k, seeds=n, scenario=scenario)
+                )
+    for frac in PATH_SHARED:
+        for reps in (True, False):
+            for n in (3, 5):
+                for scenario in ("null", "power"):
+                    cells.append(
+                        dict(
+                            group="shared",
+                            name=f"shared {frac:.0%}, {'replicates' if reps else 'no replicates'}",
+                            frac=frac,
+                            replicates=reps,
+                            seeds=n,
+                            scenario=scenario,
+                            check={"check": "at_least", "value": "m[*].bleu/A", "than": 30.0},
+                        )
+                    )
+    return cells
+
+
+def _claim_checks(k: int) -> list[dict]:
+    return [{"check": "at_least", "value": f"m[*].q{j}", "than": 0.0} for j in range(k)]
+
+
+def run_path(task: dict) -> dict:
+    """One chunk of a ``paths`` cell: simulate, judge with the real code, count verdicts."""
+    from components.report.checks import evaluate
+    from components.report.claims import judge
+    from components.report.refs import Resolver
+    from components.report.vocabulary import validate_check, validate_expectations
+
+    cell, n = task["spec"], task["seeds"]
+    rng = _rng(task["cell"], task["chunk"], task["seed"])
+    counts: Counter = Counter()
+    error = None
+    if cell["group"] == "claim":
+        k = cell["k"]
+        claim = validate_expectations([{"id": 1, "claim": "k at once", "checks": _claim_checks(k)}])[0]
+        means = {"all at null": [0.0] * k, "one at null": [0.0] + [10.0] * (k - 1), "power": [EFFECT_SD] * k}
+        mu = means[cell["scenario"]]
+    else:
+        check = validate_check(cell["check"], "calibration")
+        if cell["group"] == "bounded":
+            sim = _bounded_sim(cell["dist"], cell["truth"])
+        else:
+            sim = _shared_sim(cell["frac"], EFFECT_SD if cell["scenario"] == "power" else 0.0, cell["replicates"])
+    for _ in range(task["sims"]):
+        if cell["group"] == "claim":
+            z = rng.standard_normal((n, k))
+            meas = {"m": {lab: {f"q{j}": float(mu[j] + z[i, j]) for j in range(k)} for i, lab in enumerate(_labels(n))}}
+
+            def one(meas=meas):
+                return judge(claim, Resolver(meas), device="cpu", min_seeds=1)["verdict"]
+
+        else:
+            meas = sim(rng, n)
+
+            def one(meas=meas):
+                return evaluate(check, Resolver(meas), over="seed").verdict
+
+        v, err = _verdict(one)
+        counts[v] += 1
+        error = error or err
+    return {"task": task, "counts": dict(counts), "error": error}
+
+
+def path_ideal(cell: dict) -> float:
+    """The power a test exactly at 2.5% would reach in the cell's power scenario."""
+    from scipy import stats as sps
+
+    from components.report.stats import power
+
+    n = cell["seeds"]
+    if cell["group"] == "bounded":
+        if cell["dist"] == "bernoulli":  # the exact binomial test of P(solved) <= 0.9, at the 2.5% level
+            k = int(sps.binom.isf(0.025, n, 0.9)) + 1  # the fewest successes it rejects at
+            k = k if sps.binom.sf(k - 1, n, 0.9) <= 0.025 else n + 1
+            return float(sps.binom.sf(k - 1, n, cell["truth"])) if k <= n else 0.0
+        sd = math.sqrt(cell["truth"] * (1 - cell["truth"]) / 21)
+        return power(cell["truth"] - 0.9, sd, n)
+    if cell["group"] == "claim":
+        return power(EFFECT_SD, 1.0, n) ** cell["k"]
+    frac = cell["frac"]  # the t test on the true variance of the seed mean: seeds + fresh error / n + shared
+    return power(EFFECT_SD, math.sqrt(1 + (1 - frac)), n, math.sqrt(frac))
+
+
+def plan_paths(sims: int, seed: int) -> list[dict]:
+    tasks = []
+    for spec in path_cells():
+        cell = f"paths|{spec['name']}|{spec['seeds']}|{spec['scenario']}"
+        for i, m in enumerate(_chunks(sims, 250)):
+            cost = m * (3.0 if spec["group"] == "shared" and spec["replicates"] else spec.get("k", 1))
+            tasks.append(
+                dict(row="paths", cell=cell, chunk=i, sims=m, seed=seed, seeds=spec["seeds"], spec=spec, cost=cost)
+            )
+    return tasks
+
+
+def summarise_paths(results: list[dict]) -> list[dict]:
+    cells: dict[str, Counter] = {}
+    specs: dict[str, dict] = {}
+    for r in results:
+        t = r["task"]
+        if t["row"] != "paths":
+            continue
+        cells.setdefault(t["cell"], Counter()).update(r["counts"])
+        specs[t["cell"]] = t["spec"]
+    rows = []
+    for cell, c in cells.items():
+        spec, N = specs[cell], sum(c.values())
+        row = {k: v for k, v in spec.items() if k != "check"} | {"sims": N, "counts": dict(c)}
+        for v in ("holds", "fails"):
+            row[v], row[f"{v}_mcse"] = c[v] / N, mcse(c[v] / N, N)
+        row["errors"] = c["error"] + c["not measured"]
+        if spec["scenario"] == "power":
+            row["ideal"] = path_ideal(spec)
+        rows.append(row)
+    order = {"bounded": 0, "claim": 1, "shared": 2}
+    rows.sort(key=lambda r: (order[r["group"]], r["name"], r["seeds"], r["scenario"]))
+    return rows
+
+
+def render_paths(rows: list[dict]) -> tuple[list[str], list[str]]:
+    """The ``paths`` table: false holds / false fails where the truth makes them false (the null, a truth
+    below the threshold, a claim at its boundary), power with its ideal otherwise."""
+    out, missed = [], []
+    if not rows:
+        return out, missed
+    out.append("")
+    out.append(
+        "Other paths: bounded outcomes near a bound (at_least 0.9), claims of k checks (at_least 0 on k "
+        "quantities, seed sd 1), a test-set error shared by the seeds (at_least 30, seed sd 1, test-set error 1)"
+    )
+    head = (
+        f"{'cell':<44} {'seeds':>5} {'scenario':>11} {'sims':>5} | {'false holds %':>13} {'':4} | "
+        f"{'false fails %':>13} {'':4} | {'power %':>13} {'ideal':>6}"
+    )
+    out.append(head)
+    out.append("-" * len(head))
+    for r in rows:
+        sc = r["scenario"]
+        fh = ff = pw = ""
+        if sc == "power":
+            pw = f"{_pct(r['holds'], r['holds_mcse'])} {100 * r['ideal']:6.1f}"
+        else:
+            judged_fails = sc in ("null", "all at null")
+            flag = _false_flag(r["holds"], r["holds_mcse"])
+            fh = f"{_pct(r['holds'], r['holds_mcse'])} {flag:<4}"
+            if flag == "MISS":
+                missed.append(f"{r['name']}, {r['seeds']} seeds, {sc}: false holds")
+            if judged_fails:
+                flag = _false_flag(r["fails"], r["fails_mcse"])
+                ff = f"{_pct(r['fails'], r['fails_mcse'])} {flag:<4}"
+                if flag == "MISS":
+                    missed.append(f"{r['name']}, {r['seeds']} seeds, {sc}: false fails")
+        out.append(f"{r['name']:<44} {r['seeds']:>5} {sc:>11} {r['sims']:>5} | {fh:<18} | {ff:<18} | {pw}")
+        if r["errors"]:
+            missed.append(f"{r['name']}, {r['seeds']} seeds: {r['errors']} errors or not measured")
+    out.append(
+        "bounded: 'null' = true mean at 0.9 (false holds and false fails), 'below' = 0.85 (false holds); "
+        "claim: 'all at null' = every check on its boundary (false fails), 'one at null' = one check on its "
+        "boundary and the others 10 sd inside (false holds); shared: 'null' at the threshold, 'power' 2 seed "
+        "sd inside; 'no replicates' = the conservative fallback (mean own variance)."
+    )
+    return out, missed
+
+
 def _dispatch(task: dict) -> dict:
     """Run one chunk. The heap built before it (numpy, scipy, statsmodels, sacrebleu) is frozen out of
     the garbage collector meanwhile: statsmodels' ``multipletests`` (``stats.holm``) calls
@@ -595,7 +832,7 @@ def _dispatch(task: dict) -> dict:
     start = time.process_time()
     gc.freeze()
     try:
-        result = {"grid": run_grid, "family": run_family, "bleu": run_bleu}[task["row"]](task)
+        result = {"grid": run_grid, "family": run_family, "bleu": run_bleu, "paths": run_path}[task["row"]](task)
     finally:
         gc.unfreeze()
     result["cpu_s"] = time.process_time() - start  # this process's CPU time: the work, whatever else runs
@@ -610,7 +847,7 @@ def _chunks(total: int, size: int) -> list[int]:
     return [min(size, total - i) for i in range(0, total, size)] if total > 0 else []
 
 
-def plan(kinds, seeds, sims: int, bleu_sims: int, bleu_bootstrap: int, seed: int) -> list[dict]:
+def plan(kinds, seeds, sims: int, bleu_sims: int, bleu_bootstrap: int, seed: int, path_sims: int = 0) -> list[dict]:
     tasks = []
     for kind in [k for k in kinds if k in KINDS]:
         for n in seeds:
@@ -646,6 +883,8 @@ def plan(kinds, seeds, sims: int, bleu_sims: int, bleu_bootstrap: int, seed: int
                         cost=m * FAMILY_SIZE * 1.3,
                     )
                 )
+    if "paths" in kinds:
+        tasks += plan_paths(path_sims or sims, seed)
     if "bleu" in kinds:
         n = max(BLEU_SEEDS)
         for scenario in ("null", "power"):
@@ -735,6 +974,8 @@ def summarise(results: list[dict], kinds, seeds) -> dict:
     bleu_diffs: dict[str, list[float]] = {}
     for r in results:
         t = r["task"]
+        if t["row"] == "paths":
+            continue
         if t["row"] == "bleu":
             for which, c in r["counts"].items():  # "<seeds>|with" -> bleu|<seeds>|<scenario>|with
                 n, _, w = which.partition("|")
@@ -827,7 +1068,8 @@ def summarise(results: list[dict], kinds, seeds) -> dict:
                 row["false_fails_flag"] = _false_flag(ff, row["false_fails_mcse"]) if held else "-"
                 row["power_flag"] = "-"
                 bleu.append(row)
-    return {"grid": grid, "family": fam, "bleu": bleu, "errors": errors, "cpu_s": dict(cpu)}
+    paths = summarise_paths(results) if "paths" in kinds else []
+    return {"grid": grid, "family": fam, "bleu": bleu, "paths": paths, "errors": errors, "cpu_s": dict(cpu)}
 
 
 def _load() -> str:
@@ -984,6 +1226,9 @@ def render(summary: dict, facts: dict, wall_s: float) -> tuple[str, list[str]]:
             "intervals 'with': the summaries as eval.bleu writes them; 'ignored': the same simulations without "
             "the _ci keys (not held to the targets: the shared test-set error is then unaccounted for)."
         )
+    lines, more = render_paths(summary.get("paths") or [])
+    out += lines
+    missed += more
     for cell, tb in summary["errors"].items():
         out.append("")
         out.append(f"First error in {cell}:")
@@ -1029,9 +1274,10 @@ def calibrate(
     seed: int = RNG_SEED,
     progress: bool = True,
     skip_seeds_needed: bool = True,
+    path_sims: int = 0,
 ) -> dict:
-    """Run the simulations; return the summary (grid, family and BLEU rows)."""
-    tasks = plan(kinds, seeds, sims, bleu_sims, bleu_bootstrap, seed)
+    """Run the simulations; return the summary (grid, family, BLEU and paths rows)."""
+    tasks = plan(kinds, seeds, sims, bleu_sims, bleu_bootstrap, seed, path_sims)
     with seeds_needed_skipped(skip_seeds_needed):  # the pool's processes fork inside, with the stub
         results = execute(tasks, workers, progress)
     return summarise(results, kinds, seeds)
@@ -1056,6 +1302,7 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="run stats.seeds_needed for every inconclusive verdict too (same verdicts, about 5x slower)",
     )
+    ap.add_argument("--path-sims", type=int, default=0, help="simulations per paths cell (0: --sims)")
     ap.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = ap.parse_args(argv)
     if args.quick:
@@ -1077,6 +1324,7 @@ def main(argv: list[str] | None = None) -> int:
         args.workers,
         args.rng_seed,
         skip_seeds_needed=not args.keep_seeds_needed,
+        path_sims=args.path_sims,
     )
     wall = time.perf_counter() - start
     facts = machine(args)

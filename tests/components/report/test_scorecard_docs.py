@@ -114,7 +114,7 @@ MEASUREMENTS = {
     ),
     "entropy": {  # at initialisation, over seeds
         f"seed={i}": {"unscaled/d_16": a, "unscaled/d_64": b, "unscaled/d_256": c, "scaled/d_256": d}
-        for i, (a, b, c, d) in enumerate([(0.80, 0.45, 0.23, 0.99), (0.79, 0.46, 0.22, 0.98), (0.81, 0.44, 0.24, 0.99)])
+        for i, (a, b, c, d) in enumerate([(0.80, 0.45, 0.235, 0.99), (0.79, 0.46, 0.22, 0.98), (0.81, 0.44, 0.24, 0.99)])
     },
     "images": merge(
         seeds({"arch=cnn": (0.980, 0.987, 0.983), "arch=vit": (0.944, 0.958, 0.950)}, "acc"),
@@ -141,8 +141,12 @@ def test_the_issues_18_claims_are_judged_on_cpu(tmp_path):
     verdicts = {c["id"]: c["verdict"] for c in card["claims"]}
     assert verdicts.pop("8") == "fails", by_id["8"]["reason"]  # reversal hurt on the toy task in calibration
     assert verdicts.pop("12") == "device-dependent"  # judged on a GPU only
+    # identical seeds are not exact: GRU's accuracy 1.0 in 3 seeds is tested by the bounded-mean test (a
+    # proportion at its bound: 0.95^n <= 2.5% from 72 seeds), three finite runs by the sign test (6 seeds)
+    assert verdicts.pop("4") == "inconclusive" and "bounded-mean betting test" in by_id["4"]["reason"]
+    assert verdicts.pop("5") == "inconclusive" and "exact sign test" in by_id["5"]["reason"]
     assert set(verdicts.values()) == {"holds"}, {k: by_id[k]["reason"] for k, v in verdicts.items() if v != "holds"}
-    assert out["summary"]["device_independent"] == 17 and out["summary"]["device_independent_holds"] == 16
+    assert out["summary"]["device_independent"] == 17 and out["summary"]["device_independent_holds"] == 14
     assert "exact value" in by_id["1"]["reason"] and "its own interval" in by_id["11"]["reason"]
     assert "A does not beat B in seed 0, seed 1, seed 2" in by_id["8"]["reason"]
 
