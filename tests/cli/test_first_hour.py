@@ -95,13 +95,15 @@ def test_a_piped_runs_scorecard_has_each_claim_on_one_line(tmp_path, capsys):
     plan = SimpleNamespace(instances={"report": SimpleNamespace(component=get("report.scorecard"))})
     _print_reports(plan, SimpleNamespace(outputs={"report": {"scorecard": str(path)}}))
     text = capsys.readouterr().out
+    lines = text.splitlines()
     for n, verdict in ((1, "holds"), (2, "fails"), (3, "not measured")):
-        (first,) = [x for x in text.splitlines() if x.startswith(f"| **{n}** claim {n}: ")]  # the verdicts table
-        assert LONG in first and f" {verdict} |" in first, first
-        (line,) = [x for x in text.splitlines() if x.startswith(f"| {n} | B{n} |")]  # the evidence below it
-        assert LONG in line and verdict in line, text
-        assert "train.acc" in line and "probe.slope" in line, line
-        assert f"because the measured value {n} is what it is, said at some length to need wrapping" in line
+        (first,) = [x for x in lines if x.startswith(f"| [{n} · B{n}](#claim-{n}) |")]  # the verdicts table
+        assert f" {verdict} |" in first and LONG not in first, first
+        (line,) = [x for x in lines if x.startswith(f"**B{n} · ")]  # the claim below it, on one line
+        assert line.endswith(f"{verdict}** claim {n}: {LONG}"), line
+        evidence = text[text.index(f"### Claim {n}\n") :]
+        assert "`train.acc`: \\[0.9, 0.8\\]" in evidence and "`probe.slope`: \\[1.5\\]" in evidence
+        assert f"- why: because the measured value {n} is what it is, said at some length to need wrapping" in evidence
     assert "╭" not in text and "┃" not in text and "│" not in text  # no Rich box drawing
 
 
@@ -118,8 +120,8 @@ def test_the_piped_scorecard_of_a_run_goes_through_the_cli_as_markdown(tmp_path)
     result = runner.invoke(probe, [])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert sum(1 for x in lines if x.startswith("| **") and LONG in x) == 3, result.output  # verdicts, one a line
-    assert sum(1 for x in lines if x.startswith("| ") and x[2].isdigit() and LONG in x) == 3, result.output
+    assert sum(1 for x in lines if x.startswith("| [") and "](#claim-" in x) == 3, result.output  # verdicts
+    assert sum(1 for x in lines if x.startswith("**B") and x.endswith(LONG)) == 3, result.output  # a claim a line
 
 
 # -- plan --params / --json -------------------------------------------------------------------------------

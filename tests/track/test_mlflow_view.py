@@ -76,14 +76,19 @@ def test_the_experiment_opens_on_training_runs(result):
     assert exp.tags["mlflow.experimentKind"] == "custom_model_development" == EXPERIMENT_KIND[1]
 
 
-def test_the_parent_run_description_is_the_scorecard(result):
+def test_the_parent_run_description_is_the_scorecards_lead_table(result):
+    """Short and narrow beside the run page's "About this run" column: the headline, a row per claim,
+    and the full scorecard one link away, on this run's artifact page."""
     note = mlflow.MlflowClient().get_run(result.parent_run_id).data.tags["mlflow.note.content"]
-    assert note.startswith("# ")
-    assert "## Claims" in note and "| # | B | claim | expected | measured | verdict | why |" in note
-    rows = [line for line in note.splitlines() if line.startswith("| 1 ") or line.startswith("| 2 ")]
-    assert "the tiny RNN trains without diverging" in rows[0] and "holds" in rows[0]
-    assert "it beats a perfect score" in rows[1] and "fails" in rows[1]
-    assert "## Runs" not in note
+    assert note.startswith("# ") and "claims hold" in note
+    assert "| claim | verdict | margin | 95% interval | seeds |" in note
+    rows = [line for line in note.splitlines() if line.startswith(("| 1 ", "| 2 "))]
+    assert rows[0].startswith("| 1 | ✓ holds |") and rows[1].startswith("| 2 | ✗ fails |"), rows
+    assert all(line.endswith("| exact | 1 |") for line in rows), rows  # exact claims: no interval of [0, 0]
+    assert "## Claims" not in note and "the tiny RNN trains" not in note  # the sentences are one link away
+    exp = mlflow.MlflowClient().get_run(result.parent_run_id).info.experiment_id
+    page = mlflow_run(exp, result.parent_run_id).partition("?")[0] + "/artifacts/scorecard.html"
+    assert f"[scorecard.html]({page}?workflowType=machine_learning)" in note
 
 
 def test_the_parent_run_shows_the_figures_and_training_runs_their_learning_curves(result, tmp_path):
