@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import shlex
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,17 +14,18 @@ from pydantic import AfterValidator
 from components.bounds import Positive, Size
 from components.context import Context
 from components.registry import component
+from components.report import sequential
 from components.report.checks import DEVICE, FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, VERDICTS
-from components.report.claims import judge
+from components.report.claims import _accelerator, judge
 from components.report.html import to_html
 from components.report.markdown import to_markdown
 from components.report.note import summary as note_of
-from components.report.refs import Resolver
+from components.report.refs import Resolver, seed_values, to_number
 from components.report.rows import expand, fill, validate_architectures
 from components.report.rules import SPREAD_FACTOR
 from components.report.stats import ALPHA, holm
 from components.report.text import COUNT_KEYS, headline
-from components.report.vocabulary import validate_expectations
+from components.report.vocabulary import KINDS, validate_expectations
 
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 # claim/<id> metrics: a verdict as a number history can compare (higher is better among the judged)
@@ -43,6 +45,7 @@ def _checked(validate):
 
 Expectations = Annotated[list[dict[str, Any]], _checked(validate_expectations)]
 Architectures = Annotated[dict[str, dict[str, Any]] | None, _checked(validate_architectures)]
+SequentialDesign = Annotated[dict[str, Any] | None, _checked(sequential.validate_design)]
 
 
 @component(
@@ -72,6 +75,7 @@ def scorecard(
     min_seeds: Size = 1,
     spread_factor: Positive = SPREAD_FACTOR,
     seeds_command: str = "",
+    design: SequentialDesign = None,
 ) -> dict:
     """Judge each expected claim on the measurements and write scorecard.json, .md and .html.
 
@@ -94,36 +98,148 @@ def scorecard(
         spread_factor: accepted from pipelines written for the earlier rule; verdicts no longer use it.
         seeds_command: the command an inconclusive verdict suggests for more seeds, ``{seeds}``
             standing for the list (``bottlenecks run pipelines/p.yaml --set seeds={seeds}``).
+        design: a planned group-sequential design, ``{max_seeds: 10, first_look: {source: 3, ...},
+            spending: obrien-fleming | pocock, futility: 0.05}`` (``run --until-decided`` fills
+            ``first_look`` with each measurement's planned seeds): each claim over those sources is judged
+            at the looks the design fixes, its error spent across them, and records a ``sequential``
+            block (docs/scorecard.md, "Sequential decisions"). None: one look at the seeds given.
     """
     device = device or ctx.device
-    claims, rows = _judge(measurements, expect, run_ids, architectures, device, min_seeds, seeds_command)
+    plan = sequential.validate_design(design) if design is not None else None
+    claims, rows = _judge(measurements, expect, run_ids, architectures, device, min_seeds, seeds_command, plan)
     pngs, skipped = _plots(plots or {})
     for name, why in skipped.items():
         ctx.log.warning("scorecard: plot %s left out: %s", name, why)
     settings = {"title": title, "device": device, "min_seeds": min_seeds, "spread_factor": spread_factor}
+    if plan is not None:
+        settings["design"] = plan
     card = _card(ctx, settings, claims, rows, pngs, skipped, examples)
     paths, markdown = _write(ctx, card, pngs)
     _log(ctx, card)
     return _outputs(card["summary"], paths, markdown, pngs)
 
 
-def _judge(measurements, expect, run_ids, architectures, device, min_seeds, seeds_command):
+def _judge(measurements, expect, run_ids, architectures, device, min_seeds, seeds_command, design=None):
     """Validate the claims and rows, then judge each claim and fill each row from the measurements."""
     claims_spec = validate_expectations(expect)
     arch_spec = validate_architectures(architectures or {})
     if min_seeds < 1:
         raise ValueError(f"report.scorecard: min_seeds must be >= 1, got {min_seeds}")
     resolver = Resolver(measurements, run_ids)
-    claims = [judge(c, resolver, device=device, min_seeds=min_seeds, seeds_command=seeds_command) for c in claims_spec]
+    if design is None:
+        claims = [
+            judge(c, resolver, device=device, min_seeds=min_seeds, seeds_command=seeds_command) for c in claims_spec
+        ]
+    else:
+        claims = [judge_sequential(c, resolver, design, device, min_seeds, seeds_command) for c in claims_spec]
     rows = {arch: fill(cells, resolver, min_seeds=min_seeds) for arch, cells in expand(arch_spec, measurements).items()}
     return claims, rows
+
+
+def claim_sources(claim: dict[str, Any]) -> list[str]:
+    """The measurement names a validated claim's references use, in order (``bleu[*].bleu/A`` -> ``bleu``)."""
+    found: list[str] = []
+    for c in claim["checks"]:
+        refs = [c.get(k) for k in KINDS[c["check"]].refs]
+        refs += [r for k in ("values", "minus", "y") if isinstance(c.get(k), list) for r in c[k]]
+        for ref in refs:
+            if isinstance(ref, str) and ref.strip() and to_number(ref) is None:
+                name = re.split(r"[.\[]", ref.strip(), maxsplit=1)[0]
+                if name not in found:
+                    found.append(name)
+    return found
+
+
+def judge_sequential(
+    claim: dict[str, Any], resolver: Resolver, design: dict[str, Any], device: str, min_seeds: int, seeds_command: str
+) -> dict[str, Any]:
+    """Judge a claim under a sequential design: at each planned look on the first ``n_k`` seeds of its
+    measurements, at the look's level, up to the seeds measured, stopping at the first look that
+    decides. A claim none of whose measurements has a planned first look (or that is about another
+    device) keeps the single look at the seeds given, with ``sequential: None``."""
+    over = claim.get("over") or "seed"
+    sources = claim_sources(claim)
+    seeded = {
+        s: len(seed_values(resolver.measurements[s], over))
+        for s in sources
+        if s in design["first_look"] and s in resolver.measurements
+    }
+    seeded = {s: n for s, n in seeded.items() if n}
+    wanted = claim.get("device")
+    elsewhere = bool(wanted) and _accelerator(wanted) != _accelerator(device)
+    seeds = claim.get("min_seeds") or min_seeds
+    if not seeded or elsewhere:
+        entry = judge(claim, resolver, device=device, min_seeds=min_seeds, seeds_command=seeds_command)
+        return entry | {"sequential": None}
+    first = max([design["first_look"][s] for s in seeded] + [seeds, 2])  # a t test needs 2 seeds
+    plan = sequential.Design.planned(
+        first, design["max_seeds"], spending=design["spending"], futility=design["futility"]
+    )
+
+    def judge_at(n: int, level: float) -> dict[str, Any]:
+        restricted = resolver.first(n, list(seeded), over)
+        return judge(claim, restricted, device=device, min_seeds=min_seeds, seeds_command=seeds_command, level=level)
+
+    walked = sequential.walk(judge_at, plan, min(seeded.values()))
+    entry = dict(walked.result)
+    entry["p_holds"], entry["p_fails"], entry["p"] = walked.p_holds, walked.p_fails, walked.p
+    entry["sequential"] = walked.block() | {"sources": sources}
+    command = claim.get("seeds_command") or seeds_command
+    entry["reason"] = _sequential_reason(entry["reason"], walked, over, command)
+    return entry
+
+
+def until_decided_command(seeds_command: str, max_seeds: int) -> str:
+    """The command that takes a design's next looks: the pipeline of ``seeds_command`` (its ``--set``
+    of the seed list dropped, other options kept) run ``--until-decided``."""
+    try:
+        words = shlex.split(seeds_command)
+    except ValueError:
+        words = []
+    if len(words) < 3 or words[:2] != ["bottlenecks", "run"]:
+        return f"bottlenecks run <pipeline> --until-decided --max-seeds {max_seeds}"
+    kept, i = [], 0
+    while i < len(words):
+        w = words[i]
+        if w == "--set" and i + 1 < len(words) and "{seeds}" in words[i + 1]:
+            i += 2
+            continue
+        if "{seeds}" not in w:
+            kept.append(w)
+        i += 1
+    return " ".join(shlex.quote(w) for w in kept) + f" --until-decided --max-seeds {max_seeds}"
+
+
+def _sequential_reason(reason: str, walked: sequential.Walk, over: str, command: str) -> str:
+    """The reason with the design's word in place of the fixed design's seed hint."""
+    if walked.verdict != INCONCLUSIVE:
+        return reason
+    base = reason.rpartition(". Inconclusive: ")[0] or reason
+    d, k = walked.design, len(walked.taken)
+    seen = f"look {k} of {len(d.looks)} ({walked.seeds} {over}s, one-sided level {walked.level:.3g})" if k else ""
+    if walked.stopped == sequential.OPEN:
+        cmd = until_decided_command(command, d.looks[-1])
+        at = f"{seen} did not decide it" if k else f"the design's first look is at {d.looks[0]} {over}s"
+        return f"{base}. Open: {at}; the next look is at {walked.next_seeds} {over}s: `{cmd}`"
+    if walked.stopped == sequential.FUTILE:
+        best = max(p for p in walked.power if p is not None)
+        return (
+            f"{base}. Futile: after {seen}, at the observed trend {d.looks[-1]} {over}s would decide it with "
+            f"probability {best:.0%} (below {d.futility:.0%}); no more {over}s are planned"
+        )
+    if walked.stopped == sequential.MAX_SEEDS:
+        return (
+            f"{base}. Undecided at the design's last look, {seen}, with all {walked.spent:.3g} of its error "
+            f"spent: the effect is too small for {d.looks[-1]} {over}s"
+        )
+    return reason
 
 
 def _card(ctx, settings, claims, rows, pngs, skipped, examples) -> dict[str, Any]:
     """Adjust the claims as one family, count the verdicts and gather what the three documents show."""
     family(claims)
     return {
-        **settings,  # title, device, min_seeds, spread_factor
+        **settings,  # title, device, min_seeds, spread_factor (and design, when given)
         "summary": summarise(claims),
         "claims": claims,
         "architectures": rows,
@@ -156,7 +272,10 @@ def _write(ctx, card, pngs) -> tuple[tuple[Path, Path, Path], str]:
 def _log(ctx, card) -> None:
     """Log the verdicts as metrics and the judging settings as parameters."""
     ctx.log_metrics(metrics(card["summary"], card["claims"]))
-    ctx.log_params({f"scorecard.{k}": card[k] for k in ("device", "min_seeds", "spread_factor")})
+    params = {f"scorecard.{k}": card[k] for k in ("device", "min_seeds", "spread_factor")}
+    if card.get("design"):
+        params["scorecard.design"] = json.dumps(card["design"], sort_keys=True)
+    ctx.log_params(params)
 
 
 def _outputs(summary, paths, markdown, pngs) -> dict[str, Any]:
@@ -167,7 +286,7 @@ def _outputs(summary, paths, markdown, pngs) -> dict[str, Any]:
         "summary": summary,
         "markdown": str(md_path),
         "html": str(html_path),
-        "headline": headline(summary),
+        "headline": headline(summary) + (f" · {summary['open']} open" if "open" in summary else ""),
         "note": note_of(markdown),  # the parent run's description
         "figures": pngs,  # the plots its HTML embeds, by name
     }
@@ -201,6 +320,8 @@ def summarise(claims: list[dict[str, Any]]) -> dict[str, int]:
     free = [c for c in claims if not c["device"]]
     summary["device_independent"] = len(free)
     summary["device_independent_holds"] = sum(c["verdict"] == HOLDS for c in free)
+    if any("sequential" in c for c in claims):  # a sequential design: the claims it plans another look for
+        summary["open"] = sum((c.get("sequential") or {}).get("stopped") == sequential.OPEN for c in claims)
     return summary
 
 
@@ -263,4 +384,12 @@ def _plots(plots: dict[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
     return keep, skipped
 
 
-__all__ = ["VERDICT_CODES", "metrics", "scorecard", "summarise"]
+__all__ = [
+    "VERDICT_CODES",
+    "claim_sources",
+    "judge_sequential",
+    "metrics",
+    "scorecard",
+    "summarise",
+    "until_decided_command",
+]
