@@ -114,7 +114,9 @@ MEASUREMENTS = {
     ),
     "entropy": {  # at initialisation, over seeds
         f"seed={i}": {"unscaled/d_16": a, "unscaled/d_64": b, "unscaled/d_256": c, "scaled/d_256": d}
-        for i, (a, b, c, d) in enumerate([(0.80, 0.45, 0.235, 0.99), (0.79, 0.46, 0.22, 0.98), (0.81, 0.44, 0.24, 0.99)])
+        for i, (a, b, c, d) in enumerate(
+            [(0.80, 0.45, 0.235, 0.99), (0.79, 0.46, 0.22, 0.98), (0.81, 0.44, 0.24, 0.99)]
+        )
     },
     "images": merge(
         seeds({"arch=cnn": (0.980, 0.987, 0.983), "arch=vit": (0.944, 0.958, 0.950)}, "acc"),
