@@ -55,7 +55,10 @@ def _check_fresh(value: Any) -> str | None:
 
 
 DEFAULT_MAX_SEEDS = 10  # the sequential design's last look when `max_seeds` is not given
-UNTIL_DECIDED_KEYS = ("max_seeds", "budget")
+UNTIL_DECIDED_KEYS = ("max_seeds", "budget", "spending")
+# Pocock-type spending by default: at 3 seeds (2 df) an O'Brien-Fleming first look tests at 4e-5 (t > 108)
+# and decides nothing; Pocock's tests at 0.0104 (t > 6.8) and decides the strong effects at the planned seeds
+SPENDINGS = ("pocock", "obrien-fleming")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
@@ -83,18 +86,22 @@ def check_until_decided(value: Any, where: str = "settings.until_decided") -> st
     most = value.get("max_seeds", DEFAULT_MAX_SEEDS)
     if not isinstance(most, int) or isinstance(most, bool) or most < 2:
         return f"{where}.max_seeds must be a whole number of seeds, at least 2, got {most!r}"
+    if value.get("spending", SPENDINGS[0]) not in SPENDINGS:
+        return f"{where}.spending must be one of {', '.join(SPENDINGS)}, got {value['spending']!r}"
     if "budget" in value and parse_duration(value["budget"]) is None:
         return f"{where}.budget must be a duration such as 45m, 2h or 1h30m (or seconds), got {value['budget']!r}"
     return None
 
 
 def until_decided(value: Any) -> dict[str, Any] | None:
-    """``{max_seeds, budget}`` (budget in seconds or None) of a valid ``until_decided`` value; None when off."""
+    """``{max_seeds, budget, spending}`` (budget in seconds or None) of a valid ``until_decided`` value;
+    None when off."""
     if not value:
         return None
     given = value if isinstance(value, dict) else {}
     budget = parse_duration(given["budget"]) if "budget" in given else None
-    return {"max_seeds": int(given.get("max_seeds", DEFAULT_MAX_SEEDS)), "budget": budget}
+    most = int(given.get("max_seeds", DEFAULT_MAX_SEEDS))
+    return {"max_seeds": most, "budget": budget, "spending": given.get("spending", SPENDINGS[0])}
 
 
 def _setting(
@@ -188,7 +195,8 @@ class Settings:
         False,
         (bool, dict),
         "add seeds to the claims still undecided, under a planned sequential design (as `run --until-decided`): "
-        "true, or {max_seeds: N (default 10), budget: DURATION such as 45m}",
+        "true, or {max_seeds: N (default 10), budget: DURATION such as 45m, spending: pocock (default) or "
+        "obrien-fleming}",
         {
             "anyOf": [
                 {"type": "boolean"},
@@ -198,6 +206,7 @@ class Settings:
                     "properties": {
                         "max_seeds": {**_INT, "minimum": 2},
                         "budget": {"anyOf": [{"type": "string"}, {"type": "number", "exclusiveMinimum": 0}]},
+                        "spending": {"enum": ["pocock", "obrien-fleming"]},
                     },
                 },
             ]

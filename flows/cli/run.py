@@ -116,7 +116,7 @@ def _design(plan, flag: bool, max_seeds: int | None, budget: str | None) -> dict
     written = from_settings(plan.settings.until_decided)
     if not (flag or max_seeds is not None or budget is not None or written):
         return None
-    design = written or {"max_seeds": DEFAULT_MAX_SEEDS, "budget": None}
+    design = written or {"max_seeds": DEFAULT_MAX_SEEDS, "budget": None, "spending": "pocock"}
     if max_seeds is not None:
         if max_seeds < 2:
             fail(f"--max-seeds must be at least 2, got {max_seeds}", 2, after="nothing was run.")
@@ -160,6 +160,7 @@ def _run_looks(pipeline: Path, profile, sets: list[str], design: dict, options, 
             sets=sets,
             max_seeds=design["max_seeds"],
             budget=design["budget"],
+            spending=design.get("spending", "pocock"),
             say=say,
         )
     except NothingToDecide as e:

@@ -55,9 +55,9 @@ class Decided:
     card: dict = field(default_factory=dict)  # the last verdicts file read
 
 
-def design_set(found: seed_axes.Seeds, max_seeds: int) -> str:
+def design_set(found: seed_axes.Seeds, max_seeds: int, spending: str = "pocock") -> str:
     """The ``--set`` that hands the report its design."""
-    design = {"max_seeds": max_seeds, "first_look": found.first_look(), "spending": "obrien-fleming"}
+    design = {"max_seeds": max_seeds, "first_look": found.first_look(), "spending": spending}
     return f"{found.report}.{seed_axes.DESIGN_PARAM}={json.dumps(design, sort_keys=True)}"
 
 
@@ -126,6 +126,7 @@ def until_decided(
     sets: list[str],
     max_seeds: int,
     budget: float | None,
+    spending: str = "pocock",
     say: Callable[[str], None] = lambda _: None,
 ) -> Decided:
     """Run looks until every claim is decided (or the seeds, the budget or a step runs out).
@@ -138,7 +139,7 @@ def until_decided(
             f"{file}: no step judges claims with a sequential design (a component that shows verdicts and takes "
             f"a `{seed_axes.DESIGN_PARAM}` parameter, such as report.scorecard): --until-decided has nothing to decide"
         )
-    design = design_set(found, max_seeds)
+    design = design_set(found, max_seeds, spending)
     state = State(file, profile, sets, design)
     axes_of = state.load()
     out, started, plan = Decided(), time.monotonic(), None

@@ -114,6 +114,7 @@ def _run_until_decided(plan, pipeline: str, profile: str | None, sets: list[str]
         sets=sets,
         max_seeds=design["max_seeds"],
         budget=design["budget"],
+        spending=design.get("spending", "pocock"),
         say=lambda line: _logger().info(f"until decided: {line}"),
     )
     return done.result
