@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from components.report.checks import DEVICE, FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, evaluate
@@ -63,6 +64,30 @@ def claim_p(results: list) -> tuple[float | None, float | None, int | None]:
     return holds, fails, deciding
 
 
+def until_decided_command(seeds_command: str, max_seeds: int) -> str:
+    """The command that takes a design's next looks: the pipeline of ``seeds_command`` (its ``--set``
+    of the seed list dropped, other options kept) run ``--until-decided``."""
+    try:
+        words = shlex.split(seeds_command)
+    except ValueError:
+        words = []
+    if len(words) < 3 or words[:2] != ["bottlenecks", "run"]:
+        return f"bottlenecks run <pipeline> --until-decided --max-seeds {max_seeds}"
+    kept, i = [], 0
+    while i < len(words):
+        w = words[i]
+        if w == "--set" and i + 1 < len(words) and "{seeds}" in words[i + 1]:
+            i += 2
+            continue
+        if "{seeds}" not in w:
+            kept.append(w)
+        i += 1
+    return " ".join(shlex.quote(w) for w in kept) + f" --until-decided --max-seeds {max_seeds}"
+
+
+DEFAULT_MAX_SEEDS = 10  # the design's last look the hint proposes, unless the spread asks for more
+
+
 def seeds_hint(results: list, over: str, command: str = "") -> str:
     """For an inconclusive claim: about how many seeds its spread asks for, and the command that adds
     them (``command`` with ``{seeds}`` filled, e.g. ``bottlenecks run p.yaml --set seeds={seeds}``)."""
@@ -73,13 +98,14 @@ def seeds_hint(results: list, over: str, command: str = "") -> str:
         have = max(int(r.evidence.get("seeds") or 0) for r in unsure)
         if n > MOST_SEEDS:
             return f"at the observed effect and spread it needs more than {MOST_SEEDS} {over}s: too small for seeds"
-        listed = "[" + ",".join(str(i) for i in range(n)) + "]"
-        cmd = command.replace("{seeds}", listed) if command else f"rerun with --set {over}s={listed}"
         if have <= 1:  # a single measurement: more seeds, or a measurement that records its own interval
             return f"it needs at least {n} {over}s (or a measurement with its own interval)"
+        # more seeds judged again are a second look: the command adds them under a planned design
+        cmd = until_decided_command(command, max(n, DEFAULT_MAX_SEEDS))
         return (
             f"at the observed effect and spread over {have} {over}s, about {n} {over}s decide it with "
-            f"{POWER:.0%} power: `{cmd}` (the {over}s already run come from the cache)"
+            f"{POWER:.0%} power; more {over}s are a second look, so add them under a planned design: "
+            f"`{cmd}` (the {over}s already run come from the cache)"
         )
     own = [r.evidence for r in unsure if r.evidence.get("seeds", 0) > 1 and r.evidence.get("own_se")]
     if own:
@@ -159,4 +185,4 @@ def judge(
     }
 
 
-__all__ = ["claim_p", "combine", "judge", "seeds_hint"]
+__all__ = ["claim_p", "combine", "judge", "seeds_hint", "until_decided_command"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import shlex
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,7 +15,7 @@ from components.context import Context
 from components.registry import component
 from components.report import sequential
 from components.report.checks import DEVICE, FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, VERDICTS
-from components.report.claims import _accelerator, judge
+from components.report.claims import _accelerator, judge, until_decided_command
 from components.report.html import to_html
 from components.report.markdown import to_markdown
 from components.report.note import summary as note_of
@@ -187,27 +186,6 @@ def judge_sequential(
     command = claim.get("seeds_command") or seeds_command
     entry["reason"] = _sequential_reason(entry["reason"], walked, over, command)
     return entry
-
-
-def until_decided_command(seeds_command: str, max_seeds: int) -> str:
-    """The command that takes a design's next looks: the pipeline of ``seeds_command`` (its ``--set``
-    of the seed list dropped, other options kept) run ``--until-decided``."""
-    try:
-        words = shlex.split(seeds_command)
-    except ValueError:
-        words = []
-    if len(words) < 3 or words[:2] != ["bottlenecks", "run"]:
-        return f"bottlenecks run <pipeline> --until-decided --max-seeds {max_seeds}"
-    kept, i = [], 0
-    while i < len(words):
-        w = words[i]
-        if w == "--set" and i + 1 < len(words) and "{seeds}" in words[i + 1]:
-            i += 2
-            continue
-        if "{seeds}" not in w:
-            kept.append(w)
-        i += 1
-    return " ".join(shlex.quote(w) for w in kept) + f" --until-decided --max-seeds {max_seeds}"
 
 
 def _sequential_reason(reason: str, walked: sequential.Walk, over: str, command: str) -> str:

@@ -184,17 +184,20 @@ def test_seeds_needed_is_the_count_with_80_percent_power():
     assert abs((p <= 0.025).mean() - stats.power(mean, sd, n)) < 0.03
 
 
-def test_the_seeds_hint_gives_the_count_and_the_command_that_adds_them():
+def test_the_seeds_hint_gives_the_count_and_the_planned_design_that_adds_them():
     from components.report.checks import CheckResult
 
     r = CheckResult("inconclusive", "", "", evidence={"seeds_needed": 7, "seeds": 3})
-    cmd = "bottlenecks run pipelines/four_bottlenecks.yaml --set seeds={seeds}"
+    cmd = "bottlenecks run pipelines/four_bottlenecks.yaml --profile standard --set seeds={seeds}"
     hint = seeds_hint([r], "seed", cmd)
     assert hint == (
-        "at the observed effect and spread over 3 seeds, about 7 seeds decide it with 80% power: "
-        "`bottlenecks run pipelines/four_bottlenecks.yaml --set seeds=[0,1,2,3,4,5,6]` "
+        "at the observed effect and spread over 3 seeds, about 7 seeds decide it with 80% power; more seeds "
+        "are a second look, so add them under a planned design: `bottlenecks run "
+        "pipelines/four_bottlenecks.yaml --profile standard --until-decided --max-seeds 10` "
         "(the seeds already run come from the cache)"
     )
+    many = seeds_hint([CheckResult("inconclusive", "", "", evidence={"seeds_needed": 14, "seeds": 3})], "seed", cmd)
+    assert "--until-decided --max-seeds 14`" in many and "--set" not in many
     one = seeds_hint([CheckResult("inconclusive", "", "", evidence={"seeds_needed": 2, "seeds": 1})], "seed")
     assert one == "it needs at least 2 seeds (or a measurement with its own interval)"
 
