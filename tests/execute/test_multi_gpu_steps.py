@@ -96,11 +96,11 @@ def test_a_two_gpu_step_and_one_gpu_steps_all_finish_and_never_share_a_gpu(pool)
 
 def test_a_failing_or_stopped_multi_gpu_step_releases_every_slot(pool):
     assert pool.run(payload("fail-wide"), 2, lambda event: None).status == "failed"
-    later = run_together(pool, {"all": 3}, wait=3)  # waits forever if a slot was kept
+    later = run_together(pool, {"all": 3}, wait=30)  # waits forever if a slot was kept
     assert later["all"].gpus == ["0", "1", "2"]
     with pytest.raises(Stopped):
         pool.run(payload("stop-wide"), 2, lambda event: None)
-    assert run_together(pool, {"all-again": 3}, wait=3)["all-again"].gpus == ["0", "1", "2"]
+    assert run_together(pool, {"all-again": 3}, wait=30)["all-again"].gpus == ["0", "1", "2"]
 
 
 def test_a_waiting_wide_request_is_served_before_narrow_ones_that_came_after_it():
@@ -111,19 +111,29 @@ def test_a_waiting_wide_request_is_served_before_narrow_ones_that_came_after_it(
     def want(name: str, n: int) -> None:
         served.append((name, claims.take(n, stop))[0])
 
+    def lined_up(n: int) -> None:
+        """Wait until ``n`` requests wait in line (read under the lock: each has checked it may not go
+        yet) or one was served; a loaded machine may start a thread late."""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not served:
+            with claims.cond:
+                if len(claims.waiting) >= n:
+                    return
+            time.sleep(0.01)
+
     wide = threading.Thread(target=want, args=("wide", 3), daemon=True)
     narrow = threading.Thread(target=want, args=("narrow", 1), daemon=True)
     try:
         wide.start()
-        time.sleep(0.1)  # the wide request now waits at the head of the line
+        lined_up(1)  # the wide request now waits at the head of the line
         narrow.start()
-        time.sleep(0.1)
-        assert served == []  # one GPU is free, but the narrow request does not overtake the wide one
+        lined_up(2)
+        assert served == [] and len(claims.waiting) == 2  # a GPU is free, but narrow does not overtake wide
         claims.give(first)
-        wide.join(timeout=5)
+        wide.join(timeout=30)
         assert served == ["wide"]
         claims.give(["0", "1", "2"])
-        narrow.join(timeout=5)
+        narrow.join(timeout=30)
         assert served == ["wide", "narrow"]
     finally:
         stop.set()  # a request still waiting ends
