@@ -3,12 +3,11 @@
 torch.distributed's elastic ``start_processes`` starts W ranks with MASTER_ADDR/PORT, RANK,
 LOCAL_RANK and WORLD_SIZE set, each GPU rank in a child that sees only its own GPU
 (``CUDA_VISIBLE_DEVICES``), ``nccl`` between GPUs and ``gloo`` on CPUs. Each rank runs the
-trainer's phases (``trainer.train``); rank 0 alone writes checkpoints, the model file and the
+trainer's phases (``phases.train``); rank 0 alone writes checkpoints, the model file and the
 summary, and its context (``Relay``) sends what it logs through a queue to the launching process,
 which replays it into the step's own context: the step keeps its one MLflow run and its progress
 bar, and the ranks need no tracking address. A rank that fails or is killed ends the others and
-the step fails naming it. The rank's entry point imports the trainer when it runs (the trainer
-imports this module).
+the step fails naming it.
 """
 
 from __future__ import annotations
@@ -33,14 +32,17 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from components.context import Context, Progress
+from components.train.config import TrainConfig
 from components.train.distributed import check_split, rank_gpus
 from components.train.errors import TrainError
+from components.train.phases import train
 
 TIMEOUT = timedelta(minutes=30)  # a collective that waits longer (a hung rank) fails the step
 FAILING_RANK_WAIT = 1.0  # seconds a failing rank waits before it ends (see ``run_rank``)
 _SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)  # those the elastic launcher takes over
-# what a rank imports (the optimiser imports torch._dynamo, translation data its readers): 7-10 s on 2 busy cores
-_PRELOAD = ["torch", "torch._dynamo", "components.train.trainer", "components.data.io", "components.models"]
+# what a rank imports (this module: its entry point and the phases; the optimiser imports torch._dynamo,
+# translation data its readers): 7-10 s on 2 busy cores
+_PRELOAD = ["torch", "torch._dynamo", "components.train.launch", "components.data.io", "components.models"]
 _RELAYED = {"log_params", "log_metric", "log_artifact", "log_dataset", "set_tags"}
 
 
@@ -198,9 +200,6 @@ def _failure(result, world: int, gpus: list[str]) -> str:
 
 def run_rank(spec: RankSpec) -> dict | None:
     """A rank's entry point: join the group, train, leave; rank 0 returns the step's outputs."""
-    from components.train.config import TrainConfig
-    from components.train.trainer import train  # here: the trainer imports this module
-
     rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     _end_with_launcher(spec.launcher)
     torch.set_num_threads(spec.threads)
