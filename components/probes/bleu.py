@@ -13,8 +13,9 @@ import numpy as np
 from components import Context, component
 from components.bounds import Count, Edges, NonNegative, Size
 from components.data.io import detokenize, load_translation
+from components.models.decoding import translate
 from components.probes import common as P
-from components.probes.decode import bucket_names, bucket_of, translate
+from components.probes.decode import bucket_names, bucket_of
 from components.train.checkpoint import load_info, load_model
 
 BOOTSTRAP_SEED = 12345  # sacrebleu's own default seed, set explicitly so every run resamples alike

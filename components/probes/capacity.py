@@ -7,8 +7,9 @@ from typing import Any, Literal
 from components import Context, component
 from components.bounds import Count, Edges, Size
 from components.data.io import load_translation
+from components.models.decoding import translate
 from components.probes import common as P
-from components.probes.decode import bucket_names, bucket_of, translate
+from components.probes.decode import bucket_names, bucket_of
 from components.train.checkpoint import load_info, load_model
 
 

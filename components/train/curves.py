@@ -61,7 +61,7 @@ def _bleu(run: Run) -> dict[str, float]:
     from sacrebleu.metrics import BLEU
 
     from components.data.io import detokenize
-    from components.probes.decode import translate
+    from components.models.decoding import translate
 
     part = task.dataset["valid"]
     n = min(n, len(part))

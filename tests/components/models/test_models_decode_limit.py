@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from components.models import build
+from components.models.decoding import output_limits, translate
 from components.models.registry import ModelError
-from components.probes.decode import output_limits, translate
 
 torch.set_num_threads(1)
 META = {"pad_id": 0, "bos_id": 1, "eos_id": 2}
