@@ -217,8 +217,9 @@ def test_a_signal_stops_the_run_marks_it_killed_and_leaves_no_process(tmp_path, 
         os.kill(proc.pid, sig)
     for sig, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
         proc, _, name = runs[sig]
-        output = proc.communicate(timeout=30)[0]
-        assert time.monotonic() - sent <= 10, output
+        output = proc.communicate(timeout=45)[0]
+        # stopped, not run out: the step had a minute left; 30 s leaves room for a loaded machine
+        assert time.monotonic() - sent <= 30, output
         assert proc.returncode == code, output
         with pytest.raises(ProcessLookupError):  # workers and servers are gone too
             os.killpg(proc.pid, 0)
