@@ -1,9 +1,9 @@
-"""Shared by the probes: resolve a model spec, pick inputs, fit slopes, save plots."""
+"""Shared by the probes: resolve a model spec, pick inputs, fit slopes; keys, summaries and plots
+are ``components/outputs.py``'s (the report's plots use them too), importable from here."""
 
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +11,26 @@ import numpy as np
 import torch
 from torch import nn
 
+from components.outputs import flat, key, log_summary, pyplot, save_figure
 from components.train.build import build_model
 from components.train.checkpoint import load_info, load_model
+
+__all__ = [
+    "ProbeError",
+    "config_value",
+    "flat",
+    "fresh_copy",
+    "is_checkpoint",
+    "key",
+    "log_summary",
+    "loglinear_slope",
+    "loglog_exponent",
+    "loglog_fit",
+    "pyplot",
+    "random_inputs",
+    "resolve",
+    "save_figure",
+]
 
 
 class ProbeError(ValueError):
@@ -88,55 +106,3 @@ def loglog_fit(x, y) -> tuple[float, float]:
     x, y = np.asarray(x, float), np.asarray(y, float)
     keep = np.isfinite(y) & (y > 0) & (x > 0)
     return fit(list(x[keep]), list(y[keep]))
-
-
-def key(*parts: Any) -> str:
-    """Join parts into a metric key MLflow accepts ([A-Za-z0-9_./-])."""
-    return "/".join(re.sub(r"[^A-Za-z0-9_.\-]", "_", str(p)) for p in parts if p != "")
-
-
-def save_figure(ctx, fig, name: str) -> str:
-    """Write a matplotlib figure as PNG in the work dir, log it, close it; return the path."""
-    import matplotlib.pyplot as plt
-
-    path = ctx.path(name)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    ctx.log_artifact(path)
-    return str(path)
-
-
-def pyplot():
-    """Return matplotlib.pyplot on the non-interactive backend."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def flat(summary: dict[str, Any]) -> dict[str, Any]:
-    """Keep 6 significant digits and turn NaN / Inf into None so summaries are strict JSON."""
-    out = {}
-    for k, v in summary.items():
-        if isinstance(v, (float, np.floating)):
-            v = float(v)
-            out[k] = float(f"{v:.6g}") if math.isfinite(v) else None
-        elif isinstance(v, np.integer):
-            out[k] = int(v)
-        else:
-            out[k] = v
-    return out
-
-
-def log_summary(ctx, summary: dict[str, Any]) -> None:
-    """Log every numeric summary entry as a metric."""
-    ctx.log_metrics(
-        {
-            k: float(v)
-            for k, v in summary.items()
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and v is not None
-        }
-    )

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from components import outputs as P  # keys, summaries, figures (matplotlib when a plot is drawn)
 from components.context import Context
 from components.registry import component
 from components.report.refs import is_matrixed
@@ -83,8 +84,6 @@ def curves(evaluations: dict[str, Any], models: list[str] | None = None) -> dict
 
 
 def draw(data: dict[str, Any], title: str):
-    from components.probes import common as P  # matplotlib and torch: only when a report is drawn
-
     """Plot the mean curve per model, its band, and each seed as a dot; counts under the buckets."""
     plt = P.pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5))
@@ -124,8 +123,6 @@ def bleu_by_length(
         ``plot`` (PNG), ``summary`` (``bleu/<model>/len_<bucket>`` means and ``seeds/<model>``), and
         ``examples`` (JSON: the long source sentence, its reference and each model's output).
     """
-    from components.probes import common as P
-
     data = curves(evaluations, models)
     (ctx.path("bleu_by_length.json")).write_text(json.dumps(data, indent=2) + "\n")
     ctx.log_artifact(ctx.path("bleu_by_length.json"))
