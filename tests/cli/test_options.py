@@ -25,8 +25,9 @@ C = "tests.support.engine_components"
 
 
 @component("optionstest.meet", outputs=["met"])
-def meet(ctx: Context, *, me: str, other: str, folder: str, wait: float = 6.0) -> dict:
-    """Mark that this step runs, then wait up to ``wait`` s for the other step: did they overlap?"""
+def meet(ctx: Context, *, me: str, other: str, folder: str, wait: float = 60.0) -> dict:
+    """Mark that this step runs, then wait up to ``wait`` s for the other step: did they overlap? (Side
+    by side, the other starts at once; a loaded machine may take seconds to start its thread.)"""
     Path(folder, me).touch()
     deadline = time.monotonic() + wait
     while not Path(folder, other).exists() and time.monotonic() < deadline:
