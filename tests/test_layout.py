@@ -1,6 +1,7 @@
 """The engine's layout is its architecture: layers import downwards only, and nothing imports in a
-circle. Read from the source (every import, module-level or inside a function), so the check
-needs no import of the code and catches a lazy import that runs the wrong way."""
+circle; the step library's areas stand on floors the same way (``FLOORS``). Read from the source
+(every import, module-level or inside a function), so the check needs no import of the code and
+catches a lazy import that runs the wrong way."""
 
 import ast
 import graphlib
@@ -23,6 +24,16 @@ LAYERS = (
     "flows.cli",
 )
 FACADES = {"flows", "flows.schedule"}  # the lazy public face and the old deployment path: above every layer
+# components/ by floor, lowest first: a module may import its own area and those on lower floors, never one
+# on its own floor or higher. The core is ``components`` itself: its top-level modules (registry, context,
+# bounds, outputs, ...) and its public face.
+FLOORS = (
+    ("components",),
+    ("components.data", "components.report"),  # arrays and padding; verdicts on numbers (no torch)
+    ("components.models",),  # networks, and decoding lists of ids (padded as data pads them)
+    ("components.train",),
+    ("components.probes",),  # measure trained models; fit slopes as the report judges them
+)
 
 
 def _modules() -> dict[str, Path]:
@@ -72,15 +83,45 @@ def _layer(module: str) -> int | None:
     return None
 
 
+def _area(module: str) -> str | None:
+    """The area of a ``components`` module (``components`` for the core), or None outside every floor."""
+    if not module.startswith("components"):
+        return None
+    if MODULES[module].parent == REPO / "components":
+        return "components"
+    area = ".".join(module.split(".")[:2])
+    return area if any(area in floor for floor in FLOORS) else None
+
+
+def _floor(area: str) -> int:
+    return next(i for i, floor in enumerate(FLOORS) if area in floor)
+
+
+def area_imports() -> dict[tuple[str, str], list[str]]:
+    """(area, area it imports) -> the imports between them, ``module -> module``: what the floors check."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for module, deps in GRAPH.items():
+        for dep in deps:
+            mine, theirs = _area(module), _area(dep)
+            if mine and theirs and mine != theirs:
+                out.setdefault((mine, theirs), []).append(f"{module} -> {dep}")
+    return out
+
+
 def test_every_engine_module_belongs_to_a_layer():
     loose = [m for m in MODULES if m.startswith("flows") and m not in FACADES and _layer(m) is None]
     assert not loose, f"modules outside every layer (put them in one, or name a new layer in LAYERS): {loose}"
 
 
+def test_every_component_module_is_on_a_floor():
+    loose = [m for m in MODULES if m.startswith("components") and _area(m) is None]
+    assert not loose, f"components modules outside every floor (name their area in FLOORS): {loose}"
+
+
 def test_no_import_circle_anywhere():
     graph = {m: {d for d in deps if not m.startswith(d + ".")} for m, deps in GRAPH.items()}  # a package's own
     try:
-        graphlib.TopologicalSorter(graph).static_order()
+        tuple(graphlib.TopologicalSorter(graph).static_order())  # a generator: it looks only when consumed
     except graphlib.CycleError as e:
         pytest.fail(f"import circle: {' -> '.join(e.args[1])}")
 
@@ -96,6 +137,16 @@ def test_no_layer_imports_a_higher_one():
             if dep in FACADES or (theirs is not None and theirs > mine):
                 upward.append(f"{module} imports {dep}")
     assert not upward, "imports that run upwards:\n" + "\n".join(sorted(upward))
+
+
+def test_no_component_area_imports_its_own_floor_or_a_higher_one():
+    wrong = [
+        f"{line} ({mine} on floor {_floor(mine)}, {theirs} on floor {_floor(theirs)})"
+        for (mine, theirs), lines in area_imports().items()
+        if _floor(theirs) >= _floor(mine)
+        for line in lines
+    ]
+    assert not wrong, "imports that run upwards or sideways between components' areas:\n" + "\n".join(sorted(wrong))
 
 
 def test_nothing_imports_the_cli_and_components_know_no_engine():
@@ -152,3 +203,11 @@ def test_the_public_face_and_the_old_deployment_path():
     from prefect.utilities.importtools import import_object
 
     assert import_object("flows.schedule.run_pipeline") is run_pipeline
+
+
+if __name__ == "__main__":  # the listing the floors check: python tests/test_layout.py
+    for i, floor in reversed(list(enumerate(FLOORS))):
+        print(f"floor {i}: {', '.join(floor)}")
+        for (mine, theirs), lines in sorted(area_imports().items()):
+            if mine in floor:
+                print(f"    {mine} -> {theirs} (floor {_floor(theirs)}): {len(lines)} import{'s' * (len(lines) != 1)}")
