@@ -62,15 +62,21 @@ def place_metric(key: str, component: str) -> str:
 
 
 class Progress:
-    """A progress handle: ``advance(n)``, ``update(completed=, total=, description=)``."""
+    """A progress handle: ``advance(n)``, ``update(completed=, total=, description=)``.
 
-    def __init__(self, total: float | None, description: str = ""):
+    ``on_change(handle)`` is called after each of them: how the live view, a worker's events and a
+    training rank's relay follow a component's progress, without a subclass each.
+    """
+
+    def __init__(self, total: float | None, description: str = "", on_change: Callable[[Progress], None] | None = None):
         self.total = total
         self.completed = 0.0
         self.description = description
+        self.on_change = on_change
 
     def advance(self, n: float = 1) -> None:
         self.completed += n
+        self._changed()
 
     def update(
         self, *, completed: float | None = None, total: float | None = None, description: str | None = None
@@ -81,6 +87,11 @@ class Progress:
             self.total = total
         if description is not None:
             self.description = description
+        self._changed()
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change(self)
 
 
 @dataclass

@@ -168,8 +168,6 @@ def _replay(ctx: Context, bar: Progress, message) -> None:
     kind, *args = message
     if kind == "bar":
         bar.update(**args[0])
-    elif kind == "advance":
-        bar.advance(args[0])
     elif kind == "log_model":
         path, name, example = args
         ctx.log_model(torch.load(path, weights_only=False), name, example)
@@ -297,20 +295,11 @@ class Relay(Context):
 
     @contextmanager
     def progress(self, total: float | None = None, description: str = ""):
-        self.send("bar", {"total": total, "description": description})
-        yield _RelayBar(self, total, description)
+        """A handle whose every change is sent as the bar's state (the launcher's bar takes it)."""
 
+        def send(bar: Progress) -> None:
+            self.send("bar", {"completed": bar.completed, "total": bar.total, "description": bar.description})
 
-class _RelayBar(Progress):
-    def __init__(self, relay: Relay, total, description):
-        super().__init__(total, description)
-        self.relay = relay
-
-    def advance(self, n: float = 1) -> None:
-        super().advance(n)
-        self.relay.send("advance", n)
-
-    def update(self, *, completed=None, total=None, description=None) -> None:
-        super().update(completed=completed, total=total, description=description)
-        changed = {"completed": completed, "total": total, "description": description}
-        self.relay.send("bar", {k: v for k, v in changed.items() if v is not None})
+        bar = Progress(total, description, on_change=send)
+        send(bar)
+        yield bar

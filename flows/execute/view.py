@@ -87,21 +87,10 @@ class StepView:
     @contextmanager
     def component_progress(self, iid: str, total: float | None, description: str):
         """A handle a component advances; mirrored onto the step's row."""
-        view = self
 
-        class _Live(Handle):
-            def _show(self) -> None:
-                note = self.description or ""
-                view._set(iid, "running", note, total=self.total, completed=self.completed)
+        def show(handle: Handle) -> None:
+            self._set(iid, "running", handle.description or "", total=handle.total, completed=handle.completed)
 
-            def advance(self, n: float = 1) -> None:
-                super().advance(n)
-                self._show()
-
-            def update(self, **kw) -> None:
-                super().update(**kw)
-                self._show()
-
-        handle = _Live(total, description)
-        handle._show()
+        handle = Handle(total, description, on_change=show)
+        show(handle)
         yield handle

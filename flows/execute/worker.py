@@ -239,46 +239,32 @@ class _EventView:
         self.emit, self.stop = emit, stop
 
     def component_progress(self, iid: str, total: float | None, description: str):
-        from contextlib import contextmanager
+        from contextlib import nullcontext
 
         from components.context import Progress
 
-        view = self
+        last = 0.0
 
-        class _Remote(Progress):
-            last = 0.0
+        def send(bar: Progress, force: bool = False) -> None:
+            nonlocal last
+            if self.stop is not None and self.stop.is_set():
+                raise Interrupted()
+            now = time.monotonic()
+            if force or now - last >= self.MIN_INTERVAL or (bar.total and bar.completed >= bar.total):
+                last = now
+                self.emit(
+                    {
+                        "kind": "progress",
+                        "instance": iid,
+                        "completed": bar.completed,
+                        "total": bar.total,
+                        "description": bar.description,
+                    }
+                )
 
-            def _send(self, force: bool = False) -> None:
-                if view.stop is not None and view.stop.is_set():
-                    raise Interrupted()
-                now = time.monotonic()
-                if force or now - self.last >= view.MIN_INTERVAL or (self.total and self.completed >= self.total):
-                    self.last = now
-                    view.emit(
-                        {
-                            "kind": "progress",
-                            "instance": iid,
-                            "completed": self.completed,
-                            "total": self.total,
-                            "description": self.description,
-                        }
-                    )
-
-            def advance(self, n: float = 1) -> None:
-                super().advance(n)
-                self._send()
-
-            def update(self, **kw) -> None:
-                super().update(**kw)
-                self._send()
-
-        @contextmanager
-        def handle():
-            bar = _Remote(total, description)
-            bar._send(force=True)
-            yield bar
-
-        return handle()
+        bar = Progress(total, description, on_change=send)
+        send(bar, force=True)
+        return nullcontext(bar)
 
 
 def _context_class():
