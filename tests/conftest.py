@@ -14,6 +14,10 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 for _var in ("PREFECT_API_URL",):
     os.environ.pop(_var, None)
+# output as a pipe gets it (80 columns, no colour) whatever the shell exports; a test that wants
+# another width passes COLUMNS itself
+for _var in ("COLUMNS", "LINES", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
+    os.environ.pop(_var, None)
 # Prefect's temporary server inside each command, never a background one that outlives the tests
 # (tests/services/test_prefect_server.py starts its own and stops it)
 os.environ["BOTTLENECKS_PREFECT_SERVER"] = "off"
