@@ -83,10 +83,11 @@ def run(
     plan = plan_or_exit(pipeline, profile, set_)
     design = _design(plan, until_decided, max_seeds, budget)
     options = (fresh, workers, executor, cluster)
+    _with_options(plan, *options)  # a bad option is refused before anything starts
     require_servers(after="nothing was run.")
     _component_logs_to(err)
     if design is None:
-        result = _run_once(_with_options(plan, *options), no_cache)
+        result = _run_once(plan, no_cache)
     else:
         plan, result = _run_looks(pipeline, profile, list(set_ or []), design, options, no_cache)
     _summarise(plan, result)

@@ -22,7 +22,7 @@ class RunResult:
     errors: dict[str, str] = field(default_factory=dict)
     outputs: dict[str, dict] = field(default_factory=dict)
     seconds: float = 0.0
-    workers: dict[str, dict] = field(default_factory=dict)  # instance -> {pid, host, device, gpus}
+    workers: dict[str, dict] = field(default_factory=dict)  # instance -> {pid, host, device, gpus, seconds}
     stopped_by: int | None = None  # the signal that stopped the run
     zombies: list = field(default_factory=list)  # runs a dead process had left RUNNING, now KILLED
 

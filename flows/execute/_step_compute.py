@@ -46,6 +46,7 @@ class Computation:
             "host": result.host,
             "device": result.device,
             "gpus": list(result.gpus),  # the GPU ids it held (``[]`` on a CPU)
+            "seconds": result.seconds,
         }
         if result.status != "done":
             self._failed(inst, run_id, result)

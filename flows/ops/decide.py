@@ -143,6 +143,7 @@ def until_decided(
     state = State(file, profile, sets, design)
     axes_of = state.load()
     out, started, plan = Decided(), time.monotonic(), None
+    costs: dict[str, list[float]] = {}  # step id -> seconds of its computed runs, every look
     while True:
         plan = build([*sets, design], axes_of)
         t0 = time.monotonic()
@@ -150,6 +151,9 @@ def until_decided(
         look = Look(len(out.looks) + 1, _seeds(axes_of), [], time.monotonic() - t0, _computed(result))
         out.looks.append(look)
         out.result, out.plan = result, plan
+        for iid, where in result.workers.items():
+            if result.status.get(iid) == "done" and where.get("seconds") is not None:
+                costs.setdefault(plan.instances[iid].step.id, []).append(float(where["seconds"]))
         if not result.ok:
             out.why = "failed"
             return out
@@ -168,7 +172,7 @@ def until_decided(
             return out
         if budget is not None:
             spent = time.monotonic() - started
-            cost = _estimate(look, build([*sets, design], grown), plan)
+            cost = _estimate(costs, build([*sets, design], grown), plan)
             if spent + cost > budget:
                 out.why = "budget"
                 say(
@@ -199,15 +203,18 @@ def _computed(result) -> int:
     return sum(1 for s in result.status.values() if s == "done")
 
 
-def _estimate(look: Look, next_plan, plan) -> float:
-    """Seconds the next look would take: this look's seconds per computed step run, times the step
-    runs the next plan adds (a first look that computed nothing gives its whole time per run)."""
-    new = len(set(next_plan.instances) - set(plan.instances))
-    return look.seconds / max(1, look.computed) * new
+def _estimate(costs: dict[str, list[float]], next_plan, plan) -> float:
+    """Seconds the next look would take: each step run it adds at the mean of its step's computed runs
+    so far (a step never computed: the mean of all), shared among the plan's workers."""
+    every = [s for runs in costs.values() for s in runs]
+    overall = sum(every) / len(every) if every else 0.0
+    new = [next_plan.instances[i] for i in set(next_plan.instances) - set(plan.instances)]
+    total = sum(sum(costs[i.step.id]) / len(costs[i.step.id]) if costs.get(i.step.id) else overall for i in new)
+    return total / max(1, next_plan.settings.workers)
 
 
 def _progress(look: Look, card: dict) -> str:
-    """``look 2 (mt, bleu: 6 seeds): 18 of 20 claims decided; still open: 7, 8``."""
+    """``look 2 (mt, bleu: 6 seeds; 4m10s): 18 of 20 claims decided; still open: 7, 8``."""
     grown = {}
     for step, n in look.seeds.items():
         grown.setdefault(n, []).append(step)
@@ -216,7 +223,7 @@ def _progress(look: Look, card: dict) -> str:
     stopped = [(str(c["id"]), (c.get("sequential") or {}).get("stopped")) for c in claims]
     decided = sum(1 for _, why in stopped if why in ("decided", None))
     ended = [i for i, why in stopped if why in ("futile", "max_seeds")]
-    seeds = f"({where})" if where else "(the planned seeds)"
+    seeds = f"({where or 'the planned seeds'}; {_dur(look.seconds)})"
     text = f"look {look.number} {seeds}: {decided} of {len(claims)} claims decided"
     text += f"; still open: {', '.join(look.open)}" if look.open else ""
     return text + (f"; undecided at their last look: {', '.join(ended)}" if ended else "")
