@@ -221,7 +221,7 @@ def _progress(look: Look, card: dict) -> str:
     where = "; ".join(f"{', '.join(steps)}: {n} seeds" for n, steps in sorted(grown.items()))
     claims = card.get("claims", [])
     stopped = [(str(c["id"]), (c.get("sequential") or {}).get("stopped")) for c in claims]
-    decided = sum(1 for _, why in stopped if why in ("decided", None))
+    decided = sum(1 for c in claims if c.get("verdict") in ("holds", "fails"))  # device-dependent: not here
     ended = [i for i, why in stopped if why in ("futile", "max_seeds")]
     seeds = f"({where or 'the planned seeds'}; {_dur(look.seconds)})"
     text = f"look {look.number} {seeds}: {decided} of {len(claims)} claims decided"
