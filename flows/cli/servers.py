@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 
 from flows import home
-from flows.cli.app import app, out
+from flows.cli.app import app, err, out
 
 
 @app.command()
@@ -127,9 +127,22 @@ def _list_processes() -> None:
 
 
 @app.command()
-def ui(port: Annotated[int, typer.Option(help="port on 127.0.0.1")] = 5000) -> None:
-    """Open the MLflow UI on this project's store (or print where the configured server is)."""
+def ui(
+    port: Annotated[int, typer.Option(help="port on 127.0.0.1")] = 5000,
+    prefect: Annotated[
+        bool,
+        typer.Option(
+            "--prefect",
+            help="open this folder's Prefect UI instead (its background server, started if needed, kept "
+            "while this command runs); nothing is run",
+        ),
+    ] = False,
+) -> None:
+    """Open the MLflow UI on this project's store (or print where the configured server is);
+    `--prefect`: the folder's Prefect UI, where the flow runs of its pipelines are."""
     home.configure()
+    if prefect:
+        raise typer.Exit(_prefect_ui())
     uri = os.environ["MLFLOW_TRACKING_URI"]
     if uri.startswith("http"):
         out.print(f"MLflow is a server here: open {uri}")
@@ -160,6 +173,46 @@ def ui(port: Annotated[int, typer.Option(help="port on 127.0.0.1")] = 5000) -> N
     out.print("\n".join(experiment_links(f"http://127.0.0.1:{port}")), highlight=False)
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
     raise typer.Exit(_serve_until_signalled(cmd, env))
+
+
+def _prefect_ui() -> int:
+    """Start (or find) the folder's background Prefect server, print its UI and hold it until Ctrl-C:
+    while this command runs the server never stops for idleness; after it, the idle clock starts."""
+    import signal
+
+    from flows.services import prefect_server
+
+    configured = os.environ.get("PREFECT_API_URL")
+    if configured:
+        out.print(f"Prefect is a server here: open {configured.removesuffix('/api')}", highlight=False)
+        return 0
+    if not prefect_server.enabled():
+        err.print(
+            "no background Prefect server in this folder (BOTTLENECKS_PREFECT_SERVER=off): each run uses a "
+            "temporary server inside the command, gone with it; unset it to keep one"
+        )
+        return 1
+    try:
+        url = prefect_server.use(home.home())
+    except prefect_server.ServerError as e:
+        err.print(f"the folder's Prefect server did not start: {e}")
+        return 1
+    idle = prefect_server.idle_seconds()
+    out.print(f"Prefect UI {url.removesuffix('/api')}", highlight=False)
+    out.print(
+        f"kept running while this command runs (Ctrl-C to leave it); then it stops itself after {idle / 60:.0f} "
+        "minutes without a command, or on `bottlenecks stop`",
+        highlight=False,
+    )
+    stop = []
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda *_: stop.append(True))
+    while not stop and prefect_server.healthy(url, timeout=5.0):
+        time.sleep(1.0)
+    if not stop:
+        err.print("the Prefect server went away (`bottlenecks stop`, or its process ended)")
+        return 1
+    return 0
 
 
 def _serve_until_signalled(cmd: list[str], env: dict[str, str]) -> int:

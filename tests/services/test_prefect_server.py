@@ -161,3 +161,33 @@ def _run_prints_where_to_follow_it_and_prefect_shows_the_run(folder: Path, env: 
     with urllib.request.urlopen(f"{record['url']}/flow_runs/{prefect_url.group(1)}", timeout=10) as r:
         flow_run = json.loads(r.read())
     assert flow_run["state_type"] == "COMPLETED" and flow_run["name"]
+
+
+def test_ui_prefect_opens_the_folders_server_without_running_anything_and_holds_it(project):
+    """`bottlenecks ui --prefect` starts the folder's server, prints its UI and keeps it while it runs;
+    Ctrl-C leaves the server to its idle clock; a second `ui --prefect` finds the same server."""
+    tmp_path, home, env = project
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flows.cli", "ui", "--prefect"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    first = proc.stdout.readline()  # blocks until the server answers
+    second = proc.stdout.readline()
+    match = re.fullmatch(r"Prefect UI (http://127\.0\.0\.1:\d+)\n", first)
+    assert match, (first, proc.stderr.read() if proc.poll() is not None else "")
+    assert "kept running while this command runs" in second and "after 2 minutes without a command" in second
+    url = match.group(1)
+    assert prefect_server.healthy(url + "/api")
+    assert prefect_server.read_record(home)["url"] == url + "/api"
+    assert not (home / "work").exists()  # nothing was run
+    proc.send_signal(2)  # Ctrl-C
+    assert proc.wait(timeout=60) == 0
+    assert prefect_server.healthy(url + "/api")  # the idle clock starts now; the server stays for the next
+    reuse = subprocess.run(
+        [sys.executable, "-c", USE], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert reuse.stdout.strip() == url + "/api"  # the next command finds the same server
