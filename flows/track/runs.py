@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import math
 import re
 import threading
 import time
@@ -278,11 +279,21 @@ class MlflowContext(Context):
     def log_metric(self, key: str, value: float, step: int | None = None) -> None:
         key = self.metric_name(key)  # the namespace docs/metrics.md describes
         super().log_metric(key, value, step)
+        value = float(value)
+        if not math.isfinite(value):  # MLflow would store inf as 1.8e308, a number; the run diverged here
+            self._diverged(key, value, step)
+            value = math.nan
         with self._lock:  # NaN is kept: MLflow stores it, so a diverged run shows where it broke
-            self._pending.append(Metric(key, float(value), int(time.time() * 1000), int(step or 0)))
+            self._pending.append(Metric(key, value, int(time.time() * 1000), int(step or 0)))
             due = len(self._pending) >= 500 or time.monotonic() - self._last_flush > 2.0
         if due:
             self.flush()
+
+    def _diverged(self, key: str, value: float, step: int | None) -> None:
+        """Tag the run with the first non-finite value it logged: ``train/loss = inf at step 12``."""
+        if getattr(self, "_diverged_at", None) is None:
+            self._diverged_at = f"{key} = {value} at step {step if step is not None else '-'}"
+            self.tracker.log(self.run_id, tags={"bottlenecks.diverged": self._diverged_at})
 
     def flush(self) -> None:
         with self._lock:
