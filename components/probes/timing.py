@@ -133,6 +133,7 @@ def _record(ctx: Context, summary: dict, label: str, name: str, shape: dict, res
             summary[P.key("time_s" if k == "seconds" else k, label, f"T_{T}")] = row[k]
         if r.get("sd_s") is not None:  # 95% half-width of a time from its repeats (Student t)
             summary[P.key("time_s_ci", label, f"T_{T}")] = _half_width(r["sd_s"], repeats)
+            summary[P.key("time_s_df", label, f"T_{T}")] = repeats - 1  # its t degrees of freedom
         ctx.log_metrics({P.key("time_s", label): row["seconds"], P.key("memory_mb", label): row["memory_mb"]}, T)
     return rows
 
@@ -144,6 +145,7 @@ def _fit(summary: dict, label: str, rows: list[dict], fit_min: int) -> None:
         k, half = P.loglog_fit([r["T"] for r in fit], [r[col] for r in fit])
         summary[P.key(what, label)] = k
         summary[P.key(f"{what}_ci", label)] = half  # the fit's 95% half-width: verdicts weigh it
+        summary[P.key(f"{what}_df", label)] = len(fit) - 2  # on t with points - 2 df, as the fit's interval
 
 
 def _write_table(ctx: Context, rows: list[dict]) -> str:
@@ -203,7 +205,8 @@ def timing(
         ``summary`` with ``time_s/<label>/T_<T>``, ``memory_mb/...``, ``seq_steps/...``,
         ``seq_steps_per_layer/...``, ``flops_per_layer/...``, ``time_exp/<label>``,
         ``memory_exp/<label>`` (with ``time_exp_ci``/``memory_exp_ci``: the fit's 95% half-width;
-        ``time_s_ci/<label>/T_<T>``: a time's 95% half-width from its repeats),
+        ``time_s_ci/<label>/T_<T>``: a time's 95% half-width from its repeats; ``..._df`` beside each
+        ``..._ci``: its t degrees of freedom, so a verdict's p-value is read on t, not a normal),
         ``threads``; ``plot`` (log-log) and ``table`` (CSV).
     """
     overrides = overrides or {}

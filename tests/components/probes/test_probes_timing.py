@@ -48,6 +48,8 @@ def test_timing_counts_steps_flops_and_memory_per_model(tmp_path):
     for label in ("rnn", "naive", "sdpa"):
         for what in ("time_exp", "memory_exp"):
             assert math.isfinite(s[f"{what}_ci/{label}"]) and s[f"{what}_ci/{label}"] >= 0, (what, label)
+            assert s[f"{what}_df/{label}"] == 1  # ... and its degrees of freedom, so its p-value is on t
+    assert all(s[f"time_s_df/{lab}/T_128"] == 2 for lab in ("rnn", "naive", "sdpa") if f"time_s_ci/{lab}/T_128" in s)
     # T steps one after the other: 8x the length costs the RNN well over 2x the time (measured 11-13x)
     assert s["time_s/rnn/T_1024"] > 2 * s["time_s/rnn/T_128"] > 0
     assert s["threads"] == 1 and s["memory_method"].startswith("VmHWM")
