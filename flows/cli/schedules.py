@@ -208,11 +208,19 @@ def _list() -> None:
         for row in [COLUMNS, *rows]:
             print("\t".join(row))
         return
+    widest = max(len(r[0]) for r in rows)
+    if widest + 40 > out.width:  # a table this narrow would cut the name (what --remove takes): one block each
+        out.print(f"schedules ({escape(deps.api_url())})", highlight=False)
+        for row in rows:
+            out.print(f"\n[bold]{escape(row[0])}[/]", soft_wrap=True, highlight=False)
+            for col, value in zip(COLUMNS[1:], row[1:]):
+                out.print(f"  {col}: {escape(value)}", soft_wrap=True, highlight=False)
+        return
     from rich.table import Table
 
     table = Table(title=f"schedules ({deps.api_url()})")
-    for col in COLUMNS:
-        table.add_column(col)
+    for i, col in enumerate(COLUMNS):  # the name stays whole; the other columns fold
+        table.add_column(col, no_wrap=True, min_width=widest) if i == 0 else table.add_column(col, overflow="fold")
     for row in rows:
         table.add_row(*map(escape, row))
     out.print(table)

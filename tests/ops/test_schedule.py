@@ -215,3 +215,29 @@ def test_serve_without_schedules_says_how_to_make_one(monkeypatch):
     assert done.exit_code == 1
     text = " ".join(done.output.split())
     assert "nothing to serve: create a schedule with `bottlenecks schedule PIPELINE" in text
+
+
+def test_list_keeps_a_long_name_whole_on_an_80_column_terminal(monkeypatch):
+    """On a narrow terminal the other columns fold; the schedule's name, what --remove takes, stays whole."""
+    import io
+
+    from rich.console import Console
+
+    from flows.cli import schedules
+
+    name = "a-pipeline-with-a-name-long-enough-that-an-eighty-column-table-would-cut-it@quick"
+    dep = {"id": "d1", "name": name, "parameters": {"pipeline": "pipelines/a.yaml", "profile": "quick"}}
+    monkeypatch.setattr("flows.ops.deployments.deployments", lambda: [dep])
+    monkeypatch.setattr("flows.ops.deployments.next_runs", lambda ids: {})
+    monkeypatch.setattr("flows.ops.deployments.spec_from_deployment", lambda d: None)
+    screen = Console(file=io.StringIO(), width=80, force_terminal=True, color_system=None)
+    monkeypatch.setattr(schedules, "out", screen)
+    schedules._list()
+    shown = screen.file.getvalue().splitlines()
+    assert name in shown  # its own line, whole
+    assert "  pipeline file: pipelines/a.yaml" in shown and "  profile: quick" in shown
+    short = {**dep, "name": "nightly@quick"}  # a name that fits: the table, the name whole in its column
+    monkeypatch.setattr("flows.ops.deployments.deployments", lambda: [short])
+    screen.file = io.StringIO()
+    schedules._list()
+    assert "┃ schedule" in screen.file.getvalue() and "│ nightly@quick │" in screen.file.getvalue()
