@@ -65,7 +65,7 @@ def _verdicts(claims: list[dict[str, Any]]) -> list[str]:
     verdict, margin and interval."""
     h = [
         "<h2>Verdicts</h2><table class='verdicts'>"
-        "<tr><th>claim</th><th>verdict</th><th>margin</th><th>95% interval</th><th>seeds</th></tr>"
+        "<tr><th>claim</th><th>verdict</th><th>margin</th><th>interval</th><th>seeds</th></tr>"
     ]
     for c in claims:
         margin, interval = margin_texts(c)
@@ -76,8 +76,9 @@ def _verdicts(claims: list[dict[str, Any]]) -> list[str]:
         )
     h.append(
         "</table><p><small>Margin: the deciding check's quantity, mean over seeds (past a threshold: how far;"
-        " <code>beats</code>: A - B), with its 95% interval (exact: compared as measured, no spread); seeds: how"
-        " many it read. The evidence follows.</small></p>"
+        " <code>beats</code>: A - B), with its interval (95%, or under a planned design the level of the look"
+        " that decided it; exact: compared as measured, no spread); seeds: how many it read. The evidence"
+        " follows.</small></p>"
     )
     return h
 

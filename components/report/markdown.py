@@ -27,7 +27,8 @@ from components.report.text import (
 LEAD = "## Verdicts"  # the lead table's section, which the run's description keeps
 _MARGIN = (
     "Margin: the deciding check's quantity, mean over seeds (past a threshold: how far; `beats`: A - B), "
-    "with its 95% interval (exact: compared as measured, no spread); seeds: how many it read. "
+    "with its interval (95%, or under a planned design the level of the look that decided it, e.g. 97.9% "
+    "at a Pocock first look; exact: compared as measured, no spread); seeds: how many it read. "
     "Each claim's sentence and evidence follow."
 )
 _SAFE_LABEL = re.compile(r"^[A-Za-z0-9 .·:-]+$")  # a link's text that every renderer shows as written
@@ -69,8 +70,8 @@ def label(claim: dict[str, Any]) -> str:
 
 def verdicts(claims: list[dict[str, Any]], *, linked: bool = True) -> list[str]:
     """The lead table, narrow enough for a side pane: per claim its label (linked to the claim below
-    when ``linked``), verdict, margin, 95% interval and the seeds read."""
-    out = [LEAD, "", "| claim | verdict | margin | 95% interval | seeds |", "|---|---|---|---|---|"]
+    when ``linked``), verdict, margin, interval and the seeds read."""
+    out = [LEAD, "", "| claim | verdict | margin | interval | seeds |", "|---|---|---|---|---|"]
     for c in claims:
         margin, interval = margin_texts(c)
         text = label(c)

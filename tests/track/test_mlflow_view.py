@@ -81,7 +81,7 @@ def test_the_parent_run_description_is_the_scorecards_lead_table(result):
     and the full scorecard one link away, on this run's artifact page."""
     note = mlflow.MlflowClient().get_run(result.parent_run_id).data.tags["mlflow.note.content"]
     assert note.startswith("# ") and "claims hold" in note
-    assert "| claim | verdict | margin | 95% interval | seeds |" in note
+    assert "| claim | verdict | margin | interval | seeds |" in note
     rows = [line for line in note.splitlines() if line.startswith(("| 1 ", "| 2 "))]
     assert rows[0].startswith("| 1 | ✓ holds |") and rows[1].startswith("| 2 | ✗ fails |"), rows
     assert all(line.endswith("| exact | 1 |") for line in rows), rows  # exact claims: no interval of [0, 0]

@@ -67,7 +67,7 @@ def _slug(heading: str) -> str:
 def test_the_first_table_is_a_short_label_verdict_margin_interval_and_seeds(linked):
     card, md, _ = linked
     header, *rows = _tables(md)[0]
-    assert header == ["claim", "verdict", "margin", "95% interval", "seeds"]
+    assert header == ["claim", "verdict", "margin", "interval", "seeds"]
     assert md.index("## Verdicts") < md.index("## Claims") and len(rows) == len(card["claims"])
     c4 = next(c for c in card["claims"] if c["id"] == "4")
     ev = c4["checks"][c4["deciding_check"]]["evidence"]
