@@ -39,7 +39,6 @@ class Look:
     seeds: dict[str, int]  # step id -> seeds it ran (the steps given more than planned)
     open: list[str]  # the claims still open after it
     seconds: float
-    computed: int  # step instances computed (not served from the cache)
 
 
 @dataclass
@@ -148,7 +147,7 @@ def until_decided(
         plan = build([*sets, design], axes_of)
         t0 = time.monotonic()
         result = run(plan)
-        look = Look(len(out.looks) + 1, _seeds(axes_of), [], time.monotonic() - t0, _computed(result))
+        look = Look(len(out.looks) + 1, _seeds(axes_of), [], time.monotonic() - t0)
         out.looks.append(look)
         out.result, out.plan = result, plan
         for iid, where in result.workers.items():
@@ -197,10 +196,6 @@ def _card(result, plan, found: seed_axes.Seeds) -> dict:
 
 def _seeds(axes_of: dict) -> dict[str, int]:
     return {step: max(len(v) for v in axes.values()) for step, axes in axes_of.items() if axes}
-
-
-def _computed(result) -> int:
-    return sum(1 for s in result.status.values() if s == "done")
 
 
 def _estimate(costs: dict[str, list[float]], next_plan, plan) -> float:
