@@ -45,6 +45,7 @@ from flows.execute._signals import Signals  # noqa: E402
 from flows.execute._steps import StepRunner  # noqa: E402
 from flows.execute.cache import StepCache  # noqa: E402
 from flows.plan.build import Plan  # noqa: E402
+from flows.services import mlflow_db  # noqa: E402
 from flows.track.runs import Tracker  # noqa: E402
 
 __all__ = ["RunResult", "StepFailed", "StepRunner", "run", "start_executor", "torch_threads"]
@@ -58,6 +59,7 @@ def run(plan: Plan, *, use_cache: bool = True, view=None, executor=None, in_flow
 
     view = view or StepView(list(plan.instances), enabled=False)
     cache = StepCache(home.home())
+    mlflow_db.prepare(artifact_root=home.artifact_root())  # a new store exists before any worker opens it
     computing = to_compute(plan, cache, use_cache)
     executor = executor or choose(plan, computing)
     tracker = Tracker(plan.name)

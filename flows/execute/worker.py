@@ -311,12 +311,17 @@ def _die_with_parent() -> None:
 
 def _warm() -> None:
     """Import what every step needs and open the tracking store before the first payload is read
-    (a worker started early, while the parent waits for its servers, is then ready to compute)."""
+    (a worker started early, while the parent waits for its servers, is then ready to compute).
+    A store that does not exist yet is left to the parent to create."""
     try:
+        from flows.services.mlflow_db import database_file
         from flows.track.runs import Tracker
 
         uri = os.environ.get("MLFLOW_TRACKING_URI", "")
-        if uri.startswith("sqlite:"):
+        db = database_file(uri)
+        # only a store that exists: a new one is created once, by the parent, never migrated by several
+        # workers at once (concurrent migrations of one SQLite file fail on "duplicate column")
+        if db is not None and db.exists():
             Tracker.for_runs(uri).client.search_experiments(max_results=1)
     except Exception:  # the step itself reports a store that cannot be opened
         pass
