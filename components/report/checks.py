@@ -40,9 +40,14 @@ def _op(v: Any) -> str:
 
 
 def describe(c: dict[str, Any]) -> str:
-    """A human-readable statement of what the check expects."""
+    """A human-readable statement of what the check expects (``of: median``: in the typical seed)."""
     if c.get("expected"):
         return str(c["expected"])
+    said = _describe(c)
+    return f"{said} in most seeds (median)" if c.get("of") == "median" else said
+
+
+def _describe(c: dict[str, Any]) -> str:
     k = c["check"]
     sym = {"below": "<", "above": ">", "at_most": "<=", "at_least": ">="}
     if k in sym:
@@ -123,7 +128,8 @@ def evaluate(
             sample.uncertainty = _uncertainty(resolver, sample, over)
             sample.own_df = _own_df(resolver, sample, over)
             sample.replicates = _replicates(resolver, sample, over)
-    outcome = _apply(c | ({"exact": True} if exact else {}), singles, lists, resolver, over, measured, level)
+    with rules.stats.summary(c.get("of") or "mean"):
+        outcome = _apply(c | ({"exact": True} if exact else {}), singles, lists, resolver, over, measured, level)
     result.verdict = outcome.verdict if outcome.measurable else NOT_MEASURED
     result.reason = outcome.reason
     result.evidence = outcome.evidence

@@ -173,6 +173,12 @@ def interval_text(d: stats.Decision, quantity: str = "margin") -> str:
             if e.method == "exact" and e.n == 1
             else ("exact in every seed" if e.method == "exact" else "")
         )
+    if e.method == "median":
+        k = d.extra.get("on_side", 0)
+        return d.why or (
+            f"median {quantity} {sign(e.mean)}, {stats._cover(d.level)} CI [{sign(d.lo)}, {sign(d.hi)}] "
+            f"(exact sign test, {k} of {e.n} seeds on the claim's side), p = {d.p:.2g}"
+        )
     if e.method in ("identical", "sign"):
         test = {"bounded": "bounded-mean betting test", "ranks": "exact rank test", "sign": "exact sign test"}
         return d.why or (

@@ -28,6 +28,11 @@ Where the t interval cannot speak, the rule says so instead of guessing:
   sign test over the seeds' directions (``scipy.stats.binomtest``), which needs 6 seeds pointing one
   way to decide at 2.5%.
 
+A check may test the typical seed instead of the mean (``of: median``, set for a block by
+:func:`summary`): the exact sign test of the seeds' median against the region's edges, distribution-free
+(no normal spread assumed, valid at a bound, for Bernoulli and skewed seeds alike), with the median's
+order-statistic interval. It is a different claim: "more than half the runs land in the region".
+
 ``seeds_needed`` is the smallest seed count whose test would reach ``POWER`` at the observed effect
 and spread (noncentral t). ``holm`` adjusts a family's p-values (statsmodels).
 
@@ -38,7 +43,9 @@ numbers and read the Decision.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 ALPHA = 0.05  # the interval is 1 - ALPHA two-sided; each verdict is a one-sided test at ALPHA / 2
@@ -47,6 +54,21 @@ MOST_SEEDS = 100  # beyond this the effect is too small for seeds to decide
 SIGN_MIN = 6  # the sign test decides at 2.5% only from 6 seeds pointing one way (0.5**6 = 0.016)
 Z95 = 1.959963984540054  # a 95% half-width is Z95 standard errors (sacrebleu's bootstrap intervals)
 HOLDS, FAILS, INCONCLUSIVE = "holds", "fails", "inconclusive"
+SUMMARIES = ("mean", "median")  # what a check tests over its seeds (``of:``)
+_SUMMARY: ContextVar[str] = ContextVar("summary", default="mean")
+
+
+@contextmanager
+def summary(of: str) -> Iterator[None]:
+    """Within the block, :func:`one_sample` estimates the seeds' ``of``: ``mean`` (Student's t and the
+    paths above) or ``median`` (the exact sign test of the typical seed). A check's ``of:`` sets it."""
+    if of not in SUMMARIES:
+        raise ValueError(f"summary: {of!r} is not one of {', '.join(SUMMARIES)}")
+    token = _SUMMARY.set(of)
+    try:
+        yield
+    finally:
+        _SUMMARY.reset(token)
 
 
 @dataclass(frozen=True)
@@ -55,7 +77,8 @@ class Estimate:
 
     ``method``: ``t`` (one sample, or paired differences), ``welch`` (two groups), ``own`` (one value
     with its own uncertainty), ``exact``, ``identical`` (no spread), ``sign`` (a diverged seed),
-    ``single`` (one value, nothing to test it with).
+    ``single`` (one value, nothing to test it with), ``median`` (the typical seed: ``mean`` holds the
+    median, tested by the exact sign test).
     """
 
     n: int
@@ -215,6 +238,8 @@ def one_sample(
     mean = sum(vals) / n if finite else math.nan
     if exact:
         return Estimate(n, mean, 0.0, math.inf, None, 0.0, "exact", vals, bounds=bounds)
+    if _SUMMARY.get() == "median":
+        return Estimate(n, _median(vals), math.nan, math.nan, None, 0.0, "median", vals, bounds=bounds)
     if not finite:
         return Estimate(n, mean, math.nan, math.nan, None, math.sqrt(u2), "sign", vals, own_df, bounds, variance)
     if n == 1:
@@ -250,6 +275,8 @@ def two_sample(
     """The difference of two independent groups' means (A - B), Welch's standard error and df, the
     measurements' own variances added as components with infinite df."""
     va, vb = tuple(map(float, a)), tuple(map(float, b))
+    if _SUMMARY.get() == "median":
+        raise ValueError("two_sample: the median of unpaired groups' difference is not tested (pair the seeds)")
     if len(va) < 2 or len(vb) < 2 or not all(math.isfinite(v) for v in va + vb):
         raise ValueError("two_sample: each group needs 2 or more finite values")
     u2 = own_variance(own_a) + own_variance(own_b)
@@ -264,6 +291,14 @@ def two_sample(
     df = (ga + gb) ** 2 / denom if denom else math.inf  # Welch's df of the seed terms alone (conservative)
     sd = math.sqrt(ga + gb) * math.sqrt(min(len(va), len(vb)))  # a per-seed spread of the difference, for the hint
     return Estimate(len(va) + len(vb), mean, math.sqrt(total), df, sd, math.sqrt(u2), "welch", (mean,))
+
+
+def _median(vals: Sequence[float]) -> float:
+    """The median, a NaN (a diverged seed) ranked lowest."""
+    ranked = sorted(-math.inf if math.isnan(v) else v for v in vals)
+    n = len(ranked)
+    mid = ranked[(n - 1) // 2 : n // 2 + 1]
+    return mid[0] if len(mid) == 1 or mid[0] == mid[1] else (mid[0] + mid[1]) / 2
 
 
 def _sd(vals: Sequence[float]) -> float:
@@ -295,6 +330,8 @@ def decide(
         return _identical(est, region, level)
     if est.method == "sign":
         return _sign(est, region, level)
+    if est.method == "median":
+        return _median_test(est, region, level)
     if est.method == "single":
         return Decision(
             INCONCLUSIVE,
@@ -495,6 +532,69 @@ def _sign(est: Estimate, region, level: float = ALPHA / 2) -> Decision:
         )
         d.seeds_needed = max(need, n + 1) if k in (0, n) else None
     return d
+
+
+def _binom_p(k: int, n: int) -> float:
+    """P(at least ``k`` of ``n`` seeds on one side) when each lands there with probability 1/2."""
+    from scipy import stats
+
+    return float(stats.binomtest(k, n, 0.5, alternative="greater").pvalue) if n else 1.0
+
+
+def _median_test(est: Estimate, region, level: float) -> Decision:
+    """``of: median``: the seeds' median in the region, by the exact sign test against each edge
+    (``scipy.stats.binomtest``; a seed on an edge counts against the claim and against its mirror
+    alike, a diverged one lies below every edge), the two edges of ``[low, high]`` as two one-sided
+    tests. The interval is the median's distribution-free one from the order statistics
+    (``scipy.stats.quantile_test``) at ``1 - 2 * level``; with few seeds it is open at one end or both."""
+    import numpy as np
+    from scipy import stats
+
+    low, high = region
+    vals = [-math.inf if math.isnan(v) else v for v in est.values]
+    n = len(vals)
+    ups, downs = [], []  # per edge: (seeds on the claim's side, seeds against)
+    if low is not None:
+        ups.append(sum(v > low for v in vals))
+        downs.append(sum(v < low for v in vals))
+    if high is not None:
+        ups.append(sum(v < high for v in vals))
+        downs.append(sum(v > high for v in vals))
+    p_holds = max(_binom_p(k, n) for k in ups)
+    p_fails = min(_binom_p(k, n) for k in downs)
+    verdict = HOLDS if p_holds <= level else FAILS if p_fails <= level else INCONCLUSIVE
+    ci = stats.quantile_test(np.asarray(vals), q=est.mean if math.isfinite(est.mean) else 0.0, p=0.5)
+    lo, hi = (float(x) for x in ci.confidence_interval(confidence_level=1 - 2 * level))
+    d = Decision(verdict, est, lo, hi, p_holds, p_fails, region=region, level=level, test="median")
+    k = min(ups)
+    d.extra = {"on_side": k}
+    if verdict == INCONCLUSIVE:
+        d.seeds_needed = _sign_seeds(max(k, n - max(downs)) / n, level, n)
+        more = (
+            f"about {d.seeds_needed} seeds decide it at this share"
+            if d.seeds_needed and d.seeds_needed <= MOST_SEEDS
+            else "more seeds at this share cannot decide it"
+        )
+        d.why = (
+            f"the median of {n} seeds, {k} of {n} on the claim's side: exact sign test, "
+            f"p = {min(p_holds, p_fails):.3g} > {level:g}; {more}"
+        )
+    return d
+
+
+def _sign_seeds(share: float, level: float, n: int) -> int | None:
+    """The fewest seeds (more than ``n``) at which the sign test decides with probability ``POWER`` when
+    each seed lands on the leading side with probability ``share`` (its distance from 1/2 either way)."""
+    from scipy import stats
+
+    q = max(share, 1 - share)
+    if q <= 0.5:
+        return None
+    for m in range(n + 1, MOST_SEEDS + 1):
+        need = int(stats.binom.isf(level, m, 0.5)) + 1  # the fewest on one side that decide at ``level``
+        if need <= m and float(stats.binom.sf(need - 1, m, q)) >= POWER:
+            return m
+    return MOST_SEEDS + 1
 
 
 def _why(d: Decision) -> str:

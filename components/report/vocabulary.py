@@ -84,7 +84,7 @@ KINDS: dict[str, Kind] = {
     ),
     "finite": Kind(("value",), refs=("value",), help="no seed diverged (no NaN/Inf)"),
 }
-CHECK_KEYS = {"check", "over", "expected", "exact"}  # allowed on every check
+CHECK_KEYS = {"check", "over", "expected", "exact", "of"}  # allowed on every check
 CLAIM_KEYS = {
     "id",
     "claim",
@@ -233,6 +233,14 @@ def _validate_kind(name: str, out: dict, where: str) -> None:
     for key in ("exact", "paired"):
         if out.get(key) is not None and not isinstance(out[key], bool):
             raise ScorecardError(f"{where}: {key!r} is true or false, got {_show(out[key])}")
+    of = out.get("of")
+    if of is not None and of not in ("mean", "median"):
+        raise ScorecardError(
+            f"{where}: 'of' is 'mean' (the default: the seeds' mean, by t) or 'median' (the typical seed, by "
+            f"the exact sign test), got {_show(of)}"
+        )
+    if of == "median" and out.get("paired") is False:
+        raise ScorecardError(f"{where}: 'of: median' tests paired differences; it cannot take 'paired: false'")
     if name == "beats" and out["better"] not in ("higher", "lower"):
         raise ScorecardError(f"{where}: 'better' is 'higher' or 'lower', got {_show(out['better'])}")
     if name in ("increasing", "decreasing"):

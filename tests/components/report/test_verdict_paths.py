@@ -239,3 +239,56 @@ def test_close_reports_the_tolerance_left_and_its_interval():
     assert ev["hi"] == pytest.approx(
         0.03, abs=1e-6
     )  # the mean's interval covers 0: the best case is the whole tolerance
+
+
+# -- 6. of: median, the typical seed by the exact sign test -------------------------------------------
+
+
+def test_of_median_tests_the_typical_seed_distribution_free():
+    spec = {"check": "at_least", "value": "m[*].acc", "than": 0.95, "of": "median"}
+    r = run(spec, {"m": seeds(1.0, 1.0, 1.0)})
+    assert r.verdict == "inconclusive" and r.evidence["method"] == "median"
+    assert r.evidence["p_holds"] == pytest.approx(0.125)  # 3 of 3 above: 0.5 ** 3
+    assert "3 of 3 on the claim's side" in r.reason and "about 6 seeds decide it" in r.reason
+    r = run(spec, {"m": seeds(*[1.0] * 6)})
+    assert r.verdict == "holds" and r.evidence["p_holds"] == pytest.approx(0.5**6)
+    assert "in most seeds (median)" in r.expected
+    # 9 of 10 seeds solve it, one does not: the typical seed solves it (p = 11/1024); the mean, 0.9, does not
+    mixed = [1.0] * 9 + [0.0]
+    r = run(spec, {"m": seeds(*mixed)})
+    assert r.verdict == "holds" and r.evidence["p_holds"] == pytest.approx(11 / 1024, rel=1e-5)
+    r = run(spec | {"of": "mean"}, {"m": seeds(*mixed)})
+    assert r.verdict == "inconclusive" and r.evidence["mean"] == pytest.approx(-0.05)
+    r = run(spec, {"m": seeds(*[0.5] * 6)})
+    assert r.verdict == "fails" and r.evidence["p_fails"] == pytest.approx(0.5**6)
+
+
+def test_of_median_counts_a_seed_on_the_edge_and_a_diverged_seed_against_the_claim():
+    spec = {"check": "at_least", "value": "m[*].acc", "than": 0.9, "of": "median"}
+    r = run(spec, {"m": seeds(*[1.0] * 5, 0.9)})  # on the edge: not past it
+    assert r.verdict == "inconclusive" and r.evidence["p_holds"] == pytest.approx(sps.binomtest(5, 6).pvalue / 2)
+    r = run(spec, {"m": seeds(*[1.0] * 6, math.nan)})
+    assert r.evidence["p_holds"] == pytest.approx(sps.binomtest(6, 7).pvalue / 2)
+
+
+def test_of_median_interval_is_the_order_statistics_one():
+    d = None
+    with stats.summary("median"):
+        d = stats.decide(stats.one_sample([0.1 * i for i in range(1, 11)]), 0.0)
+    ci = sps.quantile_test(np.array([0.1 * i for i in range(1, 11)]), q=d.estimate.mean).confidence_interval(0.95)
+    assert (d.lo, d.hi) == pytest.approx((ci.low, ci.high)) and d.estimate.mean == pytest.approx(0.55)
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        ({"of": "mode"}, "'of' is 'mean' (the default"),
+        ({"of": "median", "paired": False}, "cannot take 'paired: false'"),
+    ],
+)
+def test_of_takes_mean_or_median_and_says_so(extra, said):
+    from components.report.vocabulary import ScorecardError
+
+    spec = {"check": "beats", "a": "m[*].acc", "b": "n[*].acc"} | extra
+    with pytest.raises(ScorecardError, match=said.replace("(", r"\(")):
+        validate_check(spec, "expect[0].checks[0]")
