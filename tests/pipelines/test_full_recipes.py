@@ -219,6 +219,7 @@ def test_the_whole_full_profile_runs_end_to_end_at_toy_size_on_cpu(tmp_path, hom
         "lookup_steps=4",
         "caption_steps=4",
         "vit_seeds=[0]",
+        "recall_seeds=[0]",
         "timing_lengths=[16,32]",
         "timing.batch=1",
         "timing.repeats=1",
