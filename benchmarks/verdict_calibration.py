@@ -612,6 +612,24 @@ def _bounded_sim(dist: str, mean: float):
     return simulate
 
 
+def _beta_mean_for_median(median: float) -> float:
+    """The mean of the concentration-20 beta whose median is ``median`` (its mean lies below: skewed)."""
+    from scipy import optimize
+    from scipy import stats as sps
+
+    return float(optimize.brentq(lambda m: sps.beta.median(20 * m, 20 * (1 - m)) - median, 0.5, 0.999))
+
+
+def _past(cell: dict) -> float:
+    """The chance that one seed lands past the threshold 0.9 (what the median's sign test counts)."""
+    from scipy import stats as sps
+
+    if cell["dist"] == "bernoulli":
+        return cell["truth"]
+    m = _beta_mean_for_median(cell["truth"])
+    return float(sps.beta.sf(0.9, 20 * m, 20 * (1 - m)))
+
+
 def _shared_sim(frac: float, delta: float, replicates: bool):
     """BLEU-like: ``value_s = 30 + delta + z_s + c + d_s`` (seed sd 1; test-set error of variance 1 split
     into a part ``c`` common to the seeds, variance ``frac``, and a fresh part ``d_s``); the recorded
@@ -651,6 +669,23 @@ def path_cells() -> list[dict]:
                         seeds=n,
                         scenario=scenario,
                         check=at_least,
+                    )
+                )
+    median = at_least | {"of": "median"}  # the typical seed: null where half the seeds land past 0.9
+    for dist, truths in (("bernoulli", (0.5, 0.3, 0.9)), ("beta", (0.9, 0.85, 0.97))):
+        what = "P(solved)" if dist == "bernoulli" else "median"
+        for n in PATH_SEEDS:
+            for truth, scenario in zip(truths, ("null", "below", "power")):
+                cells.append(
+                    dict(
+                        group="bounded",
+                        name=f"{dist} {what} {truth}, of: median",
+                        dist=dist,
+                        truth=truth,
+                        of="median",
+                        seeds=n,
+                        scenario=scenario,
+                        check=median,
                     )
                 )
     for k in PATH_CLAIM_CHECKS:
@@ -700,7 +735,10 @@ def run_path(task: dict) -> dict:
     else:
         check = validate_check(cell["check"], "calibration")
         if cell["group"] == "bounded":
-            sim = _bounded_sim(cell["dist"], cell["truth"])
+            truth = cell["truth"]
+            if cell.get("of") == "median" and cell["dist"] == "beta":
+                truth = _beta_mean_for_median(truth)
+            sim = _bounded_sim(cell["dist"], truth)
         else:
             sim = _shared_sim(cell["frac"], EFFECT_SD if cell["scenario"] == "power" else 0.0, cell["replicates"])
     for _ in range(task["sims"]):
@@ -730,6 +768,9 @@ def path_ideal(cell: dict) -> float:
     from components.report.stats import power
 
     n = cell["seeds"]
+    if cell["group"] == "bounded" and cell.get("of") == "median":  # the exact sign test at 2.5%
+        k = int(sps.binom.isf(0.025, n, 0.5)) + 1
+        return float(sps.binom.sf(k - 1, n, _past(cell))) if k <= n else 0.0
     if cell["group"] == "bounded":
         if cell["dist"] == "bernoulli":  # the exact binomial test of P(solved) <= 0.9, at the 2.5% level
             k = int(sps.binom.isf(0.025, n, 0.9)) + 1  # the fewest successes it rejects at
