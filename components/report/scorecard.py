@@ -69,7 +69,7 @@ def scorecard(
     architectures: Architectures = None,
     plots: dict[str, Any] | None = None,
     examples: str | None = None,
-    title: str = "The four-bottleneck comparison",
+    title: str = "Scorecard",
     device: str = "",
     min_seeds: Size = 1,
     spread_factor: Positive = SPREAD_FACTOR,
@@ -90,7 +90,7 @@ def scorecard(
         plots: plot name -> PNG path (or instance label -> path) embedded in the HTML.
         examples: a JSON file of one source sentence, its reference and each model's output
             (``report.bleu_by_length``'s ``examples``), shown side by side in both documents.
-        title: the report's heading.
+        title: the report's heading (a pipeline names its own; the default names none).
         device: the device the measurements ran on; empty means this step's device. Claims with
             ``device: gpu`` are ``device-dependent`` elsewhere.
         min_seeds: a check with fewer seeds than this is ``not measured`` (a claim may override).

@@ -304,3 +304,11 @@ def test_a_template_row_gives_every_architecture_in_the_matrix_a_row(tmp_path):
     assert rows["lstm"]["B2"]["verdict"] == "holds" and rows["lstm"]["B3"]["mean"] == 0.62
     assert rows["lstm"]["B4"]["mean"] == 512 and rows["lstm"]["B4"]["label"] == "sequential steps"
     assert rows["mine"]["B2"]["verdict"] == "holds" and set(rows["mine"]) == {"B2"}  # no grad or timing for it
+
+
+def test_a_scorecard_without_a_title_is_not_named_after_the_shipped_comparison(tmp_path):
+    out = get("report.scorecard")(Context(work_dir=tmp_path / "step"), measurements=MEASUREMENTS, expect=EXPECT[:1])
+    card = json.loads(open(out["scorecard"]).read())
+    markdown = open(out["markdown"]).read()
+    assert card["title"] == "Scorecard" and markdown.startswith("# Scorecard")
+    assert "four-bottleneck" not in markdown
