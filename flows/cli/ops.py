@@ -131,18 +131,20 @@ def _show(frame, found, plot: bool) -> None:
     _print_flags(found.flags)
 
 
-def _links(frame, newest: str, previous: str | None) -> dict[str, str]:
-    """The MLflow pages of the judged and the previous run, and their Prefect flow runs' where a server keeps them."""
-    from flows.track.links import mlflow_run, prefect_flow_run
+def _links(frame, newest: str, previous: str | None) -> tuple[dict[str, str], list[str]]:
+    """The MLflow pages of the judged and the previous run and their Prefect flow runs' (the folder's own
+    server included) where a server keeps them; and what to say where no UI serves a link."""
+    from flows.track.links import mlflow_run, prefect_flow_run, unserved
 
+    folder = home.home()
     links = {}
     for name, rid in (("newest", newest), ("previous", previous)):
         if rid:
             links[name] = mlflow_run(frame.attrs.get("experiment", "0"), rid)
-            flow = prefect_flow_run(frame.attrs.get("flow_run", {}).get(rid))
+            flow = prefect_flow_run(frame.attrs.get("flow_run", {}).get(rid), folder)
             if flow:
                 links[f"{name} (Prefect)"] = flow
-    return links
+    return links, unserved(frame.attrs.get("flow_run", {}).get(newest), folder)
 
 
 LABELS = {
@@ -165,9 +167,9 @@ def _notify(tell, target, when: str, name: str, found, frame) -> bool:
     if not tell.due(when, verdict, found.flags):
         err.print(f"not notified: the verdict is {verdict} (--notify-on {when})")
         return True
-    links = _links(frame, found.newest, found.previous)
+    links, unserved = _links(frame, found.newest, found.previous)
     try:
-        done = tell.send(target, tell.message(name, found.flags, links, found.notes))
+        done = tell.send(target, tell.message(name, found.flags, links, [*found.notes, *unserved]))
     except tell.NotifyError as e:
         err.print(f"[red]notification failed[/]: {escape(str(e))}", highlight=False, soft_wrap=True)
         return False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+from pathlib import Path
 from typing import Callable
 
 LOCAL_MLFLOW_UI = "http://127.0.0.1:5000"  # where `bottlenecks ui` serves the local store
@@ -12,15 +13,28 @@ LOCAL_MLFLOW_UI = "http://127.0.0.1:5000"  # where `bottlenecks ui` serves the l
 MODEL_TRAINING_VIEW = "?workflowType=machine_learning"
 
 
+UI_ENV = "BOTTLENECKS_MLFLOW_UI"  # where a team serves the UI of a local store (a proxy, `bottlenecks ui --host`)
+
+
 def _mlflow_server() -> str | None:
+    """The MLflow UI that serves the store: the tracking server itself, or the one named in UI_ENV."""
     uri = os.environ.get("MLFLOW_TRACKING_URI", "")
-    return uri.rstrip("/") if uri.startswith(("http://", "https://")) else None
+    if uri.startswith(("http://", "https://")):
+        return uri.rstrip("/")
+    named = os.environ.get(UI_ENV, "").strip()
+    return named.rstrip("/") or None
 
 
 def mlflow_run(experiment_id: str, run_id: str) -> str:
     """The MLflow UI page of a run in the model-training view (on `bottlenecks ui` for the local store)."""
     base = _mlflow_server() or LOCAL_MLFLOW_UI
     return f"{base}/#/experiments/{experiment_id}/runs/{run_id}{MODEL_TRAINING_VIEW}"
+
+
+def mlflow_served() -> bool:
+    """Whether an MLflow link points at a UI that serves the store (False: only `bottlenecks ui` on the
+    machine that holds the local store opens it)."""
+    return _mlflow_server() is not None
 
 
 def run_pages(experiment_id: Callable[[], str]) -> Callable[[str], str]:
@@ -30,13 +44,44 @@ def run_pages(experiment_id: Callable[[], str]) -> Callable[[str], str]:
     return lambda run_id: mlflow_run(experiment(), run_id)
 
 
-def prefect_flow_run(flow_run_id: str | None) -> str | None:
-    """The Prefect UI page of a flow run, or None when no Prefect server outlives the run."""
+def prefect_flow_run(flow_run_id: str | None, folder: Path | None = None) -> str | None:
+    """The Prefect UI page of a flow run, or None when no Prefect server that keeps it is up. Without
+    ``PREFECT_API_URL``, the background server of ``folder`` (the project folder whose runs it keeps),
+    while it answers: its port changes when it starts again."""
     api = os.environ.get("PREFECT_API_URL", "").rstrip("/")
+    if not api and folder is not None:
+        api = _folder_server(folder) or ""
     if not api or not flow_run_id:
         return None
     ui = os.environ.get("PREFECT_UI_URL") or api.removesuffix("/api")
     return f"{ui.rstrip('/')}/runs/flow-run/{flow_run_id}"
+
+
+def _folder_server(folder: Path) -> str | None:
+    from flows.services import prefect_server
+
+    record = prefect_server.read_record(folder)
+    if not record or not prefect_server._ours(int(record.get("pid") or 0)):
+        return None
+    url = str(record.get("url") or "").rstrip("/")
+    return url if url and prefect_server.healthy(url) else None
+
+
+def unserved(flow_run_id: str | None, folder: Path) -> list[str]:
+    """What to say where a link cannot be given: the local MLflow store has no UI until `bottlenecks ui`
+    serves it, and a folder's Prefect server that stopped keeps its flow runs until it is opened again."""
+    said = []
+    if not mlflow_served():
+        said.append(
+            f"MLflow links open while `bottlenecks ui` serves the local store (state folder {folder}) at "
+            f"{LOCAL_MLFLOW_UI}; set {UI_ENV} to the address where a team serves it"
+        )
+    if flow_run_id and not os.environ.get("PREFECT_API_URL") and _folder_server(folder) is None:
+        said.append(
+            f"Prefect flow run {flow_run_id} is kept by the Prefect server of state folder {folder}, not running "
+            "now: `bottlenecks ui --prefect` there opens it"
+        )
+    return said
 
 
 def announce(console, experiment_id: str, run_id: str, flow_run_id: str | None) -> None:

@@ -218,3 +218,32 @@ def test_notify_on_pipeline_tells_of_a_changed_pipeline_that_moved_a_judged_metr
     from flows.ops import deployments
 
     deployments.check_notify("https://hooks.example.org/x", "pipeline")  # a schedule may ask for it
+
+
+def test_links_say_where_no_ui_serves_them_and_follow_the_named_mlflow_ui(tmp_path, monkeypatch):
+    """A local store's MLflow pages open only under `bottlenecks ui`, a stopped folder server's flow runs
+    only once it is opened again: the notification says so instead of sending dead links."""
+    from flows.track import links
+
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    monkeypatch.delenv(links.UI_ENV, raising=False)
+    said = links.unserved("f10w", tmp_path)
+    assert said[0].startswith("MLflow links open while `bottlenecks ui` serves the local store")
+    assert links.UI_ENV in said[0]
+    assert said[1].startswith("Prefect flow run f10w is kept by the Prefect server of state folder")
+    assert "`bottlenecks ui --prefect`" in said[1]
+    assert links.prefect_flow_run("f10w", tmp_path) is None  # no server recorded there
+    monkeypatch.setenv(links.UI_ENV, "https://mlflow.team.example/")
+    assert links.mlflow_run("1", "abc").startswith("https://mlflow.team.example/#/experiments/1/runs/abc")
+    assert links.unserved(None, tmp_path) == []
+
+
+def test_history_sends_the_unserved_notes_with_the_links():
+    p = name()
+    trained(p, [[0.91, 0.90, 0.92], [0.80, 0.79, 0.81]], tags={"prefect_flow_run_id": "f10w"})
+    with Receiver() as hook:
+        CliRunner().invoke(app, ["history", p, "-m", "train*", "--no-plot", "--notify", hook.url])
+    (got,) = hook.bodies
+    assert any(n.startswith("MLflow links open while `bottlenecks ui`") for n in got["notes"]), got["notes"]
+    assert "MLflow links open while" in got["text"]
