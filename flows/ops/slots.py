@@ -147,7 +147,7 @@ def catch_up(spec, dep: dict, run_newest: bool = True, now: datetime | None = No
     for slot in late:
         if slot.flow_run_id:  # else the runner would start every Late run at once
             _cancel(url, slot.flow_run_id, f"missed: {slot.reason}")
-    made = record(spec.pipeline, spec.profile, _fold(late) + skipped(runs))
+    made = record(spec.pipeline, spec.profile, _fold(late) + skipped(runs), url=url)
     if made:
         lines.append(f"{spec.deployment}: recorded {made} missed or skipped slot(s) in MLflow")
     return lines
@@ -197,7 +197,7 @@ def record_current_deployment(pipeline: str, profile: str | None, by: str | None
         if run is None or run.deployment_id is None or not url:
             return 0
         runs = flow_runs(url, str(run.deployment_id), ["CANCELLED"])
-        return record(pipeline, profile, skipped(runs, by=by or run.name))
+        return record(pipeline, profile, skipped(runs, by=by or run.name), url=url)
     except Exception as e:  # noqa: BLE001
         import logging
 
@@ -215,8 +215,34 @@ def recorded(client, experiment_id: str) -> set[tuple[str, str, str]]:
     return {(r.data.tags[SLOT], r.data.tags.get(TIME, ""), r.data.tags.get("profile", "")) for r in rows}
 
 
-def record(pipeline: str, profile: str | None, slots: list[Slot]) -> int:
-    """One FINISHED MLflow run per slot not recorded yet; how many were made."""
+def slot_name(pipeline: str, profile: str | None, slot: Slot) -> str:
+    """``four-bottlenecks/quick 2026-12-01 02:00 (skipped)``: a run's name (``prefect_view.flow_run_name``)
+    and what became of the slot."""
+    who = f"{pipeline}/{profile}" if profile else pipeline
+    return f"{who} {slot.time.astimezone():%Y-%m-%d %H:%M} ({slot.kind})"
+
+
+def _name_flow_runs(url: str, pipeline: str, profile: str | None, slots: list[Slot]) -> None:
+    """Give the Prefect flow runs that stood for the slots the slot's name instead of Prefect's random
+    one (``discerning-viper``); a name is a courtesy: a refusal is logged, never raised."""
+    for slot in slots:
+        if not slot.flow_run_id:
+            continue
+        try:
+            prefect_api.call(
+                url, "PATCH", f"/flow_runs/{slot.flow_run_id}", {"name": slot_name(pipeline, profile, slot)}
+            )
+        except prefect_api.PrefectAPIError as e:
+            import logging
+
+            logging.getLogger("bottlenecks").warning("could not name the slot's flow run: %s", e)
+
+
+def record(pipeline: str, profile: str | None, slots: list[Slot], url: str | None = None) -> int:
+    """One FINISHED MLflow run per slot not recorded yet; how many were made. With the Prefect API
+    ``url``, the slots' flow runs get the slot's name too."""
+    if url:
+        _name_flow_runs(url, pipeline, profile, slots)
     if not slots:
         return 0
     from flows.track.runs import Tracker

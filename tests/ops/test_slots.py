@@ -145,6 +145,9 @@ def test_serve_catches_up_the_newest_missed_slot_once_and_records_the_rest_once(
     ]
     assert ("by running the newest missed slot" in reason) == run_newest and ("--no-catch-up" in reason) != run_newest
     assert any("catching up the slot of 2026-12-01T04:00:00+00:00" in line for line in said) == run_newest
+    named = {c[1]: c[2]["name"] for c in api.calls if c[0] == "PATCH"}  # Prefect's random names replaced
+    assert named["/flow_runs/run-3"] == f"{name}/quick {at(3).astimezone():%Y-%m-%d %H:%M} (skipped)"
+    assert named["/flow_runs/run-2"] == f"{name}/quick {at(2).astimezone():%Y-%m-%d %H:%M} (missed)"
 
     slots.catch_up(spec, dep(), run_newest=run_newest, now=at(4.5))
     assert len(rows(name)) == len(recorded)  # a slot is one row, however often serve starts
