@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-_KEYWORDS = {"outputs", "version", "bottleneck", "promote", "shows", "config", "depends_on"}
+_KEYWORDS = {"outputs", "version", "bottleneck", "promote", "shows", "config", "depends_on", "resources"}
 _NAMED = {"config"}  # keywords that name a class, evaluated as an annotation is; the others are literals
 
 

@@ -69,6 +69,7 @@ class Component:
     _doc: str | None = field(default=None, repr=False)
     config: type[BaseModel] | None = None  # the parameters' class, passed as one validated instance
     depends_on: tuple[str, ...] = ()  # distributions whose versions its results depend on (cache keys)
+    resources: dict[str, Any] = field(default_factory=dict)  # what a step of it holds by default: {"gpu": 1}
 
     def __post_init__(self):
         if self._fn is not None:
@@ -267,6 +268,20 @@ def _checked_shows(name: str, shows: dict[str, Any] | None, outputs: tuple[str, 
     return shows
 
 
+def _checked_resources(name: str, resources: Any) -> dict[str, Any]:
+    """``resources`` as ``{"gpu": N}`` (N a count of GPUs or ``"all"``), after checking it."""
+    resources = resources or {}
+    gpu = resources.get("gpu", 0) if isinstance(resources, dict) else None
+    ok = isinstance(resources, dict) and set(resources) <= {"gpu"}
+    ok = ok and (gpu == "all" or (isinstance(gpu, int) and not isinstance(gpu, bool) and gpu >= 0))
+    if not ok:
+        raise ComponentError(
+            f"component {name!r}: resources= takes {{'gpu': N}} (N GPUs a step holds where the run is offered "
+            f"GPUs, or 'all'), got {resources!r}"
+        )
+    return dict(resources)
+
+
 def _checked_depends_on(name: str, depends_on: Any) -> tuple[str, ...]:
     """``depends_on`` as a tuple of distribution names, after checking it is a list of names."""
     if isinstance(depends_on, str) or not all(isinstance(d, str) and d for d in depends_on):
@@ -287,6 +302,7 @@ def component(
     shows: dict[str, Any] | None = None,
     config: type[BaseModel] | None = None,
     depends_on: tuple[str, ...] | list[str] = (),
+    resources: dict[str, Any] | None = None,
 ) -> Callable[[Callable], Callable]:
     """Register ``fn`` as the component ``name``.
 
@@ -312,9 +328,13 @@ def component(
         depends_on: installed distributions (``["sentencepiece"]``) whose versions its results
             depend on beyond torch, numpy and the known libraries its code imports; their versions
             are part of its cache key (docs/contracts.md, "Cache keys").
+        resources: what each step of it holds by default, ``{"gpu": 1}`` (one GPU where the run is
+            offered GPUs; none otherwise) or ``{"gpu": "all"}``; a step's ``resources:`` overrides it.
+            Without it a step holds no GPU unless it asks.
     """
     declared_shows = _checked_shows(name, shows, tuple(outputs))
     libraries = _checked_depends_on(name, depends_on)
+    held = _checked_resources(name, resources)
 
     def register(fn: Callable) -> Callable:
         if name in _REGISTRY and _REGISTRY[name]._fn is not fn:
@@ -335,6 +355,7 @@ def component(
             shows=declared_shows,
             config=config,
             depends_on=libraries,
+            resources=held,
         )
         fn.component = _REGISTRY[name]  # type: ignore[attr-defined]
         return fn
@@ -440,6 +461,7 @@ def _declared(name: str, module: str) -> Component:
             _doc=found.doc,
             config=kw.get("config"),
             depends_on=_checked_depends_on(name, kw.get("depends_on", ())),
+            resources=_checked_resources(name, kw.get("resources")),
         )
         _DECLARED[name] = comp
         return comp

@@ -178,7 +178,7 @@ def _plot(curves: dict[str, list[dict]], summary: dict, device: str, threads: in
     return fig
 
 
-@component("probe.timing", outputs=["summary", "plot", "table"], bottleneck="B4")
+@component("probe.timing", outputs=["summary", "plot", "table"], bottleneck="B4", resources={"gpu": 1})
 def timing(
     ctx: Context,
     *,

@@ -15,7 +15,7 @@ from components.train.launch import launch
 from components.train.phases import train
 
 
-@component("train.model", outputs=["checkpoint", "summary"], config=TrainConfig)
+@component("train.model", outputs=["checkpoint", "summary"], config=TrainConfig, resources={"gpu": 1})
 def train_model(ctx: Context, cfg: TrainConfig) -> dict:
     """Train a model variant on a data folder; resume from the work dir's last checkpoint.
 

@@ -2,9 +2,10 @@
 
 ``settings.devices``: ``auto`` (every visible GPU), a list of GPU ids (``[0, 1]``) or ``none``.
 A step asks with ``resources: {gpu: 1}``, ``{gpu: 4}`` (it holds four GPUs at once) or
-``{gpu: all}`` (every GPU the run is offered; none where none is); a component may declare a
-default (``train.*`` wants one GPU), which applies only where the cluster offers GPUs. An explicit
-request that no worker can satisfy is a validation error, before anything runs.
+``{gpu: all}`` (every GPU the run is offered; none where none is); a component declares its
+default (``@component(..., resources={"gpu": 1})``: the trainer and the timing probe do), which
+applies only where the cluster offers GPUs. The engine reads the declaration and names no component.
+An explicit request that no worker can satisfy is a validation error, before anything runs.
 """
 
 from __future__ import annotations
@@ -13,8 +14,6 @@ import os
 import shutil
 import subprocess
 from typing import Any
-
-GPU_PREFIXES = ("train.", "probe.timing")  # want a GPU where one is offered, unless the component declares otherwise
 
 
 def visible_gpus() -> list[str]:
@@ -61,9 +60,9 @@ def wants_gpu(component, explicit: dict | None, offered: int) -> tuple[int, bool
     most GPUs one step can hold on this cluster (what ``gpu: all`` resolves to)."""
     if explicit is not None and "gpu" in explicit:
         return (offered if explicit["gpu"] == ALL else int(explicit["gpu"])), True
-    declared = getattr(component, "resources", None) or {}
-    default = int(declared.get("gpu", 1 if component.name.startswith(GPU_PREFIXES) else 0))
-    return (default if offered else 0), False
+    declared = (getattr(component, "resources", None) or {}).get("gpu", 0)
+    default = offered if declared == ALL else int(declared)
+    return (min(default, offered) if offered else 0), False
 
 
 def device_class(gpu: int) -> str:

@@ -97,3 +97,47 @@ def test_the_json_schema_accepts_what_check_accepts():
         ask for ask in ("0", "2", "8", "all") if not validator.is_valid(yaml.safe_load(text.replace("ASK", ask)))
     ] == []
     assert [ask for ask in ("-1", "two", "1.5") if validator.is_valid(yaml.safe_load(text.replace("ASK", ask)))] == []
+
+
+USER_MODULE = '''
+from components import Context, component
+
+
+@component("outside.fit", outputs=["summary"], resources={"gpu": 1})
+def fit(ctx: Context, *, seed: int = 0) -> dict:
+    return {"summary": {"device": ctx.device}}
+
+
+@component("outside.plot", outputs=["summary"])
+def plot(ctx: Context) -> dict:
+    return {"summary": {}}
+'''
+
+
+def test_a_users_component_gets_a_gpu_by_declaring_it_as_the_shipped_trainer_does(tmp_path, monkeypatch):
+    """From outside the repository: the engine reads the declaration, not the component's name."""
+    (tmp_path / "outside_steps.py").write_text(USER_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    text = """\
+        name: outside
+        settings: {devices: DEVICES}
+        steps:
+          fit: {uses: "outside_steps:fit", matrix: {seed: [0, 1]}, with: {seed: "${matrix.seed}"}}
+          plot: {uses: "outside_steps:plot"}
+          train: {uses: train.model, with: {data: "x", model: rnn-small}}
+        """
+    plan = build(write(tmp_path, text.replace("DEVICES", "[0, 1]")))
+    assert [plan.instances[f"fit[seed={s}]"].gpu for s in (0, 1)] == [1, 1]
+    assert plan.instances["plot"].gpu == 0
+    assert plan.instances["train"].gpu == 1  # the shipped trainer declares the same
+    cpu = build(write(tmp_path, text.replace("DEVICES", "none")))
+    assert [i.gpu for i in cpu.instances.values()] == [0, 0, 0, 0]  # a declared GPU where none is offered: none
+
+
+def test_a_malformed_resources_declaration_is_refused_with_what_it_takes():
+    from components.registry import ComponentError, component
+
+    with pytest.raises(ComponentError, match=r"resources= takes \{'gpu': N\}.*got \{'gpu': -1\}"):
+        component("outside.bad", outputs=["summary"], resources={"gpu": -1})
+    with pytest.raises(ComponentError, match="got {'cpu': 2}"):
+        component("outside.bad2", outputs=["summary"], resources={"cpu": 2})
