@@ -99,7 +99,7 @@ def test_the_json_schema_accepts_what_check_accepts():
     assert [ask for ask in ("-1", "two", "1.5") if validator.is_valid(yaml.safe_load(text.replace("ASK", ask)))] == []
 
 
-USER_MODULE = '''
+USER_MODULE = """
 from components import Context, component
 
 
@@ -111,7 +111,7 @@ def fit(ctx: Context, *, seed: int = 0) -> dict:
 @component("outside.plot", outputs=["summary"])
 def plot(ctx: Context) -> dict:
     return {"summary": {}}
-'''
+"""
 
 
 def test_a_users_component_gets_a_gpu_by_declaring_it_as_the_shipped_trainer_does(tmp_path, monkeypatch):
