@@ -36,8 +36,9 @@ def open_parent(plan: Plan, tracker: Tracker, executor: str) -> str:
 
 def promote_reports(plan: Plan, result: RunResult, tracker: Tracker) -> None:
     """Copy the files and metrics of steps whose component is a report (``promote=True``) onto
-    the parent run, where users look first: the figures it shows under ``figures/``, and the name
-    of its verdicts file as a tag (``bottlenecks history`` reads reasons there)."""
+    the parent run, where users look first: the figures it shows under ``figures/``, the name of its
+    verdicts file as a tag (``bottlenecks history`` reads reasons there), and its headline as the tag
+    ``headline``, which MLflow shows at the top of the run page and as a column of the runs table."""
     parent = result.parent_run_id
     for iid, outputs in result.outputs.items():
         component = plan.instances[iid].component
@@ -51,6 +52,9 @@ def promote_reports(plan: Plan, result: RunResult, tracker: Tracker) -> None:
         verdicts = component.shown("verdicts", outputs)
         if isinstance(verdicts, str) and os.path.isfile(verdicts):
             tracker.log(parent, tags={reports.VERDICTS_TAG: os.path.basename(verdicts)})
+        headline = component.shown("headline", outputs)
+        if isinstance(headline, str) and headline.strip():  # a tag: shown above the description, and as a column
+            tracker.log(parent, tags={reports.HEADLINE_TAG: headline.strip()[: reports.TAG_MOST]})
 
 
 def _log_figures(tracker: Tracker, run_id: str, named: dict[str, str]) -> None:

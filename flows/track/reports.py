@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 VERDICTS_TAG = "verdicts_file"  # the parent run's tag naming its verdicts artifact
+HEADLINE_TAG = "headline"  # the parent run's tag holding a report's one-line headline
+TAG_MOST = 5000  # MLflow keeps a tag value of at most this many characters
 
 
 @dataclass

@@ -78,6 +78,7 @@ def test_a_users_report_shows_its_headline_description_artifact_and_figures(tmp_
     )["run_id"]
     parent = mlflow.get_run(parent_id)
     assert parent.data.tags["mlflow.note.content"] == PAGE
+    assert parent.data.tags["headline"] == "the numbers add up to 6"  # above the description, and a column
     figures = [a.path for a in mlflow.MlflowClient().list_artifacts(parent_id, "figures")]
     assert figures == ["figures/total.png"]
     assert history._reason(parent_id, "1") == "they add up to 6"  # through the verdicts file it names
