@@ -22,7 +22,7 @@ TINY = [
     "caption_steps=20",
     "seeds=[0]",
     "vit_seeds=[0]",  # the ViT and CNN steps run over their own seeds (six in the pipeline)
-    "recall_seeds=[0]",  # so do the delayed-recall and explode steps (seven)
+    "recall_seeds=[0]",  # so do the delayed-recall and explode steps (ten)
     "bias15.steps=20",
     # the claims read T=256 and T=1024; each model is timed and measured in processes of its own,
     # whose start-up costs more than a batch of one at these lengths
