@@ -15,7 +15,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-_KEYWORDS = {"outputs", "version", "bottleneck", "promote", "shows", "config", "depends_on", "resources"}
+_KEYWORDS = {
+    "outputs",
+    "version",
+    "bottleneck",
+    "promote",
+    "shows",
+    "config",
+    "depends_on",
+    "resources",
+    "logged_before",
+    "renamed_before",
+}
 _NAMED = {"config"}  # keywords that name a class, evaluated as an annotation is; the others are literals
 
 

@@ -70,6 +70,11 @@ class Component:
     config: type[BaseModel] | None = None  # the parameters' class, passed as one validated instance
     depends_on: tuple[str, ...] = ()  # distributions whose versions its results depend on (cache keys)
     resources: dict[str, Any] = field(default_factory=dict)  # what a step of it holds by default: {"gpu": 1}
+    # metric names it logged before the namespaces (docs/metrics.md), so history reads old nights: a
+    # first segment ("rho": "rho" and "rho/..."; "params/": only "params/...") placed under its
+    # namespace today, or an old prefix -> its new one ("valid_": "valid/")
+    logged_before: tuple[str, ...] = ()
+    renamed_before: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
         if self._fn is not None:
@@ -282,6 +287,20 @@ def _checked_resources(name: str, resources: Any) -> dict[str, Any]:
     return dict(resources)
 
 
+def _checked_logged_before(name: str, logged: Any, renamed: Any) -> tuple[tuple[str, ...], dict[str, str]]:
+    """``logged_before`` as a tuple of names and ``renamed_before`` as old prefix -> new, after checking them."""
+    logged = tuple(logged or ())
+    renamed = dict(renamed or {})
+    if not all(isinstance(k, str) and k for k in logged) or not all(
+        isinstance(k, str) and k and isinstance(v, str) and v for k, v in renamed.items()
+    ):
+        raise ComponentError(
+            f"component {name!r}: logged_before= takes metric names or first segments (['rho', 'params/']) and "
+            f"renamed_before= old prefixes to new ones ({{'valid_': 'valid/'}}), got {logged!r}, {renamed!r}"
+        )
+    return logged, renamed
+
+
 def _checked_depends_on(name: str, depends_on: Any) -> tuple[str, ...]:
     """``depends_on`` as a tuple of distribution names, after checking it is a list of names."""
     if isinstance(depends_on, str) or not all(isinstance(d, str) and d for d in depends_on):
@@ -303,6 +322,8 @@ def component(
     config: type[BaseModel] | None = None,
     depends_on: tuple[str, ...] | list[str] = (),
     resources: dict[str, Any] | None = None,
+    logged_before: tuple[str, ...] | list[str] = (),
+    renamed_before: dict[str, str] | None = None,
 ) -> Callable[[Callable], Callable]:
     """Register ``fn`` as the component ``name``.
 
@@ -331,10 +352,16 @@ def component(
         resources: what each step of it holds by default, ``{"gpu": 1}`` (one GPU where the run is
             offered GPUs; none otherwise) or ``{"gpu": "all"}``; a step's ``resources:`` overrides it.
             Without it a step holds no GPU unless it asks.
+        logged_before: the metric names it logged before the namespaces of docs/metrics.md, so that
+            ``bottlenecks history`` reads older nights under today's names: a first segment (``"rho"``
+            covers ``rho`` and ``rho/...``; ``"params/"`` only ``params/...``), placed under the
+            component's namespace.
+        renamed_before: older prefixes renamed otherwise (``{"valid_": "valid/"}``).
     """
     declared_shows = _checked_shows(name, shows, tuple(outputs))
     libraries = _checked_depends_on(name, depends_on)
     held = _checked_resources(name, resources)
+    before, renamed = _checked_logged_before(name, logged_before, renamed_before)
 
     def register(fn: Callable) -> Callable:
         if name in _REGISTRY and _REGISTRY[name]._fn is not fn:
@@ -356,6 +383,8 @@ def component(
             config=config,
             depends_on=libraries,
             resources=held,
+            logged_before=before,
+            renamed_before=renamed,
         )
         fn.component = _REGISTRY[name]  # type: ignore[attr-defined]
         return fn
@@ -462,6 +491,9 @@ def _declared(name: str, module: str) -> Component:
             config=kw.get("config"),
             depends_on=_checked_depends_on(name, kw.get("depends_on", ())),
             resources=_checked_resources(name, kw.get("resources")),
+        )
+        comp.logged_before, comp.renamed_before = _checked_logged_before(
+            name, kw.get("logged_before"), kw.get("renamed_before")
         )
         _DECLARED[name] = comp
         return comp

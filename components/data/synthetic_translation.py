@@ -23,7 +23,13 @@ def translate(words: list[str], lexicon: dict[str, str], reorder: str) -> list[s
     return out
 
 
-@component("data.synthetic_translation", outputs=["dataset"], bottleneck="B3")
+@component(
+    "data.synthetic_translation",
+    outputs=["dataset"],
+    bottleneck="B3",
+    logged_before=["src_vocab_size", "tgt_vocab_size"],
+    renamed_before={"n_": "data/n_"},  # every data step's split sizes (n_train, ...)
+)
 def synthetic_translation(
     ctx,
     *,

@@ -95,7 +95,7 @@ def _train_tokenizers(ctx, texts, joint, vocab_size, min_frequency, lowercase):
     return src_tok, tgt_tok
 
 
-@component("data.wmt", outputs=["dataset"], bottleneck="B3")
+@component("data.wmt", outputs=["dataset"], bottleneck="B3", logged_before=["dropped"])
 def wmt(
     ctx,
     *,

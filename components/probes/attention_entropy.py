@@ -19,7 +19,11 @@ def normalised_entropy(weights: torch.Tensor) -> float:
     return float(h.mean() / math.log(weights.shape[-1]))
 
 
-@component("probe.attention_entropy", outputs=["summary", "plot"])
+@component(
+    "probe.attention_entropy",
+    outputs=["summary", "plot"],
+    logged_before=["entropy", "unscaled_drop", "scaled_min"],
+)
 def attention_entropy(
     ctx: Context,
     *,

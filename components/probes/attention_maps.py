@@ -117,7 +117,12 @@ def _draw_gaze(plt, maps: list[np.ndarray], images, digits, shown: list[int], gr
     return fig
 
 
-@component("probe.attention_maps", outputs=["summary", "plot"], bottleneck="B3")
+@component(
+    "probe.attention_maps",
+    outputs=["summary", "plot"],
+    bottleneck="B3",
+    logged_before=["diag_mass", "diag_mass_uniform", "diag_ratio"],
+)
 def attention_maps(
     ctx: Context,
     *,

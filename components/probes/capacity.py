@@ -66,7 +66,7 @@ def _plot(curves: dict[str, list[float]], names: list[str]):
     return fig
 
 
-@component("probe.capacity", outputs=["summary", "plot"], bottleneck="B1")
+@component("probe.capacity", outputs=["summary", "plot"], bottleneck="B1", logged_before=["exact", "ratio"])
 def capacity(
     ctx: Context,
     *,

@@ -28,7 +28,12 @@ def fit_rho(curve: np.ndarray, fit_max: int = 0) -> float:
     return float(np.exp(P.loglinear_slope(d[1:stop], curve[1:stop])))
 
 
-@component("probe.gradient_decay", outputs=["summary", "plot"], bottleneck="B2")
+@component(
+    "probe.gradient_decay",
+    outputs=["summary", "plot"],
+    bottleneck="B2",
+    logged_before=["grad_norm", "grad", "rho", "rho_init"],
+)
 def gradient_decay(
     ctx: Context,
     *,

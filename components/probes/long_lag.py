@@ -27,7 +27,12 @@ def lag_of(key: str, info: dict[str, Any]) -> int:
     return int(m.group(1))
 
 
-@component("probe.long_lag", outputs=["summary", "plot"], bottleneck="B2")
+@component(
+    "probe.long_lag",
+    outputs=["summary", "plot"],
+    bottleneck="B2",
+    logged_before=["acc_by_lag", "acc_min", "longest_solved"],
+)
 def long_lag(
     ctx: Context,
     *,

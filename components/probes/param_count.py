@@ -13,7 +13,12 @@ from components.probes import common as P
 from components.train.build import accepted_fields, build_model
 
 
-@component("probe.param_count", outputs=["summary"], bottleneck="B1")
+@component(
+    "probe.param_count",
+    outputs=["summary"],
+    bottleneck="B1",
+    logged_before=["params/", "runs", "runs_all", "params_spread", "params_constant"],  # a bare params: train.model's
+)
 def param_count(
     ctx: Context,
     *,

@@ -38,7 +38,12 @@ def neighbour_vs_far(sim: np.ndarray, grid: tuple[int, int], far: int = 0) -> tu
     return float(np.mean(near_s)), float(np.mean(far_s)) if far_s else float("nan")
 
 
-@component("probe.position_similarity", outputs=["summary", "plot"], bottleneck="B4")
+@component(
+    "probe.position_similarity",
+    outputs=["summary", "plot"],
+    bottleneck="B4",
+    logged_before=["neighbour_cos", "neighbour_minus_far"],
+)
 def position_similarity(
     ctx: Context,
     *,

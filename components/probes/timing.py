@@ -178,7 +178,22 @@ def _plot(curves: dict[str, list[dict]], summary: dict, device: str, threads: in
     return fig
 
 
-@component("probe.timing", outputs=["summary", "plot", "table"], bottleneck="B4", resources={"gpu": 1})
+@component(
+    "probe.timing",
+    outputs=["summary", "plot", "table"],
+    bottleneck="B4",
+    resources={"gpu": 1},
+    logged_before=[
+        "seq_steps_per_layer",
+        "time_s",
+        "time_s_ci",
+        "time_exp",
+        "time_exp_ci",
+        "memory_mb",
+        "memory_exp",
+        "memory_exp_ci",
+    ],
+)
 def timing(
     ctx: Context,
     *,

@@ -15,7 +15,26 @@ from components.train.launch import launch
 from components.train.phases import train
 
 
-@component("train.model", outputs=["checkpoint", "summary"], config=TrainConfig, resources={"gpu": 1})
+@component(
+    "train.model",
+    outputs=["checkpoint", "summary"],
+    config=TrainConfig,
+    resources={"gpu": 1},
+    # its end-of-run facts, logged flat before the namespaces (now run/...), and its split metrics
+    logged_before=[
+        "steps",
+        "seconds",
+        "cpu_seconds",
+        "passes_per_step",
+        "params",
+        "resumed_from_step",
+        "tokens_per_s",
+        "eval_seconds",
+        "diverged",
+        "diverged_step",
+    ],
+    renamed_before={"valid_": "valid/", "test_": "test/"},
+)
 def train_model(ctx: Context, cfg: TrainConfig) -> dict:
     """Train a model variant on a data folder; resume from the work dir's last checkpoint.
 

@@ -74,3 +74,36 @@ def test_every_current_name_is_in_the_documented_table():
 
     doc = (Path(__file__).parents[2] / "docs" / "metrics.md").read_text()
     assert all(f"`{ns}/" in doc for ns in NAMESPACES), "docs/metrics.md lists every namespace"
+
+
+@component("namestest.old", outputs=["n"], logged_before=["hits_then"], renamed_before={"old_": "namestest/old/"})
+def _user_old(ctx: Context) -> dict:
+    """A user's plugin that declares the names its older versions logged."""
+    return {"n": 1}
+
+
+def test_a_users_component_declares_its_older_names_and_history_reads_them():
+    assert current("hits_then/x") == "namestest/old/hits_then/x"  # no component tag: found by the declaration
+    assert current("old_rate") == "namestest/old/rate"
+    assert current("old_rate", "namestest.old") == "namestest/old/rate"
+
+
+def test_the_engine_names_no_component_when_it_renames():
+    """Its code holds no component's name or metric: every string in it outside a docstring is checked."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse((Path(__file__).parents[2] / "flows" / "track" / "metric_names.py").read_text())
+    docs = {
+        id(n.body[0].value)
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Module, ast.FunctionDef)) and ast.get_docstring(n)
+    }
+    strings = [
+        n.value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs
+    ]
+    assert not [t for t in strings if t.startswith(("probe", "train", "data.", "eval")) or t in ("rho", "seconds")], (
+        strings
+    )
