@@ -77,7 +77,7 @@ def fast_judging():
     import scipy.stats  # noqa: F401  (imported before the freeze, so its objects are frozen too)
     import statsmodels.stats.multitest  # noqa: F401
 
-    from components.report import stats
+    from components import stats
 
     gc.freeze()
     try:

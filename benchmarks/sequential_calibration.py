@@ -52,7 +52,7 @@ CLAIM = {"id": "sim", "claim": "x is positive", "check": "at_least", "value": "m
 def seeds_needed_skipped():
     """Skip ``stats.seeds_needed`` (the inconclusive hint, computed after the verdict: about 5 ms of
     noncentral-t scans a decision); verdicts and p-values are untouched."""
-    from components.report import stats
+    from components import stats
 
     real = stats.seeds_needed
     stats.seeds_needed = lambda decision: None

@@ -765,7 +765,7 @@ def path_ideal(cell: dict) -> float:
     """The power a test exactly at 2.5% would reach in the cell's power scenario."""
     from scipy import stats as sps
 
-    from components.report.stats import power
+    from components.stats import power
 
     n = cell["seeds"]
     if cell["group"] == "bounded" and cell.get("of") == "median":  # the exact sign test at 2.5%
@@ -998,7 +998,7 @@ def _power_flag(rate: float, se: float) -> str:
 def ideal_power(kind: str, n: int, own: bool) -> float:
     """The one-sided t test's power at the design's effect (``stats.power``, the code's own
     formula; Welch's with the per-group spread): what a test exactly at 2.5% would reach."""
-    from components.report.stats import power
+    from components.stats import power
 
     if kind == "beats_welch":
         half = 1 / math.sqrt(2)
@@ -1292,7 +1292,7 @@ def seeds_needed_skipped(skip: bool = True):
     evaluations (about 5 ms a decision, ten times the rest of ``evaluate``). The verdict, the
     p-values and the interval are untouched; the test suite checks the verdict counts are identical
     with and without the stub."""
-    from components.report import stats
+    from components import stats
 
     if not skip:
         yield

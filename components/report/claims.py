@@ -7,7 +7,7 @@ from typing import Any
 
 from components.report.checks import DEVICE, FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, evaluate
 from components.report.refs import Resolver
-from components.report.stats import ALPHA, MOST_SEEDS, POWER
+from components.stats import ALPHA, MOST_SEEDS, POWER
 
 
 def _accelerator(device: str) -> str:

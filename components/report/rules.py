@@ -1,5 +1,5 @@
 """Verdicts on per-seed numbers: a check's quantity and region handed to the statistical core
-(``components/report/stats.py``), and the sentence that says why.
+(``components/stats.py``), and the sentence that says why.
 
 Every check reduces to a quantity per seed (a margin past a threshold, a value, a paired difference,
 a log ratio) with, where the measurement records one, its own standard error, and a region the
@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from components.report import stats
-from components.report.stats import FAILS, HOLDS, INCONCLUSIVE, MOST_SEEDS, Z95
+from components import stats
+from components.stats import FAILS, HOLDS, INCONCLUSIVE, MOST_SEEDS, Z95
 
 SPREAD_FACTOR = 3.0  # accepted from older pipelines (``spread_factor:``); the verdict no longer uses it
 __all__ = ["FAILS", "HOLDS", "INCONCLUSIVE", "MOST_SEEDS", "SPREAD_FACTOR", "Z95"]

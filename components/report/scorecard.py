@@ -22,9 +22,9 @@ from components.report.note import summary as note_of
 from components.report.refs import Resolver, seed_values, to_number
 from components.report.rows import expand, fill, validate_architectures
 from components.report.rules import SPREAD_FACTOR
-from components.report.stats import ALPHA, holm
 from components.report.text import COUNT_KEYS, headline
 from components.report.vocabulary import KINDS, validate_expectations
+from components.stats import ALPHA, holm
 
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 # claim/<id> metrics: a verdict as a number history can compare (higher is better among the judged)

@@ -56,7 +56,7 @@ from typing import Any
 
 import numpy as np
 
-from components.report.stats import ALPHA, FAILS, HOLDS, INCONCLUSIVE
+from components.stats import ALPHA, FAILS, HOLDS, INCONCLUSIVE
 
 ONE_SIDED = ALPHA / 2  # each verdict's error over all its looks, as the fixed design's
 SPENDINGS = ("obrien-fleming", "pocock")

@@ -49,7 +49,7 @@ def test_skipping_the_seeds_needed_hint_leaves_every_verdict_as_it_was():
         scenario="null",
         cost=1.0,
     )
-    from components.report import stats
+    from components import stats
 
     real = stats.seeds_needed
     full = B.run_grid(task)["counts"]

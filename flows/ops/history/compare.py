@@ -16,7 +16,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from components.report import stats
+from components import stats
 
 
 @dataclass

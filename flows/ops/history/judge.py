@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from components.report import stats
+from components import stats
 from flows.ops.history import claims, compare, pipeline
 from flows.ops.history._model import Flag, Thresholds
 from flows.ops.history.direction import Directions, better

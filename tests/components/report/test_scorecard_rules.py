@@ -6,7 +6,7 @@ import math
 import pytest
 from scipy import stats as sps
 
-from components.report import stats
+from components import stats
 from components.report.claims import seeds_hint
 from components.report.rules import beats, every, judge, loglog_fit, loglog_slope
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from components.report import stats
+from components import stats
 from components.report.checks import CheckResult, evaluate
 from components.report.claims import claim_p, combine, judge
 from components.report.refs import Resolver
