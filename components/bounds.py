@@ -50,9 +50,38 @@ def choices(expected: str) -> list[str]:
     return re.findall(r"'((?:[^'\\]|\\.)*)'", expected)
 
 
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+def written(value: Any, most: int = 60) -> str:
+    """``value`` as a pipeline writes it, on one line, cut to ``most`` characters: text quoted
+    (``'lots'``), anything else in YAML's flow style (``{a: 1}``, ``[1, 2]``, ``null``, ``true``; JSON,
+    which YAML also reads, where a value holds a line break), never a Python repr."""
+    if isinstance(value, str):
+        text = repr(value)
+    else:
+        import json
+
+        import yaml
+
+        try:
+            flow = {"default_flow_style": True, "width": 10**6, "allow_unicode": True, "sort_keys": False}
+            text = yaml.safe_dump(_data(value), **flow)
+            text = text.strip().removesuffix("...").strip()
+            if "\n" in text:
+                text = json.dumps(value, ensure_ascii=False, default=str)
+        except Exception:  # noqa: BLE001  (showing a value never decides whether a pipeline is valid)
+            text = f"a {type(value).__name__}"
+    return text if len(text) <= most else text[: most - 3] + "..."
+
+
+def _data(value: Any) -> Any:
+    """Mappings and lists as plain ones (a loader's position-keeping subclasses dump as data too)."""
+    if isinstance(value, dict):
+        return {_data(k): _data(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_data(v) for v in value]
+    return value
+
+
+_shown = written  # the bounds' own messages
 
 
 def refusal(err: dict) -> str | None:

@@ -7,11 +7,33 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from components.bounds import written
 from components.imports import suggest
+from components.registry import ParameterValueError
 
 
-class ScorecardError(ValueError):
-    """An ``expect:`` or ``architectures:`` entry is malformed (a pipeline authoring error)."""
+class ScorecardError(ParameterValueError):
+    """An ``expect:`` or ``architectures:`` entry is malformed (a pipeline authoring error). Its message
+    starts with where (``expect[0] (claim 1).checks[1]: ...``); ``loc`` is that place as a path into the
+    parameter (``("expect", 0, "checks", 1)``), so the pipeline's error points at the entry itself."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        where, _, rest = message.partition(": ")
+        path = _path(where)
+        named = re.search(r"(?:has no|unknown) key '([^']+)'", rest) or re.match(_FIELD, rest)
+        self.loc = path + (named.group(1),) if path and named else path
+
+
+_FIELD = r"'?([A-Za-z_]\w*):?'?(?=[\s,;:]|$)"  # the field a message starts with: 'check:', device, min_seeds
+
+
+def _path(where: str) -> tuple:
+    """``expect[0] (claim 1) checks[1]`` -> ``("expect", 0, "checks", 1)``; () where it reads no path."""
+    plain = re.sub(r" \([^)]*\)", "", where).replace(" ", ".")
+    if not re.fullmatch(r"\w+(\[\d+\]|\.[\w-]+)*", plain):
+        return ()
+    return tuple(int(i) if i else k for i, k in re.findall(r"\[(\d+)\]|\.?([\w-]+)", plain))
 
 
 @dataclass(frozen=True)
@@ -117,13 +139,8 @@ def _is_operand(v: Any) -> bool:
 
 
 def _show(v: Any, most: int = 60) -> str:
-    """``repr(v)`` on one line, cut to ``most`` characters: a message quotes what was written, never
-    pages of it (a value may be a whole mapping or list)."""
-    try:
-        text = repr(v)
-    except Exception:  # noqa: BLE001  (a repr never decides whether a pipeline is valid)
-        text = f"<{type(v).__name__}>"
-    return text if len(text) <= most else text[: most - 3] + "..."
+    """``v`` as the file writes it (``components.bounds.written``)."""
+    return written(v, most)
 
 
 def _kind_of(v: Any) -> str:

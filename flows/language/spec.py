@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from components.bounds import written
 from components.registry import suggest
 from flows.language.errors import Collector, kind
 from flows.language.yamlload import YList, YMap
@@ -79,7 +80,7 @@ def _unknown_keys(node: YMap, allowed, where: str, errors: Collector) -> None:
         if key not in allowed:
             errors.add(
                 node.kpos(key),
-                f"unknown {where} key {key!r}{suggest(str(key), allowed)}; allowed: {', '.join(allowed)}",
+                f"unknown {where} key {written(key)}{suggest(str(key), allowed)}; allowed: {', '.join(allowed)}",
             )
 
 
@@ -93,13 +94,18 @@ def _mapping(parent: YMap, key: str, errors: Collector, what: str) -> YMap:
     return value
 
 
+def _name(key: Any) -> str:
+    """A mapping key as a name: text as it is, anything else as YAML writes it (``null``, ``true``, ``3``)."""
+    return key if isinstance(key, str) else written(key)
+
+
 def _what(value: Any) -> str:
     """A value as a message names it: its kind for a mapping or a list, else as written."""
     if isinstance(value, dict):
         return "a mapping"
     if isinstance(value, list):
         return "a list"
-    return repr(value)
+    return written(value)
 
 
 def _text(node: YMap, keys, what: str, errors: Collector) -> None:
@@ -107,14 +113,16 @@ def _text(node: YMap, keys, what: str, errors: Collector) -> None:
     for key in keys:
         value = node.get(key)
         if value is not None and not isinstance(value, str):
-            errors.add(node.vpos(key), f"{what}{key!r} must be text, got {kind(value)}; quote it if it is meant as one")
+            errors.add(
+                node.vpos(key), f"{what}{written(key)} must be text, got {kind(value)}; quote it if it is meant as one"
+            )
 
 
 def _text_keys(node: YMap, what: str, errors: Collector) -> None:
     """Report, then drop, keys that are not text: a param or profile is named on the command line
     (``--set``, ``--profile``), in ``${params.NAME}`` and in messages, always as text."""
     for key in [k for k in node if not isinstance(k, str)]:
-        errors.add(node.kpos(key), f"{what} name {key!r} must be text; quote it if it is meant as one")
+        errors.add(node.kpos(key), f"{what} name {written(key)} must be text; quote it if it is meant as one")
         del node[key]
 
 
@@ -151,7 +159,7 @@ def _profiles(root: YMap, errors: Collector) -> YMap:
         _check_settings(_mapping(prof, "settings", errors, "'settings'"), errors)
         over_steps = prof.get("steps")
         for sid, over in over_steps.items() if isinstance(over_steps, YMap) else ():
-            if isinstance(over, YMap) and not _uses_ok(over, str(sid), errors):
+            if isinstance(over, YMap) and not _uses_ok(over, _name(sid), errors):
                 del over["uses"]  # reported; the override is not applied
     return profiles
 
@@ -199,7 +207,7 @@ def _steps(root: YMap, errors: Collector) -> dict[str, Step]:
         errors.add(root.vpos("steps"), "'steps' is empty; add at least one step")
     parsed = {}
     for sid, node in steps.items():
-        step = _parse_step(str(sid), node, steps, errors)
+        step = _parse_step(_name(sid), node, steps, errors)
         if step is not None:
             parsed[step.id] = step
     return parsed
@@ -242,7 +250,7 @@ def _check_settings(settings: YMap, errors: Collector) -> None:
         if address is not None and not (isinstance(address, str) and "://" in address):
             errors.add(
                 settings["cluster"].vpos("address"),
-                f"settings.cluster.address must be a scheduler address such as tcp://HOST:8786, got {address!r}",
+                f"settings.cluster.address must be a scheduler address such as tcp://HOST:8786, got {written(address)}",
             )
 
 
@@ -274,15 +282,15 @@ def _parse_step(sid: str, node: Any, steps: YMap, errors: Collector) -> Step | N
         needs = []
     retries = node.get("retries", 0)
     if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
-        errors.add(node.vpos("retries"), f"'retries' must be a non-negative integer, got {retries!r}")
+        errors.add(node.vpos("retries"), f"'retries' must be a non-negative integer, got {written(retries)}")
         retries = 0
     delay = node.get("retry_delay", 0)
     if not isinstance(delay, (int, float)) or isinstance(delay, bool) or delay < 0:
-        errors.add(node.vpos("retry_delay"), f"'retry_delay' must be seconds >= 0, got {delay!r}")
+        errors.add(node.vpos("retry_delay"), f"'retry_delay' must be seconds >= 0, got {written(delay)}")
         delay = 0
     cache = node.get("cache", True)
     if not isinstance(cache, bool):
-        errors.add(node.vpos("cache"), f"'cache' must be true or false, got {cache!r}")
+        errors.add(node.vpos("cache"), f"'cache' must be true or false, got {written(cache)}")
         cache = True
     resources = check_resources(node, sid, errors)
     return Step(
@@ -326,14 +334,14 @@ def check_resources(node: YMap, sid: str, errors: Collector) -> dict | None:
 def check_request(value: Any) -> str | None:
     """An error message for a bad ``resources:`` mapping, or None."""
     if not isinstance(value, dict):
-        return f"'resources' must be a mapping such as {{gpu: 1}}, got {value!r}"
+        return f"'resources' must be a mapping such as {{gpu: 1}}, got {written(value)}"
     for key, n in value.items():
         if key not in RESOURCE_KEYS:
-            return f"unknown resource {key!r}; a step may ask for: {', '.join(RESOURCE_KEYS)}"
+            return f"unknown resource {written(key)}; a step may ask for: {', '.join(RESOURCE_KEYS)}"
         if n != "all" and (not isinstance(n, int) or isinstance(n, bool) or n < 0):
             return (
                 f"resources.{key} must be a number of GPUs (0, 1, 2, ...) or all (every GPU the run is "
-                f"offered), got {n!r}"
+                f"offered), got {written(n)}"
             )
     return None
 

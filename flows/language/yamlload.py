@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
+from components import bounds
 from flows.language.errors import Collector
 from flows.language.yamlcompose import MAX_DEPTH, Loader, Refused, compose
 
@@ -274,7 +275,7 @@ def _convert_mapping(node: MappingNode, loader, errors: Collector) -> YMap:
         if i >= merged:
             if key in written:
                 first = out.key_pos[key]
-                errors.add(_pos(knode), f"duplicate key {key!r} (first defined at line {first[0]})")
+                errors.add(_pos(knode), f"duplicate key {bounds.written(key)} (first defined at line {first[0]})")
                 continue
             written.add(key)
         out[key] = _convert(vnode, loader, errors)

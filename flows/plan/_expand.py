@@ -3,6 +3,7 @@ combination of axis values), their references resolved and parameters checked.""
 
 from __future__ import annotations
 
+from components.bounds import written
 from components.registry import Component
 from flows.language import refs
 from flows.language.errors import Collector
@@ -23,15 +24,15 @@ def axes(step: Step, params: dict, errors: Collector) -> dict[str, list]:
                 if tokens[0].name not in params:
                     errors.add(
                         pos,
-                        f"step {step.id!r}: matrix axis {axis!r} references unknown param "
+                        f"step {step.id!r}: matrix axis {written(axis)} references unknown param "
                         f"{tokens[0].name!r}{suggest(tokens[0].name, params)}",
                     )
                     continue
                 values = params[tokens[0].name]
         problem = _axis_problem(values)
         if problem:
-            source = f" ({step.matrix[axis]} is {values!r})" if values is not step.matrix[axis] else ""
-            errors.add(pos, f"step {step.id!r}: matrix axis {axis!r}{source} {problem}")
+            source = f" ({step.matrix[axis]} is {written(values)})" if values is not step.matrix[axis] else ""
+            errors.add(pos, f"step {step.id!r}: matrix axis {written(axis)}{source} {problem}")
             continue
         found[str(axis)] = list(values)
     return found

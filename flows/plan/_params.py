@@ -4,13 +4,14 @@ parameter model), with one located error per refused parameter."""
 from __future__ import annotations
 
 import json
+import re
 import types
 import typing
 
 import yaml
 from pydantic import ValidationError
 
-from components.bounds import choices, described, refusal, where
+from components.bounds import choices, described, refusal, where, written
 from components.registry import Component, ComponentError, ParameterValueError, get
 from flows.language.errors import Collector, kind
 from flows.language.spec import Pipeline, Step
@@ -30,13 +31,13 @@ def components(pipe: Pipeline, errors: Collector) -> dict[str, Component]:
 
 
 def type_name(ann) -> str:
-    """A parameter's annotation as a person reads it (``int``, ``list[int]``)."""
+    """A parameter's annotation as a person reads it (``int``, ``list[int]``, ``int | null``)."""
     if ann is None:
         return "a value"
     if "Annotated[" in str(ann):  # a validated type (a model name): its plain type, not its validator's repr
         return _plain(ann)
     if typing.get_args(ann) or not hasattr(ann, "__name__"):
-        return str(ann).replace("typing.", "")
+        return re.sub(r"\bNone(Type)?\b", "null", str(ann).replace("typing.", ""))
     return ann.__name__
 
 
@@ -50,7 +51,7 @@ def _plain(ann) -> str:
     if not args:
         return getattr(ann, "__name__", str(ann).replace("typing.", ""))
     if origin in (typing.Union, types.UnionType):
-        return " | ".join("None" if a is type(None) else _plain(a) for a in args)
+        return " | ".join("null" if a is type(None) else _plain(a) for a in args)
     if origin is typing.Literal:
         return str(ann).replace("typing.", "")
     return f"{getattr(origin, '__name__', str(origin))}[{', '.join(_plain(a) for a in args)}]"
@@ -140,28 +141,69 @@ def _refuse(step: Step, comp: Component, err: dict, field_name: str, errors: Col
         source = f" (from {written})" if isinstance(written, str) and "${" in written else ""  # ${params.steps}
         errors.add(step.with_.vpos(field_name), f"step {step.id!r} ({comp.name}): {bound}{source}{hint}")
     elif problem == "value_error" and isinstance(err.get("ctx", {}).get("error"), ParameterValueError):
-        # a parameter type's own check (a model name) says what is wrong in its own words
+        # a parameter type's own check (a model name, a scorecard's claims) says what is wrong in its own
+        # words, at the entry it names where it names one
+        own = err["ctx"]["error"]
+        inner = tuple(getattr(own, "loc", ()) or ())
+        at = _located(step, (*err["loc"][:1], *inner[1:])) if inner[:1] == tuple(err["loc"][:1]) else None
         errors.add(
-            step.with_.vpos(field_name), f"step {step.id!r}: parameter {loc!r} of {comp.name}: {err['ctx']['error']}"
+            at or _located(step, err["loc"]),
+            f"step {step.id!r}: parameter {loc!r} of {comp.name}: {own}",
         )
     else:
         ann = fields[field_name].annotation if field_name in fields else None
         errors.add(
-            step.with_.vpos(field_name),
+            _located(step, err["loc"]),
             f"step {step.id!r}: parameter {loc!r} of {comp.name} expects {type_name(ann)}{_wrong(err)}",
         )
 
 
+def _located(step: Step, loc: tuple) -> tuple[int, int]:
+    """Where the file writes ``loc`` (``("models", 2, "tf")``): the innermost entry the file has, its
+    value's position (a key's, for a key of its own that is refused), never the list holding it."""
+    node, at = step.with_, step.with_.vpos(loc[0]) if loc else step.with_.pos
+    for part in loc:
+        if isinstance(node, dict) and part in node:
+            at = node.vpos(part)
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            at = node.ipos(part) if hasattr(node, "ipos") else at
+            node = node[part]
+        else:
+            break
+    return at
+
+
 def _wrong(err: dict) -> str:
-    """What was given instead, in YAML's words: ", got a string ('lots')"; pydantic's own text for the rest."""
+    """What was given instead, in the words of YAML and of this project: ", got a string (lots)"."""
     got = err.get("input")
-    shown = repr(got) if len(repr(got)) <= 80 else repr(got)[:77] + "..."
     if not err["type"].endswith("_type"):
-        return f": {err['msg']} (got {shown})"
+        return f": {_problem(err)} (got {_shown(got)})"
     if isinstance(got, bool):
         return f", got {str(got).lower()}"
     hint = "; write it without quotes" if isinstance(got, str) and _unquoted_is_value(got) else ""
-    return f", got {kind(got)} ({shown}){hint}"
+    return f", got {kind(got)}" + ("" if got is None else f" ({_shown(got)})") + hint
+
+
+def _shown(value, most: int = 80) -> str:
+    return written(value, most)
+
+
+def _problem(err: dict) -> str:
+    """A refusal other than a wrong kind of value, in this project's words (a validator's own message
+    as it wrote it, without the library's framing)."""
+    ctx = err.get("ctx") or {}
+    problem = err["type"]
+    if problem == "value_error" and ctx.get("error") is not None:
+        return str(ctx["error"])
+    if problem == "too_short":
+        return f"needs at least {ctx.get('min_length')} item(s), has {ctx.get('actual_length')}"
+    if problem == "too_long":
+        return f"takes at most {ctx.get('max_length')} item(s), has {ctx.get('actual_length')}"
+    message = str(err.get("msg", problem))
+    for framing in ("Value error, ", "Assertion failed, "):
+        message = message.removeprefix(framing)
+    return message.replace("Input should be", "it should be").replace("Input", "the value")
 
 
 def _unquoted_is_value(text: str) -> bool:

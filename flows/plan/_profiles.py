@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from components.bounds import written
 from flows.language.errors import MAX_ERRORS, Collector, Located, PipelineInvalid
 from flows.language.spec import PROFILE_STEP_KEYS, Pipeline, check_resources, overlay
 from flows.language.yamlload import YList, YMap, clip, load
@@ -46,7 +47,7 @@ def apply_profile(pipe: Pipeline, profile: str | None, errors: Collector) -> tup
             if k not in params:
                 errors.add(
                     over_params.kpos(k),
-                    f"profile {profile!r} sets unknown param {k!r}"
+                    f"profile {profile!r} sets unknown param {written(k)}"
                     f"{suggest(str(k), params)}; declare it under top-level 'params'",
                 )
         params = overlay(params, over_params)
@@ -72,7 +73,9 @@ def _override_step(pipe: Pipeline, profile: str, over_steps: YMap, sid, node, er
         return
     for k in node:
         if k not in PROFILE_STEP_KEYS:
-            errors.add(node.kpos(k), f"a profile may override only {', '.join(PROFILE_STEP_KEYS)} of a step, not {k!r}")
+            errors.add(
+                node.kpos(k), f"a profile may override only {', '.join(PROFILE_STEP_KEYS)} of a step, not {written(k)}"
+            )
     if isinstance(node.get("uses"), str):
         # another component: its parameters replace the step's instead of merging
         step.uses = node["uses"]
@@ -94,7 +97,7 @@ def check_params(pipe: Pipeline, params: dict, errors: Collector) -> None:
     """Refuse a param whose value holds a reference: params are read before any step runs."""
     for k, v in params.items():
         if holds_reference(v):
-            errors.add(pipe.params.vpos(k), f"param {k!r}: {NO_REFERENCES}")
+            errors.add(pipe.params.vpos(k), f"param {written(k)}: {NO_REFERENCES}")
 
 
 # -- --set overrides ---------------------------------------------------------------------------------
@@ -115,7 +118,7 @@ def apply_overrides(pipe: Pipeline, sets: list[str], params: dict, errors: Colle
         key, sep, raw = item.partition("=")
         key = key.strip()
         if not sep or not key:
-            errors.errors.append(Located("--set", i, 1, f"expected KEY=VALUE, got {item!r}"))
+            errors.errors.append(Located("--set", i, 1, f"expected KEY=VALUE, got {written(item)}"))
             continue
         arg = _Set(i, item, key, len(item) - len(raw))
         refused = len(errors.errors)

@@ -15,6 +15,8 @@ import shutil
 import subprocess
 from typing import Any
 
+from components.bounds import written
+
 
 def visible_gpus() -> list[str]:
     """GPU ids this process may use, without importing torch (``CUDA_VISIBLE_DEVICES``, then
@@ -49,7 +51,7 @@ def gpus(devices: Any) -> list[str]:
         devices = [devices]
     if isinstance(devices, list):
         return [str(d) for d in devices]
-    raise ValueError(f"settings.devices must be auto, none or a list of GPU ids, got {devices!r}")
+    raise ValueError(f"settings.devices must be auto, none or a list of GPU ids, got {written(devices)}")
 
 
 ALL = "all"  # ``resources: {gpu: all}``: every GPU the run is offered

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 
+from components.bounds import written
 from flows.language.errors import Collector
 from flows.settings import Settings
 
@@ -30,7 +31,7 @@ def limit(settings: Settings, errors: Collector, where) -> int:
             errors.add(where, f"{ENV}={raw!r} is not a whole number")
             return MAX_STEP_RUNS
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        errors.add(where, f"settings.max_step_runs must be a whole number >= 1, got {value!r}")
+        errors.add(where, f"settings.max_step_runs must be a whole number >= 1, got {written(value)}")
         return MAX_STEP_RUNS
     return value
 

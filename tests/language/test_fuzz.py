@@ -103,6 +103,16 @@ def check_text(runner: CliRunner, path: Path, text: str):
     return result, time.perf_counter() - started
 
 
+# what a message for a pipeline author never holds: pydantic's framing, an internal class, Python's
+# null and booleans (YAML writes null, true, false), an object's address
+LIBRARY_WORDS = re.compile(
+    r"Value error,|Input should|validation error|\[type=|errors\.pydantic|Assertion failed,"
+    r"|YList|YMap|YScalar|NoneType|<class|object at 0x"
+    r"|\b(got|is|key|axis|name|param) (None|True|False)\b|\((None|True|False)\)"  # Python's null, booleans
+)
+QUOTED = re.compile(r"'[^']*'")  # text the file wrote, quoted in the message: None there is the user's word
+
+
 def problems(result, path: Path) -> list[str]:
     """What is wrong with the way `check` answered (empty: accepted, or refused as it should be)."""
     wrong = []
@@ -125,6 +135,9 @@ def problems(result, path: Path) -> list[str]:
         unlocated = [line for line in lines[:-1] if not located.match(line)]
         if unlocated or len(lines) < 2:
             wrong.append(f"error lines not FILE:LINE:COL: {unlocated[:3] or lines!r}")
+        foreign = [line for line in lines[:-1] if LIBRARY_WORDS.search(QUOTED.sub("''", line))]
+        if foreign:
+            wrong.append(f"a message in a library's words or a Python repr: {foreign[:3]!r}")
     else:
         wrong.append(f"exit status {result.exit_code}")
     return wrong

@@ -20,7 +20,7 @@ KINDS = (
     "below, above, at_most, at_least, between, equals, close, beats, flat, cliff, increasing, decreasing, "
     "exponent_between, finite"
 )
-HEAD = "step 'card': parameter 'expect' of report.scorecard expects list[dict[str, Any]]: Value error, "
+HEAD = "step 'card': parameter 'expect' of report.scorecard: "
 SHIPPED_HEAD = HEAD.replace("step 'card'", "step 'scorecard'")
 
 
@@ -59,9 +59,9 @@ def test_a_mapping_as_check_name_is_one_located_error(cli, tmp_path, home):
         """),
     )
     assert result.exit_code == 2
-    assert result.stderr.splitlines() == [
-        f"{path}:8:9: {HEAD}expect[0] (claim 1): 'check:' names a kind of check (one of {KINDS}), got a mapping "
-        "{'below': 1} (got [{'id': 1, 'claim': 'c', 'check': {'below': 1}, 'value': 'a.b', 'than': 1}])",
+    assert result.stderr.splitlines() == [  # at the value of check:, line 10
+        f"{path}:10:18: {HEAD}expect[0] (claim 1): 'check:' names a kind of check (one of {KINDS}), got a mapping "
+        "{below: 1}",
         "1 of 1 file(s) invalid",
     ]
 
@@ -73,11 +73,13 @@ def test_the_shipped_scorecard_with_a_mapping_as_check_name(cli, tmp_path, home)
     assert first in text
     path, result = check(cli, tmp_path, text.replace(first, "{check: {equals: 1}, value: params.params_spread, to: 0}"))
     assert result.exit_code == 2
-    line = text.splitlines().index("      expect:") + 2  # the list under expect: starts on the next line
+    lines = text.replace(first, "{check: {equals: 1}, value: params.params_spread, to: 0}").splitlines()
+    line = next(i for i, t in enumerate(lines, 1) if "{check: {equals: 1}" in t)  # the check itself
+    column = lines[line - 1].index("{equals: 1}") + 1
     [error, summary] = result.stderr.splitlines()
-    assert error.startswith(
-        f"{path}:{line}:9: {SHIPPED_HEAD}expect[0] (claim 1) checks[0]: 'check:' names a kind of "
-        f"check (one of {KINDS}), got a mapping {{'equals': 1}} (got ["
+    assert error == (
+        f"{path}:{line}:{column}: {SHIPPED_HEAD}expect[0] (claim 1) checks[0]: 'check:' names a kind of "
+        f"check (one of {KINDS}), got a mapping {{equals: 1}}"
     )
     assert summary == "1 of 1 file(s) invalid"
 
@@ -86,7 +88,7 @@ def test_the_shipped_scorecard_with_a_mapping_as_check_name(cli, tmp_path, home)
 FIELDS = {
     "check as a list": (
         "id: 1\nclaim: c\ncheck: [below]\nvalue: a.b\nthan: 1\n",
-        f"expect[0] (claim 1): 'check:' names a kind of check (one of {KINDS}), got a list ['below']",
+        f"expect[0] (claim 1): 'check:' names a kind of check (one of {KINDS}), got a list [below]",
     ),
     "check as a number": (
         "id: 1\nclaim: c\ncheck: 3\nvalue: a.b\nthan: 1\n",
@@ -94,11 +96,11 @@ FIELDS = {
     ),
     "checks entry's check as a mapping": (
         "id: 1\nclaim: c\nchecks:\n  - {check: {a: 1}, value: a.b}\n",
-        f"expect[0] (claim 1) checks[0]: 'check:' names a kind of check (one of {KINDS}), got a mapping {{'a': 1}}",
+        f"expect[0] (claim 1) checks[0]: 'check:' names a kind of check (one of {KINDS}), got a mapping {{a: 1}}",
     ),
     "id as a mapping": (
         "id: {a: 1}\nclaim: c\ncheck: finite\nvalue: a.b\n",
-        "expect[0]: id may use letters, digits, '_', '.', '-' only (it names a metric), got a mapping {'a': 1}",
+        "expect[0]: id may use letters, digits, '_', '.', '-' only (it names a metric), got a mapping {a: 1}",
     ),
     "id over two lines": (
         'id: "a\\nb"\nclaim: c\ncheck: finite\nvalue: a.b\n',
@@ -110,44 +112,44 @@ FIELDS = {
     ),
     "device as a mapping": (
         "id: 1\nclaim: c\ndevice: {gpu: 1}\ncheck: finite\nvalue: a.b\n",
-        "expect[0] (claim 1): device {'gpu': 1} is not one of cpu, gpu, cuda, mps",
+        "expect[0] (claim 1): device {gpu: 1} is not one of cpu, gpu, cuda, mps",
     ),
     "device as a list": (
         "id: 1\nclaim: c\ndevice: [gpu]\ncheck: finite\nvalue: a.b\n",
-        "expect[0] (claim 1): device ['gpu'] is not one of cpu, gpu, cuda, mps",
+        "expect[0] (claim 1): device [gpu] is not one of cpu, gpu, cuda, mps",
     ),
     "min_seeds as a mapping": (
         "id: 1\nclaim: c\nmin_seeds: {a: 1}\ncheck: finite\nvalue: a.b\n",
-        "expect[0] (claim 1): min_seeds must be a positive integer, got {'a': 1}",
+        "expect[0] (claim 1): min_seeds must be a positive integer, got {a: 1}",
     ),
     "plots as a mapping": (
         "id: 1\nclaim: c\nplots: {a: 1}\ncheck: finite\nvalue: a.b\n",
-        "expect[0] (claim 1): plots must be a list of plot names, got {'a': 1}",
+        "expect[0] (claim 1): plots must be a list of plot names, got {a: 1}",
     ),
     "over as a mapping": (
         "id: 1\nclaim: c\nover: {a: 1}\ncheck: finite\nvalue: a.b\n",
-        "expect[0] (claim 1): 'over' must be text, got a mapping {'a': 1}",
+        "expect[0] (claim 1): 'over' must be text, got a mapping {a: 1}",
     ),
     "a check's over as a list": (
         "id: 1\nclaim: c\nchecks:\n  - {check: finite, value: a.b, over: [seed]}\n",
-        "expect[0] (claim 1) checks[0]: 'over' must be text, got a list ['seed']",
+        "expect[0] (claim 1) checks[0]: 'over' must be text, got a list [seed]",
     ),
     "bottleneck as a list": (
         "id: 1\nclaim: c\nbottleneck: [B1]\ncheck: finite\nvalue: a.b\n",
-        "expect[0] (claim 1): 'bottleneck' must be text, got a list ['B1']",
+        "expect[0] (claim 1): 'bottleneck' must be text, got a list [B1]",
     ),
     "expected as a mapping": (
         "id: 1\nclaim: c\nexpected: {a: 1}\ncheck: finite\nvalue: a.b\n",
-        "expect[0] (claim 1): 'expected' must be text, got a mapping {'a': 1}",
+        "expect[0] (claim 1): 'expected' must be text, got a mapping {a: 1}",
     ),
     "note as a list": (
         "id: 1\nclaim: c\nnote: [x]\ncheck: finite\nvalue: a.b\n",
-        "expect[0] (claim 1): 'note' must be text, got a list ['x']",
+        "expect[0] (claim 1): 'note' must be text, got a list [x]",
     ),
     "value as a mapping": (
         "id: 1\nclaim: c\ncheck: finite\nvalue: {a: b}\n",
         "expect[0] (claim 1): 'value' must be a reference like 'step.key' or 'step[axis=value].key', "
-        "or a number; got {'a': 'b'}",
+        "or a number; got {a: b}",
     ),
     "values holding a mapping": (
         "id: 1\nclaim: c\ncheck: increasing\nvalues: [a.b, {a: b}]\n",
@@ -160,7 +162,7 @@ FIELDS = {
     ),
     "better as a mapping": (
         "id: 1\nclaim: c\ncheck: beats\na: x.a\nb: x.b\nbetter: {a: 1}\n",
-        "expect[0] (claim 1): 'better' is 'higher' or 'lower', got {'a': 1}",
+        "expect[0] (claim 1): 'better' is 'higher' or 'lower', got {a: 1}",
     ),
     "x as a mapping": (
         "id: 1\nclaim: c\ncheck: exponent_between\nx: {a: 1}\ny: [a.b, a.c]\nlow: 1\n",
@@ -168,24 +170,28 @@ FIELDS = {
     ),
     "low as a mapping": (
         "id: 1\nclaim: c\ncheck: between\nvalue: a.b\nlow: {a: 1}\n",
-        "expect[0] (claim 1): 'low' must be a number, got {'a': 1}",
+        "expect[0] (claim 1): 'low' must be a number, got {a: 1}",
     ),
     "a long value is cut": (
         "id: 1\nclaim: c\ncheck: finite\nvalue: {" + ", ".join(f"k{i}: {i}" for i in range(200)) + "}\n",
         "expect[0] (claim 1): 'value' must be a reference like 'step.key' or "
-        "'step[axis=value].key', or a number; got {'k0': 0, 'k1': 1, 'k2': 2, 'k3': 3, "
-        "'k4': 4, 'k5': 5, 'k... (got",
+        "'step[axis=value].key', or a number; got {k0: 0, k1: 1, k2: 2, k3: 3, k4: 4, k5: 5, k6: 6, k7: 7, ...",
     ),
 }
 
 
 @pytest.mark.parametrize("case", sorted(FIELDS))
 def test_any_value_in_any_field_is_one_located_error(case, cli, tmp_path, home):
+    """Located at the field it names (the line that writes it), not at the list that holds the entry."""
     entry, message = FIELDS[case]
     path, result = check(cli, tmp_path, card(entry))
     assert result.exit_code == 2, result.output
     [error, summary] = result.stderr.splitlines()
-    assert error.startswith(f"{path}:8:9: {HEAD}{message}"), error
+    assert re.sub(r":\d+:\d+: ", ": ", error, count=1).startswith(f"{path}: {HEAD}{message}"), error
+    line = int(error[len(str(path)) + 1 :].split(":")[0])
+    field = re.match(r"'?([a-z_]+)", message.split(": ", 1)[1]).group(1)
+    written = [i for i, text in enumerate(card(entry).splitlines(), 1) if re.search(rf"\b{field}:", text)]
+    assert line == (written[0] if written else 8), (error, written)  # else the entry itself, at line 8
     assert summary == "1 of 1 file(s) invalid"
 
 
@@ -198,8 +204,8 @@ def test_an_architecture_cell_check_given_a_mapping(cli, tmp_path, home):
     assert result.exit_code == 2
     [error, _] = result.stderr.splitlines()
     assert re.match(
-        rf"^{re.escape(str(path))}:13:\d+: step 'card': parameter 'architectures' of report.scorecard "
-        r".*architectures.rnn.B1: 'check:' names a kind of check",
+        rf"^{re.escape(str(path))}:13:27: step 'card': parameter 'architectures' of report.scorecard: "
+        r"architectures.rnn.B1: 'check:' names a kind of check",
         error,
     ), error
 

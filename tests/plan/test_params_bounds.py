@@ -104,7 +104,7 @@ def test_a_parameter_is_listed_with_its_bounds():
 
     listed = {name: type_name(ann) for name, (ann, _, _) in get("train.model").parameters().items()}
     assert listed["steps"] == "int >= 0" and listed["lr"] == "float > 0"
-    assert listed["label_smoothing"] == "float in [0, 1]" and listed["prefetch"] == "int >= 0 | None"
+    assert listed["label_smoothing"] == "float in [0, 1]" and listed["prefetch"] == "int >= 0 | null"
     assert listed["betas"] == "list[float in [0, 1)] (2 items)"
     assert type_name(get("probe.param_count").parameters()["lengths"][0]) == "list[int >= 1] (non-empty)"
     assert type_name(Sizes) == "list[int >= 1] (non-empty)" and type_name(list[int]) == "list[int]"

@@ -26,6 +26,6 @@ def test_plain_names_of_validated_and_ordinary_types():
     assert type_name(checked) == "str"
     assert type_name(list[checked]) == "list[str]"
     assert type_name(dict[str, checked] | list[dict[str, checked]]) == "dict[str, str] | list[dict[str, str]]"
-    assert type_name(typing.Optional[checked]) == "str | None"
+    assert type_name(typing.Optional[checked]) == "str | null"
     assert type_name(list[int]) == "list[int]"  # unvalidated types print as before
     assert type_name(int) == "int"

@@ -121,17 +121,13 @@ def _labels(card, ids):
 def test_exact_claims_read_exact_and_identical_seeds_do_not(tmp_path):
     """An ``exact: true`` claim shows "exact" where an interval of zero width would stand; values identical
     in every seed without it (the recorded claim 4's GRU at accuracy 1.0) are tested, not exact."""
-    card = json.loads((DOCS / "scorecard-quick.json").read_text()) | {"links": {}}
-    c4 = next(c for c in card["claims"] if c["id"] == "4")
-    assert c4["checks"][2]["evidence"]["method"] == "bounded"
-    c4["deciding_check"] = 2
-    assert next(r for r in _tables(to_markdown(card))[0] if r[0] == "4 · B2")[1:] == [
-        "≈ inconclusive",
-        "0.05",
-        "—",
-        "3",
-    ]
     lag = {f"seed={s}": {"acc": 1.0} for s in range(3)}
+    tested = [
+        {"id": 1, "claim": "LSTM solves it.", "bottleneck": "B2"}
+        | {"check": "at_least", "value": "lag[*].acc", "than": 0.9}
+    ]
+    _, md, _ = _card(tmp_path, Context(tmp_path / "tested"), expect=tested, measurements={"lag": lag}, run_ids={})
+    assert _tables(md)[0][1] == ["1 · B2", "≈ inconclusive", "0.1", "—", "3"]  # tested, no interval: not exact
     expect = [
         {"id": 1, "claim": "LSTM solves it.", "bottleneck": "B2", "exact": True}
         | {"check": "at_least", "value": "lag[*].acc", "than": 0.9}
