@@ -657,37 +657,20 @@ def path_cells() -> list[dict]:
     """Every cell of the ``paths`` row: its name, what it measures and how it is judged."""
     cells = []
     at_least = {"check": "at_least", "value": "m[*].acc", "than": 0.9}
-    for dist, truths in (("bernoulli", (0.9, 0.85, 0.99)), ("beta", (0.9, 0.85, 0.97))):
+    # (of, distribution, truths at the null, below and for power, how a truth is named); of: median, the
+    # typical seed, is at its null where half the seeds land past 0.9
+    bounded = [
+        ("mean", "bernoulli", (0.9, 0.85, 0.99), "{dist} mean {truth} vs at_least 0.9"),
+        ("mean", "beta", (0.9, 0.85, 0.97), "{dist} mean {truth} vs at_least 0.9"),
+        ("median", "bernoulli", (0.5, 0.3, 0.9), "{dist} P(solved) {truth}, of: median"),
+        ("median", "beta", (0.9, 0.85, 0.97), "{dist} median {truth}, of: median"),
+    ]
+    for of, dist, truths, named in bounded:
         for n in PATH_SEEDS:
             for truth, scenario in zip(truths, ("null", "below", "power")):
-                cells.append(
-                    dict(
-                        group="bounded",
-                        name=f"{dist} mean {truth} vs at_least 0.9",
-                        dist=dist,
-                        truth=truth,
-                        seeds=n,
-                        scenario=scenario,
-                        check=at_least,
-                    )
-                )
-    median = at_least | {"of": "median"}  # the typical seed: null where half the seeds land past 0.9
-    for dist, truths in (("bernoulli", (0.5, 0.3, 0.9)), ("beta", (0.9, 0.85, 0.97))):
-        what = "P(solved)" if dist == "bernoulli" else "median"
-        for n in PATH_SEEDS:
-            for truth, scenario in zip(truths, ("null", "below", "power")):
-                cells.append(
-                    dict(
-                        group="bounded",
-                        name=f"{dist} {what} {truth}, of: median",
-                        dist=dist,
-                        truth=truth,
-                        of="median",
-                        seeds=n,
-                        scenario=scenario,
-                        check=median,
-                    )
-                )
+                cell = dict(group="bounded", name=named.format(dist=dist, truth=truth), dist=dist, truth=truth)
+                cell |= dict(seeds=n, scenario=scenario, check=at_least | ({"of": of} if of == "median" else {}))
+                cells.append(cell | ({"of": of} if of == "median" else {}))
     for k in PATH_CLAIM_CHECKS:
         for n in PATH_CLAIM_SEEDS:
             for scenario in ("all at null", "one at null", "power"):
