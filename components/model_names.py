@@ -4,7 +4,8 @@ factory (``package.module:function``), checked where the pipeline is checked.
 `bottlenecks check` must not import torch to say that ``lstmm-small`` is a typo, so the shipped
 variant names are read from the ``@variant("NAME", ...)`` decorators in ``components/models``'
 source (cached by file size and time); a name not found there is looked up in the variants
-registered at run time before it is refused. A factory's module is imported, as a component's is.
+registered at run time before it is refused. A factory (``package.module:function``) is found in its
+module's source, as a component's declaration is, and the module is imported when the step runs.
 """
 
 from __future__ import annotations
@@ -60,10 +61,48 @@ def factory(spec: str) -> Callable:
         raise ParameterValueError(f"model {spec!r}: {e}") from None
 
 
+def _defined_in_source(spec: str) -> bool:
+    """Whether the module of ``package.module:function`` defines the function at its top level, read
+    from its source without running it (so `check` does not import the module, and torch with it).
+    False where only importing can tell: the module already imported, no ``.py`` source, a star
+    import or a module ``__getattr__``, or the name not found (the import then says why)."""
+    import importlib.util
+
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr or module_name in sys.modules:
+        return False
+    cwd = str(Path.cwd())
+    if cwd not in sys.path:  # as the import would: users keep their modules beside their pipelines
+        sys.path.insert(0, cwd)
+    try:
+        found = importlib.util.find_spec(module_name)
+        origin = Path(found.origin) if found is not None and found.origin else None
+        tree = ast.parse(origin.read_bytes(), str(origin)) if origin and origin.suffix == ".py" else None
+    except Exception:  # noqa: BLE001  (a parent package that fails to import, a syntax error: the import says)
+        return False
+    if tree is None:
+        return False
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            if any(a.name == "*" for a in node.names):
+                return False
+            names |= {a.asname or a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return attr in names and "__getattr__" not in names
+
+
 def check(value: str) -> str:
-    """``value`` when it names a model this installation can build; else ParameterValueError saying why."""
+    """``value`` when it names a model this installation can build; else ParameterValueError saying why.
+    A factory is found in its module's source; the module is imported here only where the source
+    cannot tell (and at run time, when the step builds the model)."""
     if ":" in value:
-        factory(value)
+        if not _defined_in_source(value):
+            factory(value)
         return value
     known = shipped() | _registered()
     if value in known:

@@ -101,3 +101,18 @@ def test_a_factory_is_imported_and_its_function_looked_up(tmp_path, home, monkey
         "step 'c': parameter 'model' of train.model: model 'bnmodels_bad:net': importing module 'bnmodels_bad' "
         f"raised ValueError: invalid literal for int() with base 10: 'wide' (at {tmp_path / 'bnmodels_bad.py'}:2)",
     ]
+
+
+def test_a_factory_found_in_its_source_is_not_imported_by_check(tmp_path, home, monkeypatch):
+    """`check` reads the factory's module (no torch import for a user's model); the step imports it."""
+    import sys
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bnmodels_lazy.py").write_text(
+        "import torch\n\ndef net(vocab_size: int = 4):\n    raise NotImplementedError\n"
+    )
+    path, result = check(
+        tmp_path, 'a: {uses: train.model, with: {data: "${data.dataset}", model: "bnmodels_lazy:net"}}\n'
+    )
+    assert result.exit_code == 0, result.output
+    assert "bnmodels_lazy" not in sys.modules
