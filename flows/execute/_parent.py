@@ -38,7 +38,7 @@ def promote_reports(plan: Plan, result: RunResult, tracker: Tracker) -> None:
     """Copy the files and metrics of steps whose component is a report (``promote=True``) onto
     the parent run, where users look first: the figures it shows under ``figures/``, the name of its
     verdicts file as a tag (``bottlenecks history`` reads reasons there), and its headline as the tag
-    ``headline``, which MLflow shows at the top of the run page and as a column of the runs table."""
+    ``headline``, among the run's tags on its page and a column the runs table can show."""
     parent = result.parent_run_id
     for iid, outputs in result.outputs.items():
         component = plan.instances[iid].component
@@ -53,7 +53,7 @@ def promote_reports(plan: Plan, result: RunResult, tracker: Tracker) -> None:
         if isinstance(verdicts, str) and os.path.isfile(verdicts):
             tracker.log(parent, tags={reports.VERDICTS_TAG: os.path.basename(verdicts)})
         headline = component.shown("headline", outputs)
-        if isinstance(headline, str) and headline.strip():  # a tag: shown above the description, and as a column
+        if isinstance(headline, str) and headline.strip():  # a tag: on the run page, and a runs-table column
             tracker.log(parent, tags={reports.HEADLINE_TAG: headline.strip()[: reports.TAG_MOST]})
 
 
