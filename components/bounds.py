@@ -81,9 +81,6 @@ def _data(value: Any) -> Any:
     return value
 
 
-_shown = written  # the bounds' own messages
-
-
 def refusal(err: dict) -> str | None:
     """``err`` (one of pydantic's ``errors()``) as "NAME must be at least 1; got -1", or None when
     it is not a bound (a wrong type, an unknown key, a missing value)."""
@@ -93,18 +90,18 @@ def refusal(err: dict) -> str | None:
         key, words = _LIMITS[kind]
         limit = ctx[key]
         limit = int(limit) if isinstance(limit, float) and limit.is_integer() else limit  # 0, not 0.0
-        return f"{name} must be {words} {limit}; got {_shown(got)}"
+        return f"{name} must be {words} {limit}; got {written(got)}"
     if kind in ("too_short", "too_long"):
         n = ctx["min_length" if kind == "too_short" else "max_length"]
         if kind == "too_short" and n == 1:
-            return f"{name} must not be empty; got {_shown(got)}"
-        return f"{name} must have {'at least' if kind == 'too_short' else 'at most'} {n} items; got {_shown(got)}"
+            return f"{name} must not be empty; got {written(got)}"
+        return f"{name} must have {'at least' if kind == 'too_short' else 'at most'} {n} items; got {written(got)}"
     if kind in ("string_too_short", "string_too_long"):
         n = ctx["min_length" if kind == "string_too_short" else "max_length"]
         most = "at least" if kind == "string_too_short" else "at most"
-        return f"{name} must have {most} {n} characters; got {_shown(got)}"
+        return f"{name} must have {most} {n} characters; got {written(got)}"
     if kind == "literal_error":
-        return f"{name} must be {ctx['expected']}; got {_shown(got)}"
+        return f"{name} must be {ctx['expected']}; got {written(got)}"
     return None
 
 

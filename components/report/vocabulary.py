@@ -138,23 +138,18 @@ def _is_operand(v: Any) -> bool:
     return _is_number(v) or (isinstance(v, str) and bool(REF_RE.fullmatch(v.strip())))
 
 
-def _show(v: Any, most: int = 60) -> str:
-    """``v`` as the file writes it (``components.bounds.written``)."""
-    return written(v, most)
-
-
 def _kind_of(v: Any) -> str:
     """What a value is, in the words of YAML: a mapping, a list, text, a number, ..."""
     if isinstance(v, dict):
-        return f"a mapping {_show(v)}"
+        return f"a mapping {written(v)}"
     if isinstance(v, list):
-        return f"a list {_show(v)}"
+        return f"a list {written(v)}"
     if isinstance(v, bool):
-        return f"true or false ({_show(v)})"
+        return f"true or false ({written(v)})"
     if v is None:
         return "nothing (null)"
     kinds = ((str, "a string"), (int, "an integer"), (float, "a number"))
-    return f"{next((name for t, name in kinds if isinstance(v, t)), 'a value')} {_show(v)}"
+    return f"{next((name for t, name in kinds if isinstance(v, t)), 'a value')} {written(v)}"
 
 
 def _text_fields(entry: dict, where: str) -> None:
@@ -179,7 +174,7 @@ def as_number(v: Any) -> Any:
 def validate_check(check: Any, where: str) -> dict[str, Any]:
     """Check one check entry and return it with defaults filled; raise ScorecardError if malformed."""
     if not isinstance(check, dict):
-        raise ScorecardError(f"{where}: a check is a mapping with 'check: <kind>', got {_show(check)}")
+        raise ScorecardError(f"{where}: a check is a mapping with 'check: <kind>', got {written(check)}")
     kind_name = check.get("check")
     if kind_name is None:
         raise ScorecardError(f"{where}: missing 'check:' (one of {', '.join(KINDS)})")
@@ -189,14 +184,14 @@ def validate_check(check: Any, where: str) -> dict[str, Any]:
         )
     if kind_name not in KINDS:
         raise ScorecardError(
-            f"{where}: unknown check {_show(kind_name)}{suggest(kind_name, KINDS)}; known: {', '.join(KINDS)}"
+            f"{where}: unknown check {written(kind_name)}{suggest(kind_name, KINDS)}; known: {', '.join(KINDS)}"
         )
     kind = KINDS[kind_name]
     allowed = set(kind.required) | set(kind.optional) | CHECK_KEYS
     for key in check:
         if not isinstance(key, str) or key not in allowed:
             raise ScorecardError(
-                f"{where}: check {kind_name!r} has no key {_show(key)}"
+                f"{where}: check {kind_name!r} has no key {written(key)}"
                 f"{suggest(str(key), allowed)}; it takes {', '.join(sorted(allowed - CHECK_KEYS))}"
             )
     for key in kind.required:
@@ -211,7 +206,7 @@ def validate_check(check: Any, where: str) -> dict[str, Any]:
         if out.get(key) is not None and not _is_operand(out[key]):
             raise ScorecardError(
                 f"{where}: {key!r} must be a reference like 'step.key' or "
-                f"'step[axis=value].key', or a number; got {_show(out[key])}"
+                f"'step[axis=value].key', or a number; got {written(out[key])}"
             )
     if isinstance(out.get("x"), list):
         out["x"] = [as_number(v) for v in out["x"]]
@@ -234,7 +229,9 @@ def _number(out: dict, key: str, where: str, *, positive: bool = False) -> None:
     if v is None:
         return
     if not _is_number(v) or (positive and v < 0):
-        raise ScorecardError(f"{where}: {key!r} must be a {'non-negative ' if positive else ''}number, got {_show(v)}")
+        raise ScorecardError(
+            f"{where}: {key!r} must be a {'non-negative ' if positive else ''}number, got {written(v)}"
+        )
 
 
 def _validate_kind(name: str, out: dict, where: str) -> None:
@@ -249,17 +246,17 @@ def _validate_kind(name: str, out: dict, where: str) -> None:
             raise ScorecardError(f"{where}: low {out['low']} is above high {out['high']}")
     for key in ("exact", "paired"):
         if out.get(key) is not None and not isinstance(out[key], bool):
-            raise ScorecardError(f"{where}: {key!r} is true or false, got {_show(out[key])}")
+            raise ScorecardError(f"{where}: {key!r} is true or false, got {written(out[key])}")
     of = out.get("of")
     if of is not None and of not in ("mean", "median"):
         raise ScorecardError(
             f"{where}: 'of' is 'mean' (the default: the seeds' mean, by t) or 'median' (the typical seed, by "
-            f"the exact sign test), got {_show(of)}"
+            f"the exact sign test), got {written(of)}"
         )
     if of == "median" and out.get("paired") is False:
         raise ScorecardError(f"{where}: 'of: median' tests paired differences; it cannot take 'paired: false'")
     if name == "beats" and out["better"] not in ("higher", "lower"):
-        raise ScorecardError(f"{where}: 'better' is 'higher' or 'lower', got {_show(out['better'])}")
+        raise ScorecardError(f"{where}: 'better' is 'higher' or 'lower', got {written(out['better'])}")
     if name in ("increasing", "decreasing"):
         if out["minus"] is not None and len(out["minus"]) != len(out["values"]):
             raise ScorecardError(
@@ -287,13 +284,15 @@ def validate_claim(entry: Any, index: int) -> dict[str, Any]:
     """Check one ``expect:`` entry; return it with its checks normalised to a list."""
     where = f"expect[{index}]"
     if not isinstance(entry, dict):
-        raise ScorecardError(f"{where}: an expectation is a mapping with 'id', 'claim' and a check, got {_show(entry)}")
+        raise ScorecardError(
+            f"{where}: an expectation is a mapping with 'id', 'claim' and a check, got {written(entry)}"
+        )
     if "id" not in entry:
         raise ScorecardError(f"{where}: missing 'id' (a short name or number, used in metric claim/<id>)")
     raw_id = entry["id"]
     cid = "" if raw_id is None or isinstance(raw_id, (bool, dict, list)) else str(raw_id)
     if not ID_RE.fullmatch(cid):  # checked before it is quoted in every later message
-        got = _show(raw_id) if isinstance(raw_id, str) else _kind_of(raw_id)
+        got = written(raw_id) if isinstance(raw_id, str) else _kind_of(raw_id)
         raise ScorecardError(f"{where}: id may use letters, digits, '_', '.', '-' only (it names a metric), got {got}")
     where = f"expect[{index}] (claim {cid})"
     if not isinstance(entry.get("claim"), str) or not entry["claim"].strip():
@@ -301,14 +300,14 @@ def validate_claim(entry: Any, index: int) -> dict[str, Any]:
     device = entry.get("device")
     if device is not None and (not isinstance(device, str) or device not in DEVICES):
         raise ScorecardError(
-            f"{where}: device {_show(device)} is not one of {', '.join(DEVICES)}{suggest(str(device), DEVICES)}"
+            f"{where}: device {written(device)} is not one of {', '.join(DEVICES)}{suggest(str(device), DEVICES)}"
         )
     min_seeds = entry.get("min_seeds")
     if min_seeds is not None and (not isinstance(min_seeds, int) or isinstance(min_seeds, bool) or min_seeds < 1):
-        raise ScorecardError(f"{where}: min_seeds must be a positive integer, got {_show(min_seeds)}")
+        raise ScorecardError(f"{where}: min_seeds must be a positive integer, got {written(min_seeds)}")
     plots = entry.get("plots")
     if plots is not None and not (isinstance(plots, list) and all(isinstance(p, str) for p in plots)):
-        raise ScorecardError(f"{where}: plots must be a list of plot names, got {_show(plots)}")
+        raise ScorecardError(f"{where}: plots must be a list of plot names, got {written(plots)}")
     _text_fields(entry, where)
     settings = entry.get("settings")
     if isinstance(settings, dict):  # a mapping of settings reads as 'key=value, ...'
@@ -317,7 +316,7 @@ def validate_claim(entry: Any, index: int) -> dict[str, Any]:
     unknown = [k for k in entry if not isinstance(k, str) or (k not in CLAIM_KEYS and k not in check_keys)]
     if unknown:
         raise ScorecardError(
-            f"{where}: unknown key {_show(unknown[0])}{suggest(str(unknown[0]), CLAIM_KEYS | check_keys)}"
+            f"{where}: unknown key {written(unknown[0])}{suggest(str(unknown[0]), CLAIM_KEYS | check_keys)}"
         )
     inline = {k: v for k, v in entry.items() if k in check_keys and k not in CLAIM_KEYS}
     if "checks" in entry:

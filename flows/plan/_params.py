@@ -178,15 +178,11 @@ def _wrong(err: dict) -> str:
     """What was given instead, in the words of YAML and of this project: ", got a string (lots)"."""
     got = err.get("input")
     if not err["type"].endswith("_type"):
-        return f": {_problem(err)} (got {_shown(got)})"
+        return f": {_problem(err)} (got {written(got, 80)})"
     if isinstance(got, bool):
         return f", got {str(got).lower()}"
     hint = "; write it without quotes" if isinstance(got, str) and _unquoted_is_value(got) else ""
-    return f", got {kind(got)}" + ("" if got is None else f" ({_shown(got)})") + hint
-
-
-def _shown(value, most: int = 80) -> str:
-    return written(value, most)
+    return f", got {kind(got)}" + ("" if got is None else f" ({written(got, 80)})") + hint
 
 
 def _problem(err: dict) -> str:
