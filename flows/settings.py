@@ -13,10 +13,16 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from components import bounds
-
 EXECUTORS = ("threads", "processes", "dask")
 CLUSTER_KEYS = ("address",)
+
+
+def _written(value) -> str:
+    """A refused value as the file writes it (imported only when a setting is refused: the command that
+    hands a run to the warm process reads settings and should not import pydantic for it)."""
+    from components.bounds import written
+
+    return written(value)
 
 
 def _default_workers() -> int:
@@ -39,7 +45,7 @@ def check_devices(value: Any) -> str | None:
         if len(set(value)) != len(value):
             return f"settings.devices lists a GPU twice: {value}"
         return None
-    return f"settings.devices must be auto, none or a list of GPU ids such as [0, 1], got {bounds.written(value)}"
+    return f"settings.devices must be auto, none or a list of GPU ids such as [0, 1], got {_written(value)}"
 
 
 def _check_executor(value: Any) -> str | None:
@@ -48,14 +54,14 @@ def _check_executor(value: Any) -> str | None:
     from components.registry import suggest
 
     hint = suggest(str(value), EXECUTORS)
-    return f"settings.executor must be one of {', '.join(EXECUTORS)}, got {bounds.written(value)}{hint}"
+    return f"settings.executor must be one of {', '.join(EXECUTORS)}, got {_written(value)}{hint}"
 
 
 def _check_fresh(value: Any) -> str | None:
     if all(isinstance(p, str) and p for p in value):
         return None
     such = "such as ['train*']"
-    return f"settings.fresh must be a list of step, step run or component patterns {such}, got {bounds.written(value)}"
+    return f"settings.fresh must be a list of step, step run or component patterns {such}, got {_written(value)}"
 
 
 DEFAULT_MAX_SEEDS = 10  # the sequential design's last look when `max_seeds` is not given
@@ -83,18 +89,18 @@ def check_until_decided(value: Any, where: str = "settings.until_decided") -> st
     if value is True or value is False:
         return None
     if not isinstance(value, dict):
-        return f"{where} must be true or a mapping such as {{max_seeds: 10, budget: 45m}}, got {bounds.written(value)}"
+        return f"{where} must be true or a mapping such as {{max_seeds: 10, budget: 45m}}, got {_written(value)}"
     unknown = [k for k in value if k not in UNTIL_DECIDED_KEYS]
     if unknown:
-        return f"{where} has unknown key {bounds.written(unknown[0])}; allowed: {', '.join(UNTIL_DECIDED_KEYS)}"
+        return f"{where} has unknown key {_written(unknown[0])}; allowed: {', '.join(UNTIL_DECIDED_KEYS)}"
     most = value.get("max_seeds", DEFAULT_MAX_SEEDS)
     if not isinstance(most, int) or isinstance(most, bool) or most < 2:
-        return f"{where}.max_seeds must be a whole number of seeds, at least 2, got {bounds.written(most)}"
+        return f"{where}.max_seeds must be a whole number of seeds, at least 2, got {_written(most)}"
     if value.get("spending", SPENDINGS[0]) not in SPENDINGS:
-        return f"{where}.spending must be one of {', '.join(SPENDINGS)}, got {bounds.written(value['spending'])}"
+        return f"{where}.spending must be one of {', '.join(SPENDINGS)}, got {_written(value['spending'])}"
     if "budget" in value and parse_duration(value["budget"]) is None:
         such = "such as 45m, 2h or 1h30m (or seconds)"
-        return f"{where}.budget must be a duration {such}, got {bounds.written(value['budget'])}"
+        return f"{where}.budget must be a duration {such}, got {_written(value['budget'])}"
     return None
 
 
@@ -251,7 +257,7 @@ def problems(written: dict[str, Any]) -> dict[str, str]:
             continue
         value = written[f.name]
         if not isinstance(value, f.metadata["types"]) or (isinstance(value, bool) and bool not in f.metadata["types"]):
-            found[f.name] = f"settings.{f.name} must be {type_names(f)}, got {bounds.written(value)}"
+            found[f.name] = f"settings.{f.name} must be {type_names(f)}, got {_written(value)}"
         elif f.metadata["check"] is not None and (msg := f.metadata["check"](value)):
             found[f.name] = msg
     return found
