@@ -113,7 +113,7 @@ def _time_row(model, x, T: int, spec: dict, cuda: bool) -> dict:
         _fwd_bwd(model, x)
         sync()
         times.append(time.perf_counter() - t0)
-    row = {"T": T, "seconds": min(times), "median_s": statistics.median(times)}
+    row = {"T": T, "seconds": min(times), "median_s": statistics.median(times), "times_s": times}
     if len(times) > 1:
         row["sd_s"] = statistics.stdev(times)  # the repeats' spread: the verdicts' timing uncertainty
     if cuda:

@@ -43,12 +43,13 @@ def test_timing_counts_steps_flops_and_memory_per_model(tmp_path):
     # T x T weights quadratic (measured 1.05, 1.02 and 1.82 here)
     assert 0.8 <= s["memory_exp/rnn"] <= 1.3 and 0.8 <= s["memory_exp/sdpa"] <= 1.3
     assert s["memory_exp/naive"] > 1.6
-    # each fit carries its 95% half-width from the residuals (3 lengths: t on 1 df), which the
-    # scorecard reads as the exponent's own uncertainty (``memory_exp_ci/<label>`` beside ``memory_exp/<label>``)
+    # each exponent carries its 95% half-width, which the scorecard reads as its own uncertainty
+    # (``memory_exp_ci/<label>`` beside ``memory_exp/<label>``), and its t degrees of freedom: the
+    # memory fit's from its residuals (3 lengths: 1 df), the time's from its 3 repeats' fits (2 df)
     for label in ("rnn", "naive", "sdpa"):
-        for what in ("time_exp", "memory_exp"):
+        for what, df in (("time_exp", 2), ("memory_exp", 1)):
             assert math.isfinite(s[f"{what}_ci/{label}"]) and s[f"{what}_ci/{label}"] >= 0, (what, label)
-            assert s[f"{what}_df/{label}"] == 1  # ... and its degrees of freedom, so its p-value is on t
+            assert s[f"{what}_df/{label}"] == df, (what, label)
     assert all(s[f"time_s_df/{lab}/T_128"] == 2 for lab in ("rnn", "naive", "sdpa") if f"time_s_ci/{lab}/T_128" in s)
     # T steps one after the other: 8x the length costs the RNN well over 2x the time (measured 11-13x)
     assert s["time_s/rnn/T_1024"] > 2 * s["time_s/rnn/T_128"] > 0
@@ -62,3 +63,18 @@ def test_timing_counts_steps_flops_and_memory_per_model(tmp_path):
 def test_timing_rejects_overrides_for_unknown_labels(tmp_path):
     with pytest.raises(ProbeError, match="name no model"):
         get("probe.timing")(Context(tmp_path), models={"rnn": "rnn-tiny"}, overrides={"rn": {}})
+
+
+def test_the_time_exponent_is_the_mean_of_each_repeats_fit_with_their_spread_on_t():
+    from scipy import stats
+
+    from components.probes.timing import _repeated_fit
+
+    Ts = [256, 512, 1024]
+    # three sweeps whose exponents are exactly 1.4, 1.5 and 1.6
+    times = [[1e-6 * T**k for k in (1.4, 1.5, 1.6)] for T in Ts]
+    k, half, df = _repeated_fit(Ts, times)
+    assert k == pytest.approx(1.5) and df == 2
+    assert half == pytest.approx(stats.t.ppf(0.975, 2) * 0.1 / 3**0.5)  # sd 0.1 over 3 fits
+    # one repeat leaves no spread to judge by: the caller falls back to the residuals' fit
+    assert math.isnan(_repeated_fit(Ts, [[t[0]] for t in times])[0])
