@@ -10,10 +10,11 @@ import math
 import re
 from typing import Any
 
+from components.bounds import written
 from components.imports import suggest
 from components.report.checks import NOT_MEASURED, evaluate
 from components.report.refs import Resolver, is_matrixed, json_number, parse_label
-from components.report.vocabulary import ScorecardError, validate_check
+from components.report.vocabulary import ScorecardError, Where, validate_check
 
 BOTTLENECKS = ("B1", "B2", "B3", "B4")
 CELL_KEYS = {"value", "label", "check"}
@@ -24,43 +25,50 @@ def validate_architectures(architectures: Any) -> dict[str, dict[str, dict[str, 
     """Check the ``architectures:`` mapping; return each cell as a dict with 'value' (and a check)."""
     if not isinstance(architectures, dict):
         raise ScorecardError(
-            f"architectures: must map an architecture name to its B1-B4 cells, got {type(architectures).__name__}"
+            Where("architectures", ("architectures",)),
+            f"must map an architecture name to its B1-B4 cells, got {written(architectures)}",
         )
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for arch, cells in architectures.items():
-        where = f"architectures.{arch}"
+        where = Where(f"architectures.{arch}", ("architectures", arch))
         if not isinstance(cells, dict):
-            raise ScorecardError(f"{where}: map B1-B4 to a reference or a check, got {cells!r}")
+            raise ScorecardError(where, f"map B1-B4 to a reference or a check, got {written(cells)}")
         out[str(arch)] = {}
         for col, cell in cells.items():
             if col not in BOTTLENECKS:
                 raise ScorecardError(
-                    f"{where}: unknown column {col!r}{suggest(str(col), BOTTLENECKS)}; "
-                    f"columns are {', '.join(BOTTLENECKS)}"
+                    where,
+                    f"unknown column {written(col)}{suggest(str(col), BOTTLENECKS)}; "
+                    f"columns are {', '.join(BOTTLENECKS)}",
+                    key=col,
                 )
-            out[str(arch)][col] = _cell(cell, f"{where}.{col}")
+            out[str(arch)][col] = _cell(cell, where.child(f".{col}", col))
     return out
 
 
-def _cell(cell: Any, where: str) -> dict[str, Any]:
+def _cell(cell: Any, where: Where) -> dict[str, Any]:
     if isinstance(cell, str) and cell.strip():
         return {"value": cell.strip(), "label": None, "check": None}
     if not isinstance(cell, dict):
-        raise ScorecardError(f"{where}: a cell is a reference ('step.key') or a mapping with 'value', got {cell!r}")
+        raise ScorecardError(
+            where, f"a cell is a reference ('step.key') or a mapping with 'value', got {written(cell)}"
+        )
     if "check" in cell:
         label, seeds = cell.get("label"), cell.get("min_seeds")
         if seeds is not None and (not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 1):
-            raise ScorecardError(f"{where}: min_seeds must be a positive integer, got {seeds!r}")
+            raise ScorecardError(where, f"min_seeds must be a positive integer, got {written(seeds)}", key="min_seeds")
         spec = validate_check({k: v for k, v in cell.items() if k not in ("label", "min_seeds")}, where)
         shown = spec.get("value") if spec.get("value") is not None else spec.get("a")
         if shown is None:
-            raise ScorecardError(f"{where}: a cell's check needs 'value' or 'a' (the number shown)")
+            raise ScorecardError(where, "a cell's check needs 'value' or 'a' (the number shown)")
         return {"value": shown, "label": label, "check": spec, "min_seeds": seeds}
     unknown = [k for k in cell if k not in CELL_KEYS]
     if unknown:
-        raise ScorecardError(f"{where}: unknown key {unknown[0]!r}{suggest(str(unknown[0]), CELL_KEYS)}")
+        raise ScorecardError(
+            where, f"unknown key {written(unknown[0])}{suggest(str(unknown[0]), CELL_KEYS)}", key=unknown[0]
+        )
     if not isinstance(cell.get("value"), str):
-        raise ScorecardError(f"{where}: a cell needs 'value: <reference>'")
+        raise ScorecardError(where, "a cell needs 'value: <reference>'", key="value" if "value" in cell else None)
     return {"value": cell["value"], "label": cell.get("label"), "check": None}
 
 

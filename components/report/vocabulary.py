@@ -12,28 +12,31 @@ from components.imports import suggest
 from components.registry import ParameterValueError
 
 
+class Where(str):
+    """A place in the scorecard's parameters: the text a message starts with (``expect[0] (claim 1)
+    checks[1]``) and the path into the parameter (``("expect", 0, "checks", 1)``)."""
+
+    path: tuple
+
+    def __new__(cls, text: str, path: tuple = ()) -> Where:
+        self = super().__new__(cls, text)
+        self.path = tuple(path)
+        return self
+
+    def child(self, text: str, *keys: str | int) -> Where:
+        """A place inside this one: ``text`` appended to the words, ``keys`` to the path."""
+        return Where(f"{self}{text}", (*self.path, *keys))
+
+
 class ScorecardError(ParameterValueError):
     """An ``expect:`` or ``architectures:`` entry is malformed (a pipeline authoring error). Its message
-    starts with where (``expect[0] (claim 1).checks[1]: ...``); ``loc`` is that place as a path into the
-    parameter (``("expect", 0, "checks", 1)``), so the pipeline's error points at the entry itself."""
+    starts with where; ``loc`` is the path to the entry, and to the ``key`` the message is about where
+    one is named, so the pipeline's error points at the line that writes it."""
 
-    def __init__(self, message: str):
-        super().__init__(message)
-        where, _, rest = message.partition(": ")
-        path = _path(where)
-        named = re.search(r"(?:has no|unknown) key '([^']+)'", rest) or re.match(_FIELD, rest)
-        self.loc = path + (named.group(1),) if path and named else path
-
-
-_FIELD = r"'?([A-Za-z_]\w*):?'?(?=[\s,;:]|$)"  # the field a message starts with: 'check:', device, min_seeds
-
-
-def _path(where: str) -> tuple:
-    """``expect[0] (claim 1) checks[1]`` -> ``("expect", 0, "checks", 1)``; () where it reads no path."""
-    plain = re.sub(r" \([^)]*\)", "", where).replace(" ", ".")
-    if not re.fullmatch(r"\w+(\[\d+\]|\.[\w-]+)*", plain):
-        return ()
-    return tuple(int(i) if i else k for i, k in re.findall(r"\[(\d+)\]|\.?([\w-]+)", plain))
+    def __init__(self, where: str, text: str, *, key: Any = None):
+        super().__init__(f"{where}: {text}")
+        path = getattr(where, "path", ())
+        self.loc = (*path, key) if path and key is not None else path
 
 
 @dataclass(frozen=True)
@@ -152,13 +155,13 @@ def _kind_of(v: Any) -> str:
     return f"{next((name for t, name in kinds if isinstance(v, t)), 'a value')} {written(v)}"
 
 
-def _text_fields(entry: dict, where: str) -> None:
+def _text_fields(entry: dict, where: Where) -> None:
     """``bottleneck``, ``expected``, ``note`` and ``over`` are text when given (they are printed, and
     ``over`` names an axis)."""
     for key in TEXT_KEYS:
         v = entry.get(key)
         if v is not None and not isinstance(v, str):
-            raise ScorecardError(f"{where}: {key!r} must be text, got {_kind_of(v)}")
+            raise ScorecardError(where, f"{key!r} must be text, got {_kind_of(v)}", key=key)
 
 
 def as_number(v: Any) -> Any:
@@ -171,32 +174,38 @@ def as_number(v: Any) -> Any:
     return v
 
 
-def validate_check(check: Any, where: str) -> dict[str, Any]:
+def validate_check(check: Any, where: Where) -> dict[str, Any]:
     """Check one check entry and return it with defaults filled; raise ScorecardError if malformed."""
     if not isinstance(check, dict):
-        raise ScorecardError(f"{where}: a check is a mapping with 'check: <kind>', got {written(check)}")
+        raise ScorecardError(where, f"a check is a mapping with 'check: <kind>', got {written(check)}")
     kind_name = check.get("check")
     if kind_name is None:
-        raise ScorecardError(f"{where}: missing 'check:' (one of {', '.join(KINDS)})")
+        raise ScorecardError(where, f"missing 'check:' (one of {', '.join(KINDS)})")
     if not isinstance(kind_name, str):  # a mapping or list here is unhashable: never a KINDS lookup
         raise ScorecardError(
-            f"{where}: 'check:' names a kind of check (one of {', '.join(KINDS)}), got {_kind_of(kind_name)}"
+            where,
+            f"'check:' names a kind of check (one of {', '.join(KINDS)}), got {_kind_of(kind_name)}",
+            key="check",
         )
     if kind_name not in KINDS:
         raise ScorecardError(
-            f"{where}: unknown check {written(kind_name)}{suggest(kind_name, KINDS)}; known: {', '.join(KINDS)}"
+            where,
+            f"unknown check {written(kind_name)}{suggest(kind_name, KINDS)}; known: {', '.join(KINDS)}",
+            key="check",
         )
     kind = KINDS[kind_name]
     allowed = set(kind.required) | set(kind.optional) | CHECK_KEYS
     for key in check:
         if not isinstance(key, str) or key not in allowed:
             raise ScorecardError(
-                f"{where}: check {kind_name!r} has no key {written(key)}"
-                f"{suggest(str(key), allowed)}; it takes {', '.join(sorted(allowed - CHECK_KEYS))}"
+                where,
+                f"check {kind_name!r} has no key {written(key)}"
+                f"{suggest(str(key), allowed)}; it takes {', '.join(sorted(allowed - CHECK_KEYS))}",
+                key=key,
             )
     for key in kind.required:
         if key not in check:
-            raise ScorecardError(f"{where}: check {kind_name!r} needs {key!r} ({kind.help})")
+            raise ScorecardError(where, f"check {kind_name!r} needs {key!r} ({kind.help})")
     out = {**kind.optional, **check}
     for key in NUMERIC_KEYS:
         if key in out:
@@ -205,8 +214,10 @@ def validate_check(check: Any, where: str) -> dict[str, Any]:
         out[key] = as_number(out.get(key))
         if out.get(key) is not None and not _is_operand(out[key]):
             raise ScorecardError(
-                f"{where}: {key!r} must be a reference like 'step.key' or "
-                f"'step[axis=value].key', or a number; got {written(out[key])}"
+                where,
+                f"{key!r} must be a reference like 'step.key' or "
+                f"'step[axis=value].key', or a number; got {written(out[key])}",
+                key=key,
             )
     if isinstance(out.get("x"), list):
         out["x"] = [as_number(v) for v in out["x"]]
@@ -216,98 +227,112 @@ def validate_check(check: Any, where: str) -> dict[str, Any]:
         v = out.get(key)
         if v is not None and not (isinstance(v, list) and v and all(_is_operand(x) for x in v)):
             raise ScorecardError(
-                f"{where}: {key!r} must be a non-empty list of references "
-                "('step.key', 'step[axis=value].key') or numbers"
+                where,
+                f"{key!r} must be a non-empty list of references ('step.key', 'step[axis=value].key') or numbers",
+                key=key,
             )
     _text_fields(out, where)
     _validate_kind(kind_name, out, where)
     return out
 
 
-def _number(out: dict, key: str, where: str, *, positive: bool = False) -> None:
+def _number(out: dict, key: str, where: Where, *, positive: bool = False) -> None:
     v = out.get(key)
     if v is None:
         return
     if not _is_number(v) or (positive and v < 0):
         raise ScorecardError(
-            f"{where}: {key!r} must be a {'non-negative ' if positive else ''}number, got {written(v)}"
+            where,
+            f"{key!r} must be a {'non-negative ' if positive else ''}number, got {written(v)}",
+            key=key,
         )
 
 
-def _validate_kind(name: str, out: dict, where: str) -> None:
+def _validate_kind(name: str, out: dict, where: Where) -> None:
     for key in ("low", "high", "base_at_least"):
         _number(out, key, where)
     for key in ("tolerance", "rel", "margin", "ratio", "spread_factor"):
         _number(out, key, where, positive=True)
     if name in ("between", "exponent_between"):
         if out["low"] is None and out["high"] is None:
-            raise ScorecardError(f"{where}: {name!r} needs 'low', 'high' or both")
+            raise ScorecardError(where, f"{name!r} needs 'low', 'high' or both")
         if out["low"] is not None and out["high"] is not None and out["low"] > out["high"]:
-            raise ScorecardError(f"{where}: low {out['low']} is above high {out['high']}")
+            raise ScorecardError(where, f"low {out['low']} is above high {out['high']}", key="low")
     for key in ("exact", "paired"):
         if out.get(key) is not None and not isinstance(out[key], bool):
-            raise ScorecardError(f"{where}: {key!r} is true or false, got {written(out[key])}")
+            raise ScorecardError(where, f"{key!r} is true or false, got {written(out[key])}", key=key)
     of = out.get("of")
     if of is not None and of not in ("mean", "median"):
         raise ScorecardError(
-            f"{where}: 'of' is 'mean' (the default: the seeds' mean, by t) or 'median' (the typical seed, by "
-            f"the exact sign test), got {written(of)}"
+            where,
+            f"'of' is 'mean' (the default: the seeds' mean, by t) or 'median' (the typical seed, by "
+            f"the exact sign test), got {written(of)}",
+            key="of",
         )
     if of == "median" and out.get("paired") is False:
-        raise ScorecardError(f"{where}: 'of: median' tests paired differences; it cannot take 'paired: false'")
+        raise ScorecardError(
+            where, "'of: median' tests paired differences; it cannot take 'paired: false'", key="paired"
+        )
     if name == "beats" and out["better"] not in ("higher", "lower"):
-        raise ScorecardError(f"{where}: 'better' is 'higher' or 'lower', got {written(out['better'])}")
+        raise ScorecardError(where, f"'better' is 'higher' or 'lower', got {written(out['better'])}", key="better")
     if name in ("increasing", "decreasing"):
         if out["minus"] is not None and len(out["minus"]) != len(out["values"]):
             raise ScorecardError(
-                f"{where}: 'minus' has {len(out['minus'])} entries, 'values' "
-                f"{len(out['values'])}: they pair up bucket by bucket"
+                where,
+                f"'minus' has {len(out['minus'])} entries, 'values' "
+                f"{len(out['values'])}: they pair up bucket by bucket",
+                key="minus",
             )
         if len(out["values"]) < 2:
-            raise ScorecardError(f"{where}: a series needs at least 2 values")
+            raise ScorecardError(where, "a series needs at least 2 values", key="values")
     if name == "exponent_between":
         has_fit = out["x"] is not None or out["y"] is not None
         if (out["value"] is None) == (not has_fit):
             raise ScorecardError(
-                f"{where}: give either 'value' (a reported exponent) or 'x' and 'y' "
-                "(sizes and measurements to fit), not both"
+                where,
+                "give either 'value' (a reported exponent) or 'x' and 'y' (sizes and measurements to fit), not both",
             )
         if has_fit:
             x, y = out["x"], out["y"]
             if not (isinstance(x, list) and len(x) >= 2 and all(_is_number(v) and v > 0 for v in x)):
-                raise ScorecardError(f"{where}: 'x' must be a list of at least 2 positive numbers (e.g. T)")
+                raise ScorecardError(where, "'x' must be a list of at least 2 positive numbers (e.g. T)", key="x")
             if y is None or len(y) != len(x):
-                raise ScorecardError(f"{where}: 'y' must list one measurement per entry of 'x' ({len(x)})")
+                raise ScorecardError(where, f"'y' must list one measurement per entry of 'x' ({len(x)})", key="y")
 
 
 def validate_claim(entry: Any, index: int) -> dict[str, Any]:
     """Check one ``expect:`` entry; return it with its checks normalised to a list."""
-    where = f"expect[{index}]"
+    where = Where(f"expect[{index}]", ("expect", index))
     if not isinstance(entry, dict):
-        raise ScorecardError(
-            f"{where}: an expectation is a mapping with 'id', 'claim' and a check, got {written(entry)}"
-        )
+        raise ScorecardError(where, f"an expectation is a mapping with 'id', 'claim' and a check, got {written(entry)}")
     if "id" not in entry:
-        raise ScorecardError(f"{where}: missing 'id' (a short name or number, used in metric claim/<id>)")
+        raise ScorecardError(where, "missing 'id' (a short name or number, used in metric claim/<id>)")
     raw_id = entry["id"]
     cid = "" if raw_id is None or isinstance(raw_id, (bool, dict, list)) else str(raw_id)
     if not ID_RE.fullmatch(cid):  # checked before it is quoted in every later message
         got = written(raw_id) if isinstance(raw_id, str) else _kind_of(raw_id)
-        raise ScorecardError(f"{where}: id may use letters, digits, '_', '.', '-' only (it names a metric), got {got}")
-    where = f"expect[{index}] (claim {cid})"
-    if not isinstance(entry.get("claim"), str) or not entry["claim"].strip():
-        raise ScorecardError(f"{where}: missing 'claim:' (the sentence the checks test)")
+        raise ScorecardError(
+            where, f"id may use letters, digits, '_', '.', '-' only (it names a metric), got {got}", key="id"
+        )
+    where = Where(f"expect[{index}] (claim {cid})", ("expect", index))
+    claim = entry.get("claim")
+    if claim is None:
+        raise ScorecardError(where, "missing 'claim:' (the sentence the checks test)")
+    if not isinstance(claim, str) or not claim.strip():
+        raise ScorecardError(where, f"'claim' must be the sentence the checks test, got {_kind_of(claim)}", key="claim")
     device = entry.get("device")
     if device is not None and (not isinstance(device, str) or device not in DEVICES):
         raise ScorecardError(
-            f"{where}: device {written(device)} is not one of {', '.join(DEVICES)}{suggest(str(device), DEVICES)}"
+            where,
+            f"device {written(device)} is not one of {', '.join(DEVICES)}{suggest(str(device), DEVICES)}",
+            key="device",
         )
     min_seeds = entry.get("min_seeds")
     if min_seeds is not None and (not isinstance(min_seeds, int) or isinstance(min_seeds, bool) or min_seeds < 1):
-        raise ScorecardError(f"{where}: min_seeds must be a positive integer, got {written(min_seeds)}")
+        raise ScorecardError(where, f"min_seeds must be a positive integer, got {written(min_seeds)}", key="min_seeds")
     plots = entry.get("plots")
     if plots is not None and not (isinstance(plots, list) and all(isinstance(p, str) for p in plots)):
-        raise ScorecardError(f"{where}: plots must be a list of plot names, got {written(plots)}")
+        raise ScorecardError(where, f"plots must be a list of plot names, got {written(plots)}", key="plots")
     _text_fields(entry, where)
     settings = entry.get("settings")
     if isinstance(settings, dict):  # a mapping of settings reads as 'key=value, ...'
@@ -316,30 +341,36 @@ def validate_claim(entry: Any, index: int) -> dict[str, Any]:
     unknown = [k for k in entry if not isinstance(k, str) or (k not in CLAIM_KEYS and k not in check_keys)]
     if unknown:
         raise ScorecardError(
-            f"{where}: unknown key {written(unknown[0])}{suggest(str(unknown[0]), CLAIM_KEYS | check_keys)}"
+            where,
+            f"unknown key {written(unknown[0])}{suggest(str(unknown[0]), CLAIM_KEYS | check_keys)}",
+            key=unknown[0],
         )
     inline = {k: v for k, v in entry.items() if k in check_keys and k not in CLAIM_KEYS}
     if "checks" in entry:
         if inline:
-            raise ScorecardError(f"{where}: give one inline 'check:' or a 'checks:' list, not both")
+            raise ScorecardError(where, "give one inline 'check:' or a 'checks:' list, not both", key="checks")
         if not isinstance(entry["checks"], list) or not entry["checks"]:
-            raise ScorecardError(f"{where}: 'checks' must be a non-empty list of checks")
-        checks = [validate_check(c, f"{where} checks[{i}]") for i, c in enumerate(entry["checks"])]
+            raise ScorecardError(where, "'checks' must be a non-empty list of checks", key="checks")
+        checks = [validate_check(c, where.child(f" checks[{i}]", "checks", i)) for i, c in enumerate(entry["checks"])]
     elif inline:
         checks = [validate_check(inline, where)]
     else:
-        raise ScorecardError(f"{where}: no check: add 'check: <kind>' ({', '.join(KINDS)}) or 'checks:'")
+        raise ScorecardError(where, f"no check: add 'check: <kind>' ({', '.join(KINDS)}) or 'checks:'")
     return {**{k: v for k, v in entry.items() if k in CLAIM_KEYS}, "id": cid, "checks": checks}
 
 
 def validate_expectations(expect: Any) -> list[dict[str, Any]]:
     """Validate a whole ``expect:`` list (ids unique); return the normalised entries."""
     if not isinstance(expect, list):
-        raise ScorecardError(f"expect: must be a list of expectations, got {_kind_of(expect)}")
+        raise ScorecardError(Where("expect", ("expect",)), f"must be a list of expectations, got {_kind_of(expect)}")
     claims = [validate_claim(e, i) for i, e in enumerate(expect)]
     seen: dict[str, int] = {}
     for i, c in enumerate(claims):
         if c["id"] in seen:
-            raise ScorecardError(f"expect[{i}]: claim id {c['id']!r} already used by expect[{seen[c['id']]}]")
+            raise ScorecardError(
+                Where(f"expect[{i}]", ("expect", i)),
+                f"claim id {written(c['id'])} already used by expect[{seen[c['id']]}]",
+                key="id",
+            )
         seen[c["id"]] = i
     return claims

@@ -108,7 +108,7 @@ FIELDS = {
     ),
     "claim as a list": (
         "id: 1\nclaim: [c]\ncheck: finite\nvalue: a.b\n",
-        "expect[0] (claim 1): missing 'claim:' (the sentence the checks test)",
+        "expect[0] (claim 1): 'claim' must be the sentence the checks test, got a list [c]",
     ),
     "device as a mapping": (
         "id: 1\nclaim: c\ndevice: {gpu: 1}\ncheck: finite\nvalue: a.b\n",

@@ -122,3 +122,21 @@ def test_architecture_cells_are_references_or_checks():
 def test_bad_architecture_cells(arch, message):
     with pytest.raises(ScorecardError, match=message):
         validate_architectures(arch)
+
+
+def test_an_error_carries_the_path_to_the_key_it_names_not_one_parsed_from_its_words():
+    from components.report.vocabulary import ScorecardError, validate_expectations
+
+    entry = {"id": 1, "claim": "c", "checks": [{"check": "finite", "value": "a.b"}, {"check": "beats", "a": "x.a"}]}
+    with pytest.raises(ScorecardError) as missing:  # a missing key: the check entry itself
+        validate_expectations([entry])
+    assert missing.value.loc == ("expect", 0, "checks", 1)
+    assert str(missing.value).startswith("expect[0] (claim 1) checks[1]: check 'beats' needs 'b'")
+    entry["checks"][1] |= {"b": "x.b", "better": "up"}  # a wrong value: the key that holds it
+    with pytest.raises(ScorecardError) as wrong:
+        validate_expectations([entry])
+    assert wrong.value.loc == ("expect", 0, "checks", 1, "better")
+    # words in a message that look like a key ("missing", "low") are never taken for one
+    with pytest.raises(ScorecardError) as low:
+        validate_expectations([{"id": 1, "claim": "c", "check": "between", "value": "a.b", "low": 2, "high": 1}])
+    assert low.value.loc == ("expect", 0, "low") and "low 2 is above high 1" in str(low.value)
