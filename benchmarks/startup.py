@@ -46,16 +46,16 @@ PHASES = [
     ("server contact", "flows.cli.run", "_refresh_prefect_settings", "Prefect settings"),
     ("tracking", "flows.cli.run", "_open_tracking_store", "MLflow store opened"),
     ("server contact", "flows.cli.run", "_background_ready", "Prefect server ready"),
-    ("tracking", "flows.execute.runner", "Tracker", "experiment"),
+    ("tracking", "flows.execute._run", "Tracker", "experiment"),
     ("tracking", "flows.track.runs", "Tracker.sweep_zombies", "zombie sweep"),
-    ("tracking", "flows.execute.runner", "open_parent", "parent run opened"),
-    ("the flow", "flows.execute.runner", "call_flow", "flow (all of it)"),
+    ("tracking", "flows.execute._run", "open_parent", "parent run opened"),
+    ("the flow", "flows.execute._run", "call_flow", "flow (all of it)"),
     ("the flow", "flows.execute._flow", "_announce", "flow run announced"),
     ("the flow", "flows.execute._flow", "_settle", "task runs"),
     ("tracking", "flows.execute._step_runs", "StepRuns.reused", "cached steps' runs"),
     ("the flow", "flows.execute._flow", "_report", "results published"),
     ("the flow", "flows.execute.prefect_view", "flush", "logs flushed"),
-    ("tracking", "flows.execute.runner", "close_parent", "parent run closed"),
+    ("tracking", "flows.execute._run", "close_parent", "parent run closed"),
 ]
 
 
@@ -154,8 +154,9 @@ def inside(argv: list[str], warm: bool) -> None:
     records: list = [("import", "import flows.cli" + (" and preload" if warm else ""), 0.0, 0.0)]
     records[0] = (*records[0][:2], time.perf_counter() - start, time.process_time() - cpu)
     import flows.cli.run  # noqa: F401
-    import flows.execute._flow  # noqa: F401
-    import flows.execute.runner  # noqa: F401
+    from flows.execute import runner
+
+    runner.load()  # configured and the engine imported, as the command is about to: its functions are timed
 
     for phase in PHASES:
         _wrap(records, *phase)

@@ -1,5 +1,7 @@
 """Where things live and how quiet the libraries are. Call ``configure()`` before importing
-prefect or mlflow: their settings are read from the environment at import time."""
+prefect or mlflow: their settings are read from the environment at import time. The entry points
+call it (each CLI command, the worker and warm processes, a schedule's flow run, ``runner.run``);
+importing a module never does."""
 
 from __future__ import annotations
 

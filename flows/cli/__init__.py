@@ -32,6 +32,7 @@ PRELOAD = (
     "flows.execute.executors",
     "flows.execute.pool",
     "flows.execute.runner",
+    "flows.execute._run",
     "flows.execute.view",
     "flows.track.runs",
     "flows.track.zombies",

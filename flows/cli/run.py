@@ -214,12 +214,13 @@ def _start(plan, use_cache: bool):
     the uncached steps need; then wait for the server. Returns the executor."""
     background = _use_background_prefect()
     _refresh_prefect_settings()
+    from flows.execute import runner
     from flows.execute.executors import ExecutorError
-    from flows.execute.runner import start_executor  # imports Prefect and MLflow while the server boots
 
+    runner.load()  # Prefect and MLflow imported while the server boots
     _open_tracking_store()
     try:
-        executor = start_executor(plan, use_cache=use_cache)
+        executor = runner.start_executor(plan, use_cache=use_cache)
     except ExecutorError as e:
         fail(str(e), after="nothing was run.")
     if background:

@@ -11,5 +11,6 @@
     view.py        the live terminal view
     threadsafe.py  locks around matplotlib and tqdm for ``executor: threads``
 
-``runner.py`` imports Prefect and MLflow; the CLI imports it only once a run is certain.
+Importing any of these loads neither Prefect nor MLflow: ``runner.run`` configures the process
+(``flows/home.py``) before it imports them, and the CLI calls ``runner.load`` once a run is certain.
 """

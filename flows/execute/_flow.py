@@ -11,24 +11,20 @@ import traceback
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from flows import home
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+from prefect.context import TagsContext
+from prefect.states import Cancelled
+from prefect.task_runners import ThreadPoolTaskRunner
 
-home.configure()
-
-from prefect import flow, task  # noqa: E402
-from prefect.cache_policies import NO_CACHE  # noqa: E402
-from prefect.context import TagsContext  # noqa: E402
-from prefect.states import Cancelled  # noqa: E402
-from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
-
-from flows.execute import prefect_view  # noqa: E402
-from flows.execute._result import RunResult, StepFailed, counts  # noqa: E402
-from flows.execute._signals import Signals  # noqa: E402
-from flows.execute._steps import StepRunner  # noqa: E402
-from flows.execute.order import submission_order  # noqa: E402
-from flows.execute.pool import Stopped  # noqa: E402
-from flows.plan.build import Plan  # noqa: E402
-from flows.track import links  # noqa: E402
+from flows.execute import prefect_view
+from flows.execute._result import RunResult, StepFailed, counts
+from flows.execute._signals import Signals
+from flows.execute._steps import StepRunner
+from flows.execute.order import submission_order
+from flows.execute.pool import Stopped
+from flows.plan.build import Plan
+from flows.track import links
 
 
 def pipeline_flow(plan: Plan, runner: StepRunner, signals: Signals):

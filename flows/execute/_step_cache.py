@@ -3,18 +3,14 @@ its key's parts; either way the key is remembered as the step's latest, for ``pl
 
 from __future__ import annotations
 
-from flows import home
+from prefect.states import Completed
 
-home.configure()
-
-from prefect.states import Completed  # noqa: E402
-
-from flows.execute._result import RunResult  # noqa: E402
-from flows.execute._step_events import StepEvents  # noqa: E402
-from flows.execute._step_runs import StepRuns  # noqa: E402
-from flows.execute.cache import StepCache  # noqa: E402
-from flows.execute.worker import StepResult  # noqa: E402
-from flows.plan.build import Instance  # noqa: E402
+from flows.execute._result import RunResult
+from flows.execute._step_events import StepEvents
+from flows.execute._step_runs import StepRuns
+from flows.execute.cache import StepCache
+from flows.execute.worker import StepResult
+from flows.plan.build import Instance
 
 
 def reuse(

@@ -7,20 +7,16 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from flows import home
-
-home.configure()
-
-from flows.execute._result import RunResult  # noqa: E402
-from flows.execute._step_cache import reuse  # noqa: E402
-from flows.execute._step_compute import Computation  # noqa: E402
-from flows.execute._step_events import StepEvents  # noqa: E402
-from flows.execute._step_payload import materialize  # noqa: E402
-from flows.execute._step_runs import StepRuns  # noqa: E402
-from flows.execute.cache import StepCache  # noqa: E402
-from flows.execute.pool import Stopped  # noqa: E402
-from flows.plan.build import Plan  # noqa: E402
-from flows.track.runs import Tracker  # noqa: E402
+from flows.execute._result import RunResult
+from flows.execute._step_cache import reuse
+from flows.execute._step_compute import Computation
+from flows.execute._step_events import StepEvents
+from flows.execute._step_payload import materialize
+from flows.execute._step_runs import StepRuns
+from flows.execute.cache import StepCache
+from flows.execute.pool import Stopped
+from flows.plan.build import Plan
+from flows.track.runs import Tracker
 
 
 class StepRunner:

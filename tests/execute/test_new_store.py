@@ -3,7 +3,7 @@ workers that each migrate a new SQLite file at the same time fail on "duplicate 
 
 import pytest
 
-from flows.execute import runner, worker
+from flows.execute import _run, runner, worker
 from flows.plan.build import build
 from tests.support.files import write
 
@@ -40,7 +40,7 @@ def test_the_run_creates_a_new_store_before_it_starts_its_workers(tmp_path, home
         seen["exists"] = new_store.exists()
         raise Started
 
-    monkeypatch.setattr(runner, "choose", choose)
+    monkeypatch.setattr(_run, "choose", choose)
     with pytest.raises(Started):
         runner.run(build(path))
     assert seen == {"exists": True}
