@@ -20,6 +20,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from prefect import flow
+
 from flows import home
 from flows.ops.deployments import (  # noqa: F401  (the schedule API, importable from here as before)
     ENTRYPOINT,
@@ -35,10 +37,6 @@ from flows.ops.deployments import (  # noqa: F401  (the schedule API, importable
     spec_from_deployment,
     spec_from_file,
 )
-
-home.configure()
-
-from prefect import flow  # noqa: E402
 
 NOTIFY_TIMEOUT = 600.0  # seconds `history --notify` may take before the slot gives up on telling
 
@@ -61,6 +59,7 @@ def run_pipeline(
     from flows.plan.build import build
     from flows.services import connect
 
+    home.configure()  # Prefect started this process (`serve`'s runner, a worker): MLflow's store, quiet logs
     connect.check_servers()
     if not Path(pipeline).is_file():
         raise FileNotFoundError(
