@@ -16,7 +16,7 @@ from typing import Callable
 from flows.execute.pool import Claims, ProcessPool, Stopped
 from flows.execute.worker import StepPayload, StepResult, run_step
 from flows.plan.resources import visible_gpus
-from flows.settings import EXECUTORS  # noqa: E402  (re-exported for callers)
+from flows.settings import EXECUTORS
 
 Events = Callable[[dict], None]
 
