@@ -38,6 +38,9 @@ def pytest_configure(config):
     ``PREFECT_API_URL`` from its environment (``tests/support/warm.py`` and the server tests do).
     ``BOTTLENECKS_TEST_PREFECT=ephemeral`` runs the suite the old way.
     """
+    from flows import home
+
+    home.configure()  # the suite is an entry point, as a command is: quiet libraries, no MLflow telemetry
     if hasattr(config, "workerinput") is False and config.getoption("numprocesses", None):
         return  # the xdist controller runs no test
     if os.environ.get("BOTTLENECKS_TEST_PREFECT", "shared") == "ephemeral":
