@@ -1,5 +1,6 @@
-# One image for the team deployment: the project with its CLI, the MLflow and Prefect servers,
-# the Postgres drivers both need, and CUDA-enabled torch (the PyPI wheel) for the GPU worker.
+# One image for the team deployment: the project with its CLI, the MLflow and Prefect servers with
+# their logins (the `server` extra: MLflow's auth app, the Postgres drivers), and CUDA-enabled torch
+# (the PyPI wheel) for the GPU worker.
 #   docker compose build        (see docs/deployment.md)
 FROM python:3.11-slim
 
@@ -27,7 +28,7 @@ RUN pip install --index-url "${TORCH_INDEX_URL}" "torch==${TORCH_VERSION}"
 COPY pyproject.toml README.md ./
 RUN mkdir -p flows components \
     && touch flows/__init__.py components/__init__.py \
-    && pip install . "psycopg2-binary>=2.9" "asyncpg>=0.29" \
+    && pip install ".[server]" "asyncpg>=0.29" \
     && pip uninstall -y bottlenecks \
     && rm -rf flows components build *.egg-info
 COPY flows ./flows

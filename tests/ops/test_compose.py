@@ -1,4 +1,5 @@
-"""The team deployment's compose file: validated by docker-compose, and its safety defaults."""
+"""The team deployment's compose file: validated by docker-compose, and its safety defaults (loopback
+ports, and logins to MLflow and Prefect whose secrets come from .env or the environment)."""
 
 import os
 import shutil
@@ -9,6 +10,8 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
+SECRETS = ("POSTGRES_PASSWORD", "MLFLOW_ADMIN_PASSWORD", "PREFECT_AUTH_STRING")
+CLIENTS = ("worker", "scheduler", "dask-gpu-0", "dask-gpu-1", "dask-cpu")
 SERVICES = {
     "postgres",
     "mlflow",
@@ -42,10 +45,25 @@ def test_compose_file_validates_with_the_example_env():
     services = config["services"]
     assert set(services) == SERVICES
     assert set(config["volumes"]) == {"pgdata", "mlartifacts", "state"}
+    mlflow = services["mlflow"]
     assert (
-        "postgresql+psycopg2://bottlenecks:change-me-to-a-long-random-string@postgres:5432/mlflow"
-        in services["mlflow"]["command"]
+        "postgresql+psycopg2://bottlenecks:change-me-to-a-long-random-string@postgres:5432/mlflow" in mlflow["command"]
     )
+    # MLflow's basic-auth app, configured by docker/mlflow-auth.sh from these variables
+    assert mlflow["command"][:4] == ["mlflow", "server", "--app-name", "basic-auth"]
+    assert mlflow["entrypoint"][-1] == "/opt/bottlenecks/mlflow-auth.sh"
+    assert any(v.startswith(str(REPO / "docker" / "mlflow-auth.sh") + ":") for v in mlflow["volumes"])
+    assert mlflow["environment"]["MLFLOW_AUTH_DATABASE_URI"].endswith("@postgres:5432/mlflow_auth")
+    assert mlflow["environment"]["MLFLOW_AUTH_DEFAULT_PERMISSION"] == "READ"
+    assert mlflow["environment"]["MLFLOW_AUTH_ADMIN_USERNAME"] == "admin"
+    assert mlflow["environment"]["MLFLOW_AUTH_ADMIN_PASSWORD"] == "change-me-to-another-long-random-string"
+    prefect_login = "admin:change-me-to-a-third-long-random-string"
+    assert services["prefect-server"]["environment"]["PREFECT_SERVER_API_AUTH_STRING"] == prefect_login
+    for client in CLIENTS:  # every service that talks to the servers logs in to both
+        env = services[client]["environment"]
+        assert env["MLFLOW_TRACKING_USERNAME"] == "admin", client
+        assert env["MLFLOW_TRACKING_PASSWORD"] == "change-me-to-another-long-random-string", client
+        assert env["PREFECT_API_AUTH_STRING"] == prefect_login, client
     assert services["prefect-server"]["environment"]["PREFECT_API_DATABASE_CONNECTION_URL"].startswith(
         "postgresql+asyncpg://bottlenecks:"
     )
@@ -69,10 +87,25 @@ def test_compose_file_validates_with_the_example_env():
 
 
 @needs_compose
-def test_compose_refuses_to_start_without_a_password():
-    done = compose_config(None)
+@pytest.mark.parametrize("missing", SECRETS)
+def test_compose_refuses_to_start_without_a_secret(missing):
+    given = {name: "a-long-secret-for-tests" for name in SECRETS if name != missing}
+    done = compose_config(None, **given)
     assert done.returncode != 0
-    assert "set POSTGRES_PASSWORD in .env" in done.stderr
+    assert f"set {missing} in .env (see .env.example)" in done.stderr
+
+
+@needs_compose
+def test_compose_takes_the_secrets_from_the_environment():
+    done = compose_config(
+        None, POSTGRES_PASSWORD="pg-secret", MLFLOW_ADMIN_PASSWORD="mlflow-secret", PREFECT_AUTH_STRING="ops:pf-secret"
+    )
+    assert done.returncode == 0, done.stderr
+    services = yaml.safe_load(done.stdout)["services"]
+    assert services["mlflow"]["environment"]["MLFLOW_AUTH_ADMIN_PASSWORD"] == "mlflow-secret"
+    assert services["prefect-server"]["environment"]["PREFECT_SERVER_API_AUTH_STRING"] == "ops:pf-secret"
+    assert services["dask-cpu"]["environment"]["PREFECT_API_AUTH_STRING"] == "ops:pf-secret"
+    assert services["worker"]["environment"]["MLFLOW_TRACKING_PASSWORD"] == "mlflow-secret"
 
 
 def test_compose_file_publishes_on_loopback_and_takes_credentials_from_env():
@@ -82,10 +115,14 @@ def test_compose_file_publishes_on_loopback_and_takes_credentials_from_env():
     for name, service in config["services"].items():
         for port in service.get("ports", []):
             assert port.startswith("${BIND_ADDRESS:-127.0.0.1}:"), f"{name} publishes {port}"
-    assert "POSTGRES_PASSWORD:?" in text and "change-me" not in text
+    assert all(f"{name}:?" in text for name in SECRETS) and "change-me" not in text
     example = dict(
         line.split("=", 1)
         for line in (REPO / ".env.example").read_text().splitlines()
         if line and not line.startswith("#")
     )
-    assert example["BIND_ADDRESS"] == "127.0.0.1" and example["POSTGRES_PASSWORD"]
+    assert example["BIND_ADDRESS"] == "127.0.0.1" and all(example[name] for name in SECRETS)
+    assert len(example["MLFLOW_ADMIN_PASSWORD"]) >= 12  # MLflow refuses a shorter admin password
+    assert ":" in example["PREFECT_AUTH_STRING"]  # user:password
+    init = (REPO / "docker" / "postgres-init.sh").read_text()
+    assert "mlflow_auth" in init  # the database MLFLOW_AUTH_DATABASE_URI names
