@@ -126,9 +126,22 @@ def _show(frame, found, plot: bool) -> None:
     if plot:
         with tempfile.TemporaryDirectory() as tmp:
             png = hist.trend_plot(frame, found.flags, Path(tmp) / "trend.png")
-            hist.log_trend(found.newest, png, frame)
-        err.print(f"trend plot logged to run {found.newest} as history/trend.png")
+            try:
+                hist.log_trend(found.newest, png, frame)
+                err.print(f"trend plot logged to run {found.newest} as history/trend.png")
+            except Exception as e:
+                if not _forbidden(e):
+                    raise
+                # a reader's login (docs/deployment.md): the table and the verdict are what it came for
+                err.print(f"trend plot not logged: this MLflow login may only read run {found.newest} (--no-plot)")
     _print_flags(found.flags)
+
+
+def _forbidden(error: Exception) -> bool:
+    """Whether MLflow refused a write for want of permission: a tracking call's error, or an artifact
+    upload's (an HTTP error with the 403 response)."""
+    response = getattr(error, "response", None)
+    return getattr(error, "error_code", None) == "PERMISSION_DENIED" or getattr(response, "status_code", None) == 403
 
 
 def _links(frame, newest: str, previous: str | None) -> tuple[dict[str, str], list[str]]:

@@ -3,7 +3,8 @@
 ``schedule``, ``schedule --list`` and ``--remove`` talk to a running Prefect server and nothing
 else: importing the Prefect client costs seconds (``import prefect`` loads its settings, client
 schemas and plugins), the calls themselves milliseconds. The payloads are the ones Prefect's own
-client sends (``tests/ops/test_schedule.py`` checks them against ``RunnerDeployment``).
+client sends (``tests/ops/test_schedule.py`` checks them against ``RunnerDeployment``), and so is
+the login (``flows/services/logins.py``: ``PREFECT_API_AUTH_STRING``, a server's basic authentication).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from typing import Any
+
+from flows.services.logins import prefect_headers, prefect_refused
 
 
 class PrefectAPIError(Exception):
@@ -29,9 +32,8 @@ def call(url: str, method: str, path: str, body: Any = None, timeout: float = 30
     """``METHOD url/path`` with a JSON body; the decoded answer (None for 204). A 503 (a SQLite-backed
     server busy with another writer) is asked again; other errors raise ``PrefectAPIError``."""
     data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(
-        url.rstrip("/") + path, data=data, method=method, headers={"Content-Type": "application/json"}
-    )
+    headers = {"Content-Type": "application/json", **prefect_headers()}
+    request = urllib.request.Request(url.rstrip("/") + path, data=data, method=method, headers=headers)
     for attempt in range(attempts):
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:
@@ -43,6 +45,8 @@ def call(url: str, method: str, path: str, body: Any = None, timeout: float = 30
                 time.sleep(0.5 * (attempt + 1))
                 continue
             message = f"Prefect API at {url}: {method} {path} answered {e.code}: {detail}"
+            if e.code == 401:
+                message = prefect_refused(url)
             raise PrefectAPIError(message, e.code, detail) from None
         except (urllib.error.URLError, OSError) as e:
             reason = getattr(e, "reason", e)

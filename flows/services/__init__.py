@@ -7,7 +7,8 @@
     mlflow_db.py       a new folder's MLflow store from a migrated template
     templates.py       the atomic template copy both stores use
     ports.py           a free loopback port
-    connect.py         fail fast when a configured server does not answer
+    connect.py         fail fast when a configured server does not answer or refuses the login
+    logins.py          the logins the team servers ask for, from the clients' own variables
 
 Import the module you need (``from flows.services import connect``): none of them imports
 Prefect or MLflow at module level, and nothing here imports the layers that use them.

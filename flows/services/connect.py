@@ -1,4 +1,5 @@
-"""Fail fast, before any work, when a configured tracking or orchestration server is unreachable."""
+"""Fail fast, before any work, when a configured tracking or orchestration server is unreachable or
+refuses this client's login (``flows/services/logins.py``)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import time
 import urllib.error
 import urllib.request
 
+from flows.services import logins
+
 
 class ServerUnreachable(Exception):
-    """A configured server did not answer its health check."""
+    """A configured server did not answer its health check, or refused the login."""
 
 
 PATIENCE_SECONDS = 30.0  # how long a server that is up but slow (a loaded host) may take to answer
@@ -53,8 +56,35 @@ _SERVERS = (
 )
 
 
+# a cheap read each server guards with its login (health checks are open to anyone), how this client
+# logs in, and what to say when the server answers 401
+_LOGINS = {
+    "MLFLOW_TRACKING_URI": (
+        "/api/2.0/mlflow/experiments/search?max_results=1",
+        logins.mlflow_headers,
+        logins.mlflow_refused,
+    ),
+    "PREFECT_API_URL": ("/admin/version", logins.prefect_headers, logins.prefect_refused),
+}
+
+
+def _login_refused(url: str, var: str, timeout: float) -> str | None:
+    """What to do when the server at ``url`` answers 401 to this client's login; None otherwise (any
+    other answer is left to the command, which reports it in context)."""
+    path, headers, refused = _LOGINS[var]
+    request = urllib.request.Request(url.rstrip("/") + path, headers=headers())
+    try:
+        with urllib.request.urlopen(request, timeout=timeout):
+            return None
+    except urllib.error.HTTPError as e:
+        return refused(url) if e.code == 401 else None
+    except (urllib.error.URLError, OSError):
+        return None
+
+
 def check_servers(timeout: float = 5.0) -> None:
-    """Check MLFLOW_TRACKING_URI and PREFECT_API_URL when they name HTTP servers."""
+    """Check MLFLOW_TRACKING_URI and PREFECT_API_URL when they name HTTP servers: each answers, and
+    takes this client's login where it asks for one."""
     problems = []
     for var, message in _SERVERS:
         url = os.environ.get(var, "")
@@ -62,5 +92,7 @@ def check_servers(timeout: float = 5.0) -> None:
             why = _health(url.rstrip("/") + "/health", timeout)
             if why:
                 problems.append(message.format(url=url, why=why))
+            elif refused := _login_refused(url, var, timeout):
+                problems.append(refused)
     if problems:
         raise ServerUnreachable("\n".join(problems))
