@@ -1,6 +1,7 @@
-"""The team deployment for real: Postgres, `mlflow server` and `prefect server start` on loopback;
-pipelines run through `bottlenecks` subprocesses pointed at them by MLFLOW_TRACKING_URI and
-PREFECT_API_URL; results checked through the servers' REST APIs."""
+"""The team deployment for real: Postgres, `mlflow server` and `prefect server start` on loopback,
+each asking for a login as docker-compose.yml's do; pipelines run through `bottlenecks` subprocesses
+pointed at them by MLFLOW_TRACKING_URI and PREFECT_API_URL and logged in by MLFLOW_TRACKING_USERNAME,
+MLFLOW_TRACKING_PASSWORD and PREFECT_API_AUTH_STRING; results checked through the servers' REST APIs."""
 
 import json
 import os
@@ -9,6 +10,8 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -107,6 +110,49 @@ def wait_for(predicate, timeout, what):
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
+def test_servers_refuse_requests_without_the_login(servers):
+    mlflow_read = f"{servers.mlflow_url}/api/2.0/mlflow/experiments/search?max_results=1"
+    prefect_read = f"{servers.prefect_url}/flow_runs/filter"
+    for method, url, body in (("GET", mlflow_read, None), ("POST", prefect_read, {})):
+        for login in ("", "admin:not-the-password"):  # none, and a wrong one
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                api(method, url, body, login=login, attempts=1)
+            assert refused.value.code == 401, (url, login)
+        api(method, url, body)  # the registered login: admitted
+    for health in (f"{servers.mlflow_url}/health", f"{servers.prefect_url}/health"):
+        with urllib.request.urlopen(health, timeout=10) as answer:  # what docker-compose.yml's health checks ask
+            assert answer.status == 200
+
+
+def test_a_client_without_the_login_stops_before_any_work(servers, tmp_path):
+    path = write(
+        tmp_path,
+        f"""\
+        name: srv-no-login
+        steps:
+          nums: {{uses: {C}:numbers}}
+        """,
+    )
+    home = tmp_path / "home"
+    blank = {name: "" for name in servers.credentials()}
+    done = cli(servers, home, "run", str(path), **blank)
+    assert done.returncode == 1, done.stdout
+    text = " ".join(done.stdout.split())
+    assert f"MLflow server at {servers.mlflow_url} asks for a login (HTTP 401): set MLFLOW_TRACKING_USERNAME" in text
+    assert f"Prefect API at {servers.prefect_url} asks for a login (HTTP 401): set PREFECT_API_AUTH_STRING" in text
+    wrong = {"MLFLOW_TRACKING_PASSWORD": "not-the-password", "PREFECT_API_AUTH_STRING": "admin:not-the-password"}
+    done = cli(servers, home, "run", str(path), **wrong)
+    assert done.returncode == 1, done.stdout
+    text = " ".join(done.stdout.split())
+    assert f"MLflow server at {servers.mlflow_url} refused the login of user 'admin' (HTTP 401)" in text
+    assert f"Prefect API at {servers.prefect_url} refused the login (HTTP 401)" in text
+    with pytest.raises(urllib.error.HTTPError) as absent:  # nothing was run
+        api("GET", f"{servers.mlflow_url}/api/2.0/mlflow/experiments/get-by-name?experiment_name=srv-no-login")
+    assert absent.value.code == 404
+    listed = cli(servers, home, "schedule", "--list", **blank)  # the schedule commands' own REST calls
+    assert listed.returncode != 0 and "asks for a login (HTTP 401)" in " ".join(listed.stdout.split()), listed.stdout
+
+
 def test_pipeline_runs_against_servers(servers, tmp_path):
     path = write(
         tmp_path,
@@ -152,6 +198,40 @@ def test_pipeline_runs_against_servers(servers, tmp_path):
     assert "sum[offset=10]/enginetest/total/total" in seen.stdout and "no regression" in seen.stdout
     logged = api("GET", f"{servers.mlflow_url}/api/2.0/mlflow/artifacts/list?run_id={parents[0]['id']}&path=history")
     assert {f["path"] for f in logged["files"]} == {"history/trend.png", "history/trend.csv"}
+
+
+def test_a_reader_sees_the_history_and_cannot_write(servers, tmp_path):
+    """A user the admin made, with no grant of its own, reads every run (the servers' default permission
+    READ, as in docker-compose.yml) and writes none."""
+    path = write(
+        tmp_path,
+        f"""\
+        name: srv-read
+        steps:
+          nums: {{uses: {C}:numbers, with: {{n: 2}}}}
+        """,
+    )
+    home = tmp_path / "home"
+    done = cli(servers, home, "run", str(path), **THREADS)
+    assert done.returncode == 0, done.stdout
+    password = "reader-password-for-tests"
+    api("POST", f"{servers.mlflow_url}/api/2.0/mlflow/users/create", {"username": "reader", "password": password})
+    reader = {"MLFLOW_TRACKING_USERNAME": "reader", "MLFLOW_TRACKING_PASSWORD": password}
+
+    seen = cli(servers, home, "history", "srv-read", **reader)
+    assert seen.returncode == 0, seen.stdout
+    assert "no regression" in seen.stdout, seen.stdout
+    assert "trend plot not logged: this MLflow login may only read run" in seen.stdout, seen.stdout
+    parent = next(r for r in mlflow_runs(servers, "srv-read") if "mlflow.parentRunId" not in r["tags"])
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        api(
+            "POST",
+            f"{servers.mlflow_url}/api/2.0/mlflow/runs/log-metric",
+            {"run_id": parent["id"], "key": "x", "value": 1.0, "timestamp": 0},
+            login=f"reader:{password}",
+            attempts=1,
+        )
+    assert refused.value.code == 403
 
 
 def deployments(servers):

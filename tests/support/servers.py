@@ -1,11 +1,14 @@
 """Real servers on loopback for the deployment tests: Postgres (Debian packages), ``mlflow server``
 on Postgres and ``prefect server start`` on Postgres, each started from a test and stopped after.
+Both servers ask for a login, as in ``docker-compose.yml``: MLflow's basic-auth app (its users in a
+database of their own) and Prefect's auth string.
 
 Postgres refuses to run as root, so as root the cluster belongs to the ``postgres`` user.
 """
 
 from __future__ import annotations
 
+import base64
 import glob
 import json
 import os
@@ -22,6 +25,11 @@ from pathlib import Path
 from flows.services.ports import free_port  # noqa: F401  (re-exported for the tests)
 
 PG_USER = "bottlenecks"
+MLFLOW_ADMIN = ("admin", "admin-password-for-tests")  # MLflow wants at least 12 characters
+PREFECT_AUTH = "admin:prefect-password-for-tests"
+
+# "user:password" that ``api`` sends to a URL under each prefix (the servers of this module register theirs)
+LOGINS: dict[str, str] = {}
 
 
 def pg_bin() -> Path | None:
@@ -56,12 +64,28 @@ def tail(log: Path | None, lines: int = 30) -> str:
     return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
 
 
-def api(method: str, url: str, body: dict | None = None, timeout: float = 15, attempts: int = 5) -> dict | list:
+def basic(login: str) -> dict[str, str]:
+    """The Authorization header for ``user:password``."""
+    return {"Authorization": "Basic " + base64.b64encode(login.encode()).decode()}
+
+
+def api(
+    method: str,
+    url: str,
+    body: dict | None = None,
+    timeout: float = 15,
+    attempts: int = 5,
+    login: str | None = None,
+) -> dict | list:
     """Call a JSON REST endpoint, retrying a 503 (a SQLite-backed Prefect server answers it when its
-    database is busy, which happens on a loaded 2-core machine)."""
+    database is busy, which happens on a loaded 2-core machine). Sends ``login`` (``user:password``),
+    else the one registered in ``LOGINS`` for the URL's server, if any."""
     data = json.dumps(body).encode() if body is not None else None
+    if login is None:
+        login = next((v for prefix, v in LOGINS.items() if url.startswith(prefix)), None)
+    headers = {"Content-Type": "application/json", **(basic(login) if login else {})}
     for attempt in range(attempts):
-        req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+        req = urllib.request.Request(url, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=timeout) as r:
                 text = r.read().decode()
@@ -181,7 +205,8 @@ def _quiet_env(**extra: str) -> dict[str, str]:
 
 
 class TeamServers:
-    """Postgres with databases ``mlflow`` and ``prefect``, an MLflow server and a Prefect server."""
+    """Postgres with databases ``mlflow``, ``mlflow_auth`` and ``prefect``, an MLflow server and a Prefect
+    server, each with its login (``MLFLOW_ADMIN``, ``PREFECT_AUTH``); ``client_env`` carries both."""
 
     def __init__(self, root: Path | None = None):
         self.root = Path(root or tempfile.mkdtemp(prefix="bottlenecks-servers-"))
@@ -203,10 +228,19 @@ class TeamServers:
                 )
         self.postgres.start()
         self.postgres.create_database("mlflow")
+        self.postgres.create_database("mlflow_auth")
         self.postgres.create_database("prefect")
         mlflow_port, prefect_port = self._ports
         artifacts = self.root / "mlartifacts"
         artifacts.mkdir(parents=True, exist_ok=True)
+        # what docker/mlflow-auth.sh writes in the compose file's MLflow container
+        auth_ini = self.root / "basic_auth.ini"
+        auth_ini.write_text(
+            "[mlflow]\n"
+            "default_permission = READ\n"
+            f"database_uri = {self.postgres.url('mlflow_auth', 'postgresql+psycopg2')}\n"
+            f"admin_username = {MLFLOW_ADMIN[0]}\n"
+        )
         self.mlflow = Server(
             "mlflow",
             [
@@ -224,8 +258,15 @@ class TeamServers:
                 str(mlflow_port),
                 "--workers",
                 "1",
+                "--app-name",
+                "basic-auth",
             ],
-            _quiet_env(MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false"),
+            _quiet_env(
+                MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false",
+                MLFLOW_AUTH_CONFIG_PATH=str(auth_ini),
+                MLFLOW_AUTH_ADMIN_PASSWORD=MLFLOW_ADMIN[1],
+                MLFLOW_FLASK_SERVER_SECRET_KEY="a-static-key-for-tests",
+            ),
             f"{self.mlflow_url}/health",
             self.root / "mlflow.log",
         )
@@ -237,10 +278,13 @@ class TeamServers:
                 PREFECT_UI_ENABLED="false",
                 PREFECT_API_DATABASE_CONNECTION_URL=self.postgres.url("prefect", "postgresql+asyncpg"),
                 PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS="5",
+                PREFECT_SERVER_API_AUTH_STRING=PREFECT_AUTH,
             ),
             f"{self.prefect_url}/health",
             self.root / "prefect.log",
         )
+        LOGINS[self.mlflow_url + "/"] = ":".join(MLFLOW_ADMIN)
+        LOGINS[self.prefect_url + "/"] = PREFECT_AUTH
         # both migrate their databases on the first start; in parallel it takes half the time
         for server in (self.mlflow, self.prefect):
             server.spawn()
@@ -248,13 +292,22 @@ class TeamServers:
             server.wait()
         return self
 
+    def credentials(self) -> dict[str, str]:
+        """The variables a client of these servers logs in with (the compose file's clients get the same)."""
+        return {
+            "MLFLOW_TRACKING_USERNAME": MLFLOW_ADMIN[0],
+            "MLFLOW_TRACKING_PASSWORD": MLFLOW_ADMIN[1],
+            "PREFECT_API_AUTH_STRING": PREFECT_AUTH,
+        }
+
     def client_env(self, home: Path, **extra: str) -> dict[str, str]:
-        """Environment for a ``bottlenecks`` subprocess that uses these servers."""
+        """Environment for a ``bottlenecks`` subprocess that uses these servers, logged in to both."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "MLFLOW_"))}
         env.update(
             {
                 "MLFLOW_TRACKING_URI": self.mlflow_url,
                 "PREFECT_API_URL": self.prefect_url,
+                **self.credentials(),
                 "BOTTLENECKS_HOME": str(home),
                 "PREFECT_HOME": str(home / "prefect"),
                 # the product's retry settings, unless a test passes its own
@@ -271,4 +324,6 @@ class TeamServers:
             if server is not None:
                 server.stop(kill=True)
         self.postgres.stop()
+        LOGINS.pop(self.mlflow_url + "/", None)
+        LOGINS.pop(self.prefect_url + "/", None)
         shutil.rmtree(self.root, ignore_errors=True)
