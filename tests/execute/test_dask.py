@@ -38,6 +38,8 @@ def cluster(tmp_path_factory):
                 "PYTHONPATH": str(REPO),
                 "MLFLOW_TRACKING_URI": team.mlflow_url,
                 "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0",
+                # a worker tracks its step to MLflow itself, with its own login (as docker-compose.yml's)
+                **team.credentials(),
             }
         )
         scheduler = Server(
