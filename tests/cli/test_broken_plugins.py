@@ -81,7 +81,13 @@ def test_run_refuses_it_too_with_exit_status_2(tmp_path):
         capture_output=True,
         text=True,
         timeout=300,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "BOTTLENECKS_HOME": str(tmp_path / "home")},
+        # a bare environment, but no warm process left behind for the rest of the suite (tmp_path goes away)
+        env={
+            "PATH": "/usr/bin:/bin",
+            "PYTHONPATH": str(REPO),
+            "BOTTLENECKS_HOME": str(tmp_path / "home"),
+            "BOTTLENECKS_DAEMON": "off",
+        },
     )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert (
