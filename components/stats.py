@@ -55,6 +55,9 @@ SIGN_MIN = 6  # the sign test decides at 2.5% only from 6 seeds pointing one way
 Z95 = 1.959963984540054  # a 95% half-width is Z95 standard errors (sacrebleu's bootstrap intervals)
 HOLDS, FAILS, INCONCLUSIVE = "holds", "fails", "inconclusive"
 SUMMARIES = ("mean", "median")  # what a check tests over its seeds (``of:``)
+# why a claim's looks stopped, as the scorecard records it (``sequential.stopped``) and the engine reads it
+DECIDED, FUTILE, MAX_SEEDS, OPEN, NOT_MEASURED = "decided", "futile", "max_seeds", "open", "not_measured"
+STOPS = (DECIDED, FUTILE, MAX_SEEDS, OPEN, NOT_MEASURED)
 _SUMMARY: ContextVar[str] = ContextVar("summary", default="mean")
 
 

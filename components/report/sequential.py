@@ -56,15 +56,24 @@ from typing import Any
 
 import numpy as np
 
-from components.stats import ALPHA, FAILS, HOLDS, INCONCLUSIVE
+from components.stats import (  # the scorecard's words for why looks stopped come from the core
+    ALPHA,
+    DECIDED,
+    FAILS,
+    FUTILE,
+    HOLDS,
+    INCONCLUSIVE,
+    MAX_SEEDS,
+    NOT_MEASURED,
+    OPEN,
+    STOPS,
+)
 
 ONE_SIDED = ALPHA / 2  # each verdict's error over all its looks, as the fixed design's
 SPENDINGS = ("obrien-fleming", "pocock")
 MOST_LOOKS = 4  # more looks than this buy little (Jennison & Turnbull 2000, 7.2) and cost runs
 FUTILITY = 0.05  # stop when neither verdict reaches this conditional power at the last look
 BEFORE_FIRST = 1e-12  # the level of a judgement before the first look: it spends nothing to speak of
-DECIDED, FUTILE, MAX_SEEDS, OPEN, NOT_MEASURED = "decided", "futile", "max_seeds", "open", "not_measured"
-STOPS = (DECIDED, FUTILE, MAX_SEEDS, OPEN, NOT_MEASURED)
 _LOW = -9.0  # the integration grid's floor on the z scale (below it the mass is under 1e-18)
 _HIGH = 9.0  # its ceiling where a look has no boundary to stop at
 _POINTS = 1201  # grid points per look (Simpson's rule, odd)

@@ -132,6 +132,7 @@ def _design(plan, flag: bool, max_seeds: int | None, budget: str | None) -> dict
 
 def _run_looks(pipeline: Path, profile, sets: list[str], design: dict, options, no_cache: bool):
     """The looks of ``--until-decided``; each is one run. Returns the last plan and its result."""
+    from components import stats
     from flows.ops.decide import NothingToDecide, continue_command, until_decided
 
     def build(look_sets, axes_of):
@@ -169,9 +170,9 @@ def _run_looks(pipeline: Path, profile, sets: list[str], design: dict, options, 
     if done.left:
         stopped = {str(c["id"]): (c.get("sequential") or {}).get("stopped") for c in done.card.get("claims", [])}
         reasons = {
-            "futile": "futile: at the observed effect even the last look would very likely not decide them",
-            "max_seeds": f"they reached --max-seeds {design['max_seeds']}",
-            "open": {
+            stats.FUTILE: "futile: at the observed effect even the last look would very likely not decide them",
+            stats.MAX_SEEDS: f"they reached --max-seeds {design['max_seeds']}",
+            stats.OPEN: {
                 "budget": "the budget ends here",
                 "no_seeds": "their seeds are not whole numbers to count on from",
             }.get(done.why, "no seed could be added"),

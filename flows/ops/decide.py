@@ -21,10 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from components import stats
 from flows import home
 from flows.plan import seeds as seed_axes
-
-STOPPED_OPEN = "open"
 
 
 class NothingToDecide(Exception):
@@ -65,13 +64,13 @@ def undecided(card: dict) -> list[str]:
     return [
         str(c["id"])
         for c in card.get("claims", [])
-        if (c.get("sequential") or {}).get("stopped") in (STOPPED_OPEN, "futile", "max_seeds")
+        if (c.get("sequential") or {}).get("stopped") in (stats.OPEN, stats.FUTILE, stats.MAX_SEEDS)
     ]
 
 
 def open_claims(card: dict) -> list[dict]:
     """The claims whose design plans another look."""
-    return [c for c in card.get("claims", []) if (c.get("sequential") or {}).get("stopped") == STOPPED_OPEN]
+    return [c for c in card.get("claims", []) if (c.get("sequential") or {}).get("stopped") == stats.OPEN]
 
 
 def next_axes(found: seed_axes.Seeds, card: dict, axes_of: dict) -> tuple[dict, list[str]]:
@@ -217,7 +216,7 @@ def _progress(look: Look, card: dict) -> str:
     claims = card.get("claims", [])
     stopped = [(str(c["id"]), (c.get("sequential") or {}).get("stopped")) for c in claims]
     decided = sum(1 for c in claims if c.get("verdict") in ("holds", "fails"))  # device-dependent: not here
-    ended = [i for i, why in stopped if why in ("futile", "max_seeds")]
+    ended = [i for i, why in stopped if why in (stats.FUTILE, stats.MAX_SEEDS)]
     seeds = f"({where or 'the planned seeds'}; {_dur(look.seconds)})"
     text = f"look {look.number} {seeds}: {decided} of {len(claims)} claims decided"
     text += f"; still open: {', '.join(look.open)}" if look.open else ""
