@@ -165,15 +165,15 @@ def _replay(ctx: Context, bar: Progress, message) -> None:
     if isinstance(message, logging.LogRecord):
         ctx.log.handle(message)
         return
-    kind, *args = message
-    if kind == "bar":
+    call, *args = message
+    if call == "bar":
         bar.update(**args[0])
-    elif kind == "log_model":
+    elif call == "log_model":
         path, name, example = args
         ctx.log_model(torch.load(path, weights_only=False), name, example)
         Path(path).unlink(missing_ok=True)
-    elif kind in _RELAYED:
-        getattr(ctx, kind)(*args)
+    elif call in _RELAYED:
+        getattr(ctx, call)(*args)
 
 
 def _failure(result, world: int, gpus: list[str]) -> str:
