@@ -3,8 +3,8 @@
 Where things are: ``config`` the parameters (no torch: `bottlenecks check` reads it); ``trainer``
 the component, which runs ``prepare`` (task, model, optimiser, resume), ``loop`` (with ``step``:
 the passes and their out-of-memory retry, ``monitor``: divergence and logged means) and
-``finish`` (averaging, evaluation, summary); ``tasks``, ``build``, ``optim``, ``checkpoint`` and
-the rest are the pieces they use. Modules are imported as steps need them
+``finish`` (averaging, evaluation, summary); ``tasks`` (one class per task kind), ``build``,
+``optim``, ``checkpoint`` and the rest are the pieces they use. Modules are imported as steps need them
 (``components/library.py`` lists them).
 """
 

@@ -60,25 +60,9 @@ def build_model(name: str, overrides: dict[str, Any] | None = None) -> nn.Module
 
 def data_overrides(meta: dict[str, Any], name: str) -> dict[str, Any]:
     """Config values the data decides (vocab sizes, classes, pad id), limited to what ``name`` accepts."""
-    kind = meta.get("kind")
-    if kind == "translation":
-        keys = ["src_vocab_size", "tgt_vocab_size", "pad_id"]
-    elif kind == "images":
-        keys = ["num_classes", "channels", "image_size"]
-    else:
-        keys = ["vocab_size", "input_dim", "num_classes", "pad_id"]
-    # 0 means "not this kind of input" (vocab_size 0 for float inputs, input_dim 0 for tokens)
-    found = {k: meta[k] for k in keys if meta.get(k) not in (None, 0)}
-    if kind == "sequence" and meta.get("input_dim"):
-        found["vocab_size"] = 0  # real-valued inputs (adding problem): no embedding table
-    if kind == "sequence" and meta.get("num_outputs", 1) > 1 and "num_classes" in found:
-        found["num_classes"] *= meta["num_outputs"]  # one C-way softmax per output: (B, T, J * C)
-    if kind == "sequence" and meta.get("target") == "regress":
-        found["num_classes"] = 1
-    if kind == "sequence" and meta.get("target") == "generate":
-        found["out_len"] = meta["out_len"]  # a one-to-many generator unrolls this many steps
-    if kind == "images" and meta.get("digits_per_strip"):
-        found["tgt_vocab_size"] = meta["vocab_size"]  # digits + BOS + EOS for a caption decoder
+    from components.train.tasks import choose  # here: building a model by name reads no data code
+
+    found = choose(meta).config_from(meta)  # the data's task kind says which values it decides
     types = field_types(name)
     if types is None:
         return found

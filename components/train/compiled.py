@@ -130,7 +130,7 @@ class CompiledTask:
 
     def step_loss(self, model: nn.Module, batch: dict, label_smoothing: float = 0.0):
         """(loss, correct, counted) of one micro-batch, compiled; ``model`` is the one compiled."""
-        if self.task.kind == "translation":
+        if self.task.pads_when_compiled:
             batch = pad_to_bucket(batch, self.task.pad_id)
         shape = tuple(tuple(v.shape) for v in batch.values() if isinstance(v, torch.Tensor))
         if self.compiled is None or (shape not in self.shapes and len(self.shapes) >= RECOMPILES):
@@ -166,6 +166,6 @@ def for_step(ctx, value, net: nn.Module, task):
         "compile: forward + loss with torch.compile (mode %s%s)%s",
         mode,
         ", CUDA graphs" if step.cuda_graphs else "",
-        f"; lengths padded to multiples of {BUCKET}" if task.kind == "translation" else "",
+        f"; lengths padded to multiples of {BUCKET}" if task.pads_when_compiled else "",
     )
     return step.model, step

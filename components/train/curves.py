@@ -37,7 +37,7 @@ def log_point(ctx: Context, run: Run, step: int) -> tuple[dict[str, float], floa
     t0 = time.perf_counter()
     cfg = run.cfg
     valid = evaluate(run.net, run.task, "valid", cfg.eval_batch_size, cfg.eval_batches or None)
-    ctx.log_metrics({f"valid/{k}": v for k, v in valid.items()} | _bleu(run), step)
+    ctx.log_metrics({f"valid/{k}": v for k, v in valid.items()} | _kind_points(run), step)
     return valid, time.perf_counter() - t0
 
 
@@ -48,25 +48,10 @@ def log_end(ctx: Context, run: Run, step: int, summary: dict) -> float:
         return 0.0
     t0 = time.perf_counter()
     valid = {f"valid/{k[len('valid_') :]}": v for k, v in summary.items() if k.startswith("valid_")}
-    ctx.log_metrics({k: v for k, v in (valid | _bleu(run)).items() if v is not None}, step)
+    ctx.log_metrics({k: v for k, v in (valid | _kind_points(run)).items() if v is not None}, step)
     return time.perf_counter() - t0
 
 
-def _bleu(run: Run) -> dict[str, float]:
-    """``valid/bleu``: sacreBLEU (13a) of greedy translations of the first ``eval_bleu`` valid
-    sentences, decoded and detokenised as ``eval.bleu`` does; empty for other tasks or models."""
-    task, n = run.task, run.cfg.eval_bleu
-    if task.kind != "translation" or n <= 0 or not hasattr(run.net, "greedy"):
-        return {}
-    from sacrebleu.metrics import BLEU
-
-    from components.data.io import detokenize
-    from components.models.decoding import translate
-
-    part = task.dataset["valid"]
-    n = min(n, len(part))
-    if n == 0:
-        return {}
-    ids = translate(run.net, list(part["src_ids"][:n]), task.meta, device=run.device)  # restores train mode
-    hyps = detokenize(task.path, ids)
-    return {"valid/bleu": BLEU(tokenize="13a").corpus_score(hyps, [list(part["tgt"][:n])]).score}
+def _kind_points(run: Run) -> dict[str, float]:
+    """The task kind's own points (``valid/bleu`` for translation: ``Task.curve_points``)."""
+    return run.task.curve_points(run.net, run.cfg.eval_bleu, run.device)

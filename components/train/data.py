@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from components.data.io import load_meta, load_split  # noqa: F401  (re-exported for tasks)
-from components.train.build import TrainError
+from components.train.errors import TrainError
 
 
 def epoch_order(n: int, seed: int, epoch: int) -> torch.Tensor:

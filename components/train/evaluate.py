@@ -18,7 +18,8 @@ def evaluate(
     (token-weighted for sequence outputs).
 
     Tasks with several outputs per step (targets (B, T, J)) also get ``acc_all``: the fraction of
-    steps where every scored output is right; generate tasks (one-to-many) get it per sequence.
+    steps where every scored output is right; generate tasks (one-to-many) get it per sequence
+    (``Task.all_right``).
     """
     was_training = model.training
     model.eval()
@@ -30,14 +31,9 @@ def evaluate(
         total_loss += float(loss) * n
         correct += int(c)
         counted += n
-        if y.dim() == 3 and task.kind == "seq_tag":
-            right = (out.argmax(-1) == y) | (y == -100)  # (B, T, J)
-            scored = (y != -100).any(-1)  # (B, T)
-            all_right += int((right.all(-1) & scored).sum())
-            steps += int(scored.sum())
-        if task.kind == "seq_generate":  # a generated sequence counts as right only if every step is
-            all_right += int((out.argmax(-1) == y).all(-1).sum())
-            steps += y.shape[0]
+        right, units = task.all_right(out, y)  # steps or sequences with every output right (acc_all)
+        all_right += right
+        steps += units
     model.train(was_training)
     if counted == 0:
         return {"loss": float("nan"), "acc": float("nan")}

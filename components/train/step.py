@@ -37,12 +37,12 @@ def accumulate_gradients(model, task, micro_batches: list[dict], autocast, label
     return loss_sum, correct, counted
 
 
-def first_passes(passes: int | None, accumulate: int, cuda: bool, kind: str) -> int:
-    """Passes per step to start with: as given; else on a GPU one (translation batches merge, and
-    a step that runs out of memory doubles it), elsewhere one per micro-batch."""
+def first_passes(passes: int | None, accumulate: int, cuda: bool, merges: bool) -> int:
+    """Passes per step to start with: as given; else on a GPU one where the task's batches merge
+    (translation; a step that runs out of memory doubles it), elsewhere one per micro-batch."""
     if passes is not None:
         return passes
-    return 1 if cuda and kind == "translation" else accumulate
+    return 1 if cuda and merges else accumulate
 
 
 class StepPasses:
@@ -53,8 +53,8 @@ class StepPasses:
         self.ctx, self.model, self.task, self.opt, self.autocast = ctx, model, task, opt, autocast
         self.accumulate, self.label_smoothing = cfg.accumulate // D.world(), cfg.label_smoothing  # this process's
         self.cuda = ctx.device.startswith("cuda")
-        self.passes = first_passes(cfg.passes, self.accumulate, self.cuda, task.kind)
-        if cfg.accumulate > 1 and task.kind == "translation":
+        self.passes = first_passes(cfg.passes, self.accumulate, self.cuda, task.merges_passes)
+        if cfg.accumulate > 1 and task.merges_passes:
             ctx.log.info(
                 "%d micro-batches per step in %d pass(es)%s",
                 cfg.accumulate,
@@ -71,7 +71,7 @@ class StepPasses:
                 return accumulate_gradients(self.model, self.task, grouped, self.autocast, self.label_smoothing)
             except torch.OutOfMemoryError:
                 # several processes: the others are inside this step's collectives, so the error stands
-                if self.passes >= self.accumulate or self.task.kind != "translation" or D.world() > 1:
+                if self.passes >= self.accumulate or not self.task.merges_passes or D.world() > 1:
                     raise
             grouped = None  # the failed pass's tensors go before the cache is emptied
             self._more_passes(step)
