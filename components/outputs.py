@@ -4,6 +4,7 @@ areas (data, models, report, train, probes), so the probes and the report's plot
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Any
@@ -30,13 +31,29 @@ def flat(summary: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+# A summary key that names one point of an axis (``time_s/lstm/T_64``, ``bleu/lstm/len_1-10``,
+# ``acc/lag_50``, ``grad/d_5``, ``entropy/scaled/dk_16``) or a value's own uncertainty (``bleu_ci/lstm``,
+# ``time_s_df/...``): a row of the step's table, not a chart of its own (the probes log such axes as
+# one curve over the axis, e.g. ``time_s/lstm`` at step T).
+_TABLE_ONLY = re.compile(r"(^|/)[A-Za-z]+_\d[\d\-]*(/|$)|_(ci|df)(/|$)")
+
+
+def charted(key: str) -> bool:
+    """Whether a summary key is logged as a metric: not a point of an axis nor an uncertainty."""
+    return _TABLE_ONLY.search(key) is None
+
+
 def log_summary(ctx, summary: dict[str, Any]) -> None:
-    """Log every numeric summary entry as a metric."""
+    """Write the whole summary as ``summary.json`` (the step's table) and log its headline numbers
+    (``charted`` keys) as metrics, so the chart view has one section per quantity, not per point."""
+    path = ctx.path("summary.json")
+    path.write_text(json.dumps(flat(summary), indent=1, sort_keys=True, default=str))
+    ctx.log_artifact(path)
     ctx.log_metrics(
         {
             k: float(v)
             for k, v in summary.items()
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and v is not None
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v is not None and charted(k)
         }
     )
 
