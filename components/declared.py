@@ -26,6 +26,7 @@ _KEYWORDS = {
     "resources",
     "logged_before",
     "renamed_before",
+    "group_by",
 }
 _NAMED = {"config"}  # keywords that name a class, evaluated as an annotation is; the others are literals
 

@@ -75,6 +75,9 @@ class Component:
     # namespace today, or an old prefix -> its new one ("valid_": "valid/")
     logged_before: tuple[str, ...] = ()
     renamed_before: dict[str, str] = field(default_factory=dict)
+    # what a user groups its runs by -> the parameter that says it ({"architecture": "model"}): tags on
+    # each step run, so MLflow's "Group by" gives one line per architecture (docs/metrics.md)
+    group_by: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
         if self._fn is not None:
@@ -301,6 +304,26 @@ def _checked_logged_before(name: str, logged: Any, renamed: Any) -> tuple[tuple[
     return logged, renamed
 
 
+def _checked_group_by(name: str, group_by: Any, params_model: type[BaseModel]) -> dict[str, str]:
+    """``group_by`` as fact -> parameter, after checking each names one of the component's parameters."""
+    group_by = {} if group_by is None else group_by
+    ok = isinstance(group_by, dict)
+    ok = ok and all(isinstance(k, str) and k and isinstance(v, str) for k, v in group_by.items())
+    if not ok:
+        raise ComponentError(
+            f"component {name!r}: group_by= takes fact names and the parameters that give them "
+            f"({{'architecture': 'model'}}), got {group_by!r}"
+        )
+    fields = params_model.model_fields
+    unknown = [v for v in group_by.values() if v not in fields]
+    if unknown:
+        raise ComponentError(
+            f"component {name!r}: group_by= names {unknown[0]!r}, which is none of its parameters "
+            f"({', '.join(sorted(fields))}){suggest(unknown[0], list(fields))}"
+        )
+    return dict(group_by)
+
+
 def _checked_depends_on(name: str, depends_on: Any) -> tuple[str, ...]:
     """``depends_on`` as a tuple of distribution names, after checking it is a list of names."""
     if isinstance(depends_on, str) or not all(isinstance(d, str) and d for d in depends_on):
@@ -324,6 +347,7 @@ def component(
     resources: dict[str, Any] | None = None,
     logged_before: tuple[str, ...] | list[str] = (),
     renamed_before: dict[str, str] | None = None,
+    group_by: dict[str, str] | None = None,
 ) -> Callable[[Callable], Callable]:
     """Register ``fn`` as the component ``name``.
 
@@ -357,6 +381,10 @@ def component(
             covers ``rho`` and ``rho/...``; ``"params/"`` only ``params/...``), placed under the
             component's namespace.
         renamed_before: older prefixes renamed otherwise (``{"valid_": "valid/"}``).
+        group_by: the facts a user groups its runs by, each with the parameter that gives it
+            (``{"architecture": "model", "task": "data"}``): each step run is tagged with the fact and
+            the parameter's value (a reference: the step instances it reads), beside ``bottleneck``,
+            ``seed`` and ``profile``, which the engine knows.
     """
     declared_shows = _checked_shows(name, shows, tuple(outputs))
     libraries = _checked_depends_on(name, depends_on)
@@ -364,6 +392,7 @@ def component(
     before, renamed = _checked_logged_before(name, logged_before, renamed_before)
 
     def register(fn: Callable) -> Callable:
+        params_model = _params_model(name, fn, config)
         if name in _REGISTRY and _REGISTRY[name]._fn is not fn:
             prev = _REGISTRY[name].fn
             if (prev.__module__, prev.__qualname__) != (fn.__module__, fn.__qualname__):
@@ -376,7 +405,7 @@ def component(
             _fn=fn,
             outputs=tuple(outputs),
             version=version,
-            params_model=_params_model(name, fn, config),
+            params_model=params_model,
             bottleneck=bottleneck,
             promote=promote,
             shows=declared_shows,
@@ -385,6 +414,7 @@ def component(
             resources=held,
             logged_before=before,
             renamed_before=renamed,
+            group_by=_checked_group_by(name, group_by, params_model),
         )
         fn.component = _REGISTRY[name]  # type: ignore[attr-defined]
         return fn
@@ -495,6 +525,7 @@ def _declared(name: str, module: str) -> Component:
         comp.logged_before, comp.renamed_before = _checked_logged_before(
             name, kw.get("logged_before"), kw.get("renamed_before")
         )
+        comp.group_by = _checked_group_by(name, kw.get("group_by"), comp.params_model)
         _DECLARED[name] = comp
         return comp
 

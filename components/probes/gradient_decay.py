@@ -33,6 +33,7 @@ def fit_rho(curve: np.ndarray, fit_max: int = 0) -> float:
     outputs=["summary", "plot"],
     bottleneck="B2",
     logged_before=["grad_norm", "grad", "rho", "rho_init"],
+    group_by={"architecture": "model"},
 )
 def gradient_decay(
     ctx: Context,

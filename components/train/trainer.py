@@ -20,7 +20,7 @@ from components.train.phases import train
     outputs=["checkpoint", "summary"],
     config=TrainConfig,
     resources={"gpu": 1},
-    # its end-of-run facts, logged flat before the namespaces (now run/...), and its split metrics
+    # its end-of-run facts, logged flat before the namespaces (now vitals/...), and its split metrics
     logged_before=[
         "steps",
         "seconds",
@@ -34,6 +34,7 @@ from components.train.phases import train
         "diverged_step",
     ],
     renamed_before={"valid_": "valid/", "test_": "test/"},
+    group_by={"architecture": "model", "task": "data"},  # tags of each run: MLflow's "Group by"
 )
 def train_model(ctx: Context, cfg: TrainConfig) -> dict:
     """Train a model variant on a data folder; resume from the work dir's last checkpoint.

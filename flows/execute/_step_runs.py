@@ -7,6 +7,7 @@ import signal
 import threading
 
 from flows.plan.build import Instance, Plan
+from flows.plan.facts import facts
 from flows.track.runs import Tracker
 
 
@@ -27,8 +28,7 @@ class StepRuns:
             "spec_hash": self.plan.spec_hash,
             "code_version": inst.component.code_version,
         }
-        if inst.component.bottleneck:
-            tags["bottleneck"] = inst.component.bottleneck
+        tags.update(facts(self.plan, inst))  # architecture, task, bottleneck, seed, profile: MLflow's "Group by"
         tags.update({f"matrix.{k}": str(v) for k, v in inst.bindings.items()})
         return tags
 

@@ -13,6 +13,7 @@ private module of its own:
     _fingerprint.py  content fingerprints of the folders a step reads from outside the store
     _fresh.py     the steps ``--fresh`` or ``settings.fresh`` has computed again
     _model.py     ``Plan``, ``Instance`` and the names every phase shares, alone so phases import it
+    facts.py      the facts a user groups step runs by (architecture, task, bottleneck, seed, profile)
     size.py       the bound on step runs and links, counted before anything is expanded
     resources.py  devices as resources: the GPUs a run gets and what each step asks for
 
