@@ -25,7 +25,7 @@ NAMESPACES: dict[str, str] = {
     "train": "curves over training steps: loss, acc, lr, grad_norm, tokens_per_s",
     "valid": "the learning curve on the valid split (loss, acc, bleu) at a handful of steps and the end",
     "test": "a training run's final test metrics, at its last step",
-    "run": "facts of a training run at its end: steps, seconds, cpu_seconds, params, diverged, eval_seconds",
+    "vitals": "a training run's facts at its end: steps, seconds, cpu_seconds, params, diverged, eval_seconds",
     "data": "a data step's counts: n_train, n_valid, n_test, dropped/<why>, vocabulary sizes",
     "probe": "probe/<probe>/...: what a probe measured, e.g. probe/gradient_decay/grad_norm/lstm",
     "eval": "eval/<name>/...: an evaluation's scores, e.g. eval/bleu/bleu/lstm",
@@ -35,6 +35,12 @@ NAMESPACES: dict[str, str] = {
 }
 
 
+# namespaces renamed, and what a key logged under the old one is placed under: MLflow's run page lays
+# out its chart sections alphabetically, and ``run/`` (one value each) came before ``train/`` and
+# ``valid/`` (the learning curves); ``vitals/`` comes after them
+MOVED: dict[str, str] = {"run/": "vitals/"}
+
+
 def metric_namespace(key: str) -> str | None:
     """The namespace ``key`` is in (its first segment, when that is one), else None."""
     head = key.split("/", 1)[0]
@@ -42,12 +48,12 @@ def metric_namespace(key: str) -> str | None:
 
 
 def metric_prefix(component: str) -> str:
-    """Where a component's keys that are in no namespace go: ``data/``, ``run/`` or ``<family>/<name>/``."""
+    """Where a component's keys that are in no namespace go: ``data/``, ``vitals/`` or ``<family>/<name>/``."""
     family, _, name = component.partition(".")
     if family == "data":
         return "data/"
     if family == "train":
-        return "run/"
+        return "vitals/"
     return f"{family}/{name}/" if name else f"{family}/"
 
 
@@ -55,6 +61,9 @@ def place_metric(key: str, component: str) -> str:
     """The name ``key`` is logged under by ``component``: unchanged when it is in a namespace, already
     under the component's prefix, or no component is known; else under the prefix. Placing twice
     gives the same name."""
+    for old, new in MOVED.items():
+        if key.startswith(old):
+            return new + key[len(old) :]
     if not component or metric_namespace(key) is not None:
         return key
     where = metric_prefix(component)

@@ -2,7 +2,7 @@
 
 A metric's first segment says what it is (``NAMESPACES``). A component logs a key through its
 context, and the context places a key that is in no namespace under its component's family
-(``place``): ``data.*`` under ``data/``, ``train.*`` under ``run/``, any other ``<family>.<name>``
+(``place``): ``data.*`` under ``data/``, ``train.*`` under ``vitals/``, any other ``<family>.<name>``
 (``probe.gradient_decay``, ``eval.bleu``, a user's ``mylab.probe``) under ``<family>/<name>/``.
 ``current`` maps a key as logged by older runs to its name today, so histories read both: each
 component declares the names it logged before (``@component(logged_before=..., renamed_before=...)``),
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 
-from components.context import NAMESPACES, metric_namespace, metric_prefix, place_metric
+from components.context import MOVED, NAMESPACES, metric_namespace, metric_prefix, place_metric
 
 namespace, prefix, place = metric_namespace, metric_prefix, place_metric  # the rule components log by
 
@@ -31,6 +31,9 @@ def current(key: str, component: str | None = None) -> str:
     """
     if key.startswith(RETIRED):
         return key
+    for old, new in MOVED.items():  # a namespace renamed (run/ -> vitals/)
+        if key.startswith(old):
+            return new + key[len(old) :]
     if component:
         renamed = _renamed(key, _declared(component))
         return renamed if renamed is not None else place(key, component)
@@ -81,4 +84,4 @@ def _shipped() -> tuple:
     return tuple(registry.declared().values())
 
 
-__all__ = ["NAMESPACES", "RETIRED", "current", "namespace", "place", "prefix"]
+__all__ = ["MOVED", "NAMESPACES", "RETIRED", "current", "namespace", "place", "prefix"]

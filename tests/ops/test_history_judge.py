@@ -21,7 +21,7 @@ def test_better_is_known_by_the_documented_rule_and_unknown_otherwise():
         "test/acc": "higher",
         "eval/bleu/bleu/lstm": "higher",
         "valid/loss": "lower",
-        "run/seconds": "lower",
+        "vitals/seconds": "lower",
         "probe/timing/time_s/lstm": "lower",
         "probe/timing/memory_mb/lstm": "lower",
         "claims/holds": "higher",

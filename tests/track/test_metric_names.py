@@ -23,7 +23,8 @@ def _user_probe(ctx: Context) -> dict:
         ("dropped/too_long", "data.wmt", "data/dropped/too_long"),
         ("grad_norm/lstm", "probe.gradient_decay", "probe/gradient_decay/grad_norm/lstm"),
         ("bleu/lstm/len_1-10", "eval.bleu", "eval/bleu/bleu/lstm/len_1-10"),
-        ("params", "train.model", "run/params"),
+        ("params", "train.model", "vitals/params"),
+        ("run/steps", "train.model", "vitals/steps"),  # run/ moved after valid/ in MLflow's sections
         ("train/loss", "train.model", "train/loss"),  # already in a namespace
         ("claim/4/margin", "report.scorecard", "claim/4/margin"),
         ("hits", "mylab.thing", "mylab/thing/hits"),
@@ -50,8 +51,10 @@ def test_a_user_plugin_called_through_the_registry_logs_grouped_names(tmp_path):
     [
         ("valid_loss", None, "valid/loss"),
         ("test_acc", "train.model", "test/acc"),
-        ("seconds", None, "run/seconds"),
-        ("diverged", None, "run/diverged"),
+        ("seconds", None, "vitals/seconds"),
+        ("diverged", None, "vitals/diverged"),
+        ("run/seconds", None, "vitals/seconds"),  # logged as run/* until the namespace moved
+        ("run/tokens_per_s", "train.model", "vitals/tokens_per_s"),
         ("n_train", None, "data/n_train"),
         ("grad_norm/init", None, "probe/gradient_decay/grad_norm/init"),
         ("acc_by_lag", None, "probe/long_lag/acc_by_lag"),

@@ -27,7 +27,7 @@ import torch
 HERE = Path(__file__).resolve().parent
 FIXTURE = HERE / "golden_training.json"
 TIMING = {"seconds", "cpu_seconds", "eval_seconds", "tokens_per_s", "train/tokens_per_s"}  # vary run to run
-TIMING |= {f"run/{k}" for k in TIMING}  # the summary's names, and the metrics' (docs/metrics.md)
+TIMING |= {f"vitals/{k}" for k in TIMING}  # the summary's names, and the metrics' (docs/metrics.md)
 # Measured between CPU capabilities (AVX2, AVX512, AVX512-BF16; fp32 and bf16): weights moved by at
 # most 6.3e-7 and metrics by 2e-7 relative; a 10% learning rate or one step fewer moves the weights
 # by 4e-3 to 1e-2 (test_train_golden.py shows each change is caught).

@@ -52,7 +52,7 @@ def test_logs_stepwise_metrics_and_the_model(tmp_path):
     assert [s for s, _ in ctx.metrics["train/loss"]] == [5, 10, 15, 20]
     assert [s for s, _ in ctx.metrics["valid/acc"]] == [10, 20]
     assert "model" in ctx.models and ctx.metrics["test/acc"] == [(20, out["summary"]["test_acc"])]
-    assert ctx.metrics["run/steps"] == [(None, 20.0)] and "steps" not in ctx.metrics  # docs/metrics.md
+    assert ctx.metrics["vitals/steps"] == [(None, 20.0)] and "steps" not in ctx.metrics  # docs/metrics.md
 
 
 def test_same_seed_same_weights_other_seed_differs(tmp_path):

@@ -127,7 +127,7 @@ def test_rank_0s_relay_replays_its_logging_into_the_steps_context(tmp_path):
     with step.progress(total=None) as shown:
         launch._drain(step, shown, sent)
     assert step.params == {"lr": 0.1} and step.tags == {"bottleneck": "B2"}
-    assert step.metrics == {"train/loss": [(4, 2.5)], "run/steps": [(4, 3.0)]}  # placed as the step places them
+    assert step.metrics == {"train/loss": [(4, 2.5)], "vitals/steps": [(4, 3.0)]}  # placed as the step places them
     assert (shown.total, shown.completed, shown.description) == (10, 3, "train m")
     assert [r.getMessage() for r in seen] == ["loss is nan at step 5"]
     assert isinstance(step.models["model"], torch.nn.Linear) and not list((tmp_path / "rank0").glob(".relay-*"))
