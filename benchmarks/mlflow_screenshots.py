@@ -1,0 +1,141 @@
+"""Screenshots of a finished run in the MLflow UI at 1280x800, taken with headless Chromium.
+
+    python benchmarks/mlflow_screenshots.py STATE_FOLDER [--out docs/images] [--experiment four-bottlenecks]
+
+STATE_FOLDER is the run's state folder (``BOTTLENECKS_HOME``, ``.bottlenecks`` in the project by
+default). The script serves its store with ``bottlenecks ui`` on a free port, opens the newest
+parent run by the link ``bottlenecks run`` prints, and clicks as a user would (``benchmarks/cdp.py``
+drives Chromium through the DevTools protocol). It saves, under ``--out``:
+
+    mlflow-parent-run.png        the printed link: the parent run's page, its "About this run" column
+    mlflow-grouped-bleu.png      from there: Runs (breadcrumb), Group by -> architecture, the chart
+                                 view, "valid/bleu" in the chart search: one line per architecture
+    mlflow-grouped-bleu-large.png  the same chart enlarged (its expand icon)
+    mlflow-training-curves.png   a training run's Model metrics tab as it opens: the learning curves
+
+Needs ``chromium`` on the PATH (Debian/Ubuntu: ``apt-get install -y chromium``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from cdp import Page  # noqa: E402
+
+# the clicks from the printed link to one valid/bleu line per architecture (docs/metrics.md lists them)
+CLICKS = ("Runs", "Group by", "architecture", "chart view", "valid/bleu")
+
+
+def serve(state: Path, log) -> tuple[str, subprocess.Popen]:
+    """The URL of ``bottlenecks ui`` over ``state``, started here on a free port."""
+    from flows.services.ports import free_port
+
+    port = free_port()
+    env = {**os.environ, "BOTTLENECKS_HOME": str(state)}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from flows.cli import app; app()", "ui", "--port", str(port)],
+        cwd=REPO,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 180
+    while True:
+        try:
+            urllib.request.urlopen(f"{url}/health", timeout=3)
+            return url, proc
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"the MLflow UI did not start (exit {proc.poll()}); see {log.name}") from None
+            time.sleep(1)
+
+
+def newest(state: Path, experiment: str):
+    """The experiment id, its newest parent run and a training run of that parent that logged valid/bleu."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{state / 'mlflow.db'}")
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None:
+        raise SystemExit(f"no experiment {experiment!r} in {state}")
+    runs = client.search_runs([exp.experiment_id], max_results=2000, order_by=["attributes.start_time DESC"])
+    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    if not parents:
+        raise SystemExit(f"no parent run in {experiment!r}")
+    parent = parents[0]
+    trained = [
+        r
+        for r in runs
+        if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id
+        and "architecture" in r.data.tags
+        and "valid/bleu" in r.data.metrics
+    ]
+    return exp.experiment_id, parent, (trained[0] if trained else None)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("state", type=Path, help="the run's state folder (BOTTLENECKS_HOME)")
+    parser.add_argument("--out", type=Path, default=REPO / "docs" / "images")
+    parser.add_argument("--experiment", default="four-bottlenecks")
+    parser.add_argument("--wait-s", type=float, default=20, help="seconds a page gets to load its data")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    state = args.state.resolve()
+    from flows.track.links import MODEL_TRAINING_VIEW
+
+    experiment_id, parent, trained = newest(state, args.experiment)
+    with tempfile.NamedTemporaryFile("w", suffix=".log", prefix="mlflow-ui-", delete=False) as log:
+        ui, proc = serve(state, log)
+    page = Page(1280, 800)
+    try:
+        printed = f"{ui}/#/experiments/{experiment_id}/runs/{parent.info.run_id}{MODEL_TRAINING_VIEW}"
+        print(f"parent run {parent.info.run_id}: {printed}")
+        page.open(printed, args.wait_s)
+        page.wait_for("About this run")
+        page.click("Close", selector="button")  # the MLflow Assistant's side panel, open on a first visit
+        page.shot(args.out / "mlflow-parent-run.png")
+        page.click("Runs", selector="a")  # 1. the breadcrumb above the run's name
+        page.wait_for("Group by")
+        page.click("Group by", selector="button")  # 2.
+        page.type("architecture")
+        page.click("architecture", selector="div, [role=menuitem], [role=option]")  # 3. a tag under Tags
+        page.key("Escape", 27)
+        page.click_nth("[role=radiogroup] label", 1)  # 4. the chart view (the middle icon above the table)
+        page.wait_for("Search metric charts")
+        page.click("Search metric charts", selector="input")
+        page.type("valid/bleu")  # 5. the chart search
+        time.sleep(args.wait_s)
+        page.shot(args.out / "mlflow-grouped-bleu.png")
+        page.click_nth("button[data-component-id=fullscreen_button_chartcard]", 0)  # the chart's expand icon
+        time.sleep(args.wait_s / 2)
+        page.shot(args.out / "mlflow-grouped-bleu-large.png")
+        if trained is not None:
+            page.open(f"{ui}/#/experiments/{experiment_id}/runs/{trained.info.run_id}/model-metrics", args.wait_s)
+            page.shot(args.out / "mlflow-training-curves.png")
+    finally:
+        page.close()
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+if __name__ == "__main__":
+    main()
