@@ -126,7 +126,8 @@ def main() -> None:
         time.sleep(args.wait_s / 2)
         page.shot(args.out / "mlflow-grouped-bleu-large.png")
         if trained is not None:
-            page.open(f"{ui}/#/experiments/{experiment_id}/runs/{trained.info.run_id}/model-metrics", args.wait_s)
+            tab = f"{ui}/#/experiments/{experiment_id}/runs/{trained.info.run_id}/model-metrics{MODEL_TRAINING_VIEW}"
+            page.open(tab, args.wait_s)
             page.shot(args.out / "mlflow-training-curves.png")
     finally:
         page.close()
