@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -23,6 +25,15 @@ def browser() -> str:
     if found is None:
         raise SystemExit("chromium not found: install it (apt-get install -y chromium)")
     return found
+
+
+def stop_group(proc: subprocess.Popen) -> None:
+    """End a server started in its own process group: SIGTERM, then SIGKILL after 20 s."""
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 CLICKABLE = "button, [role=button], [role=tab], [role=menuitem], [role=option], a, label, span"

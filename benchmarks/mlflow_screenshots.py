@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -32,7 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from cdp import Page  # noqa: E402
+from cdp import Page, stop_group  # noqa: E402
 
 # the clicks from the printed link to one valid/bleu line per architecture (docs/metrics.md lists them)
 CLICKS = ("Runs", "Group by", "architecture", "chart view", "valid/bleu")
@@ -131,11 +130,7 @@ def main() -> None:
             page.shot(args.out / "mlflow-training-curves.png")
     finally:
         page.close()
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+        stop_group(proc)
 
 
 if __name__ == "__main__":

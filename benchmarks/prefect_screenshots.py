@@ -21,8 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -32,6 +30,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from cdp import browser, stop_group  # noqa: E402  (beside this script)
 
 
 def _call(url: str, body: dict | None = None, timeout: float = 10.0):
@@ -91,13 +91,11 @@ def serve(state: Path, log) -> tuple[str, subprocess.Popen | None]:
 
 def shoot(url: str, path: Path, width: int, height: int, wait_ms: int) -> None:
     """Save a PNG of ``url`` after ``wait_ms`` of page time (the UI loads its data first)."""
-    browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-    if browser is None:
-        raise SystemExit("chromium not found: install it (apt-get install -y chromium)")
+    chromium = browser()
     with tempfile.TemporaryDirectory() as profile:
         subprocess.run(
             [
-                browser,
+                chromium,
                 "--headless=new",
                 "--no-sandbox",
                 "--disable-gpu",
@@ -161,11 +159,7 @@ def main() -> None:
                 shoot(f"{ui}/artifacts/artifact/{summary[0]['id']}", Path(f"{prefix}-error-summary.png"), *size)
     finally:
         if proc is not None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+            stop_group(proc)
 
 
 if __name__ == "__main__":
