@@ -7,7 +7,7 @@ import signal
 import threading
 
 from flows.plan.build import Instance, Plan
-from flows.plan.facts import facts
+from flows.plan.facts import facts, seed_axes
 from flows.track.runs import Tracker
 
 
@@ -18,6 +18,7 @@ class StepRuns:
         self.plan, self.tracker, self.parent = plan, tracker, parent_run_id
         self.active: dict[str, str] = {}  # instance -> MLflow run id, while it runs
         self._lock = threading.Lock()
+        self._axes = seed_axes(plan)  # where each step's seeds are, for its `seed` tag
 
     def tags(self, inst: Instance) -> dict[str, str]:
         tags = {
@@ -28,7 +29,8 @@ class StepRuns:
             "spec_hash": self.plan.spec_hash,
             "code_version": inst.component.code_version,
         }
-        tags.update(facts(self.plan, inst))  # architecture, task, bottleneck, seed, profile: MLflow's "Group by"
+        # architecture, task, bottleneck, seed, profile: what MLflow's "Group by" offers
+        tags.update(facts(self.plan, inst, self._axes))
         tags.update({f"matrix.{k}": str(v) for k, v in inst.bindings.items()})
         return tags
 

@@ -13,17 +13,20 @@ import json
 from typing import Any
 
 from flows.language.refs import Ref
+from flows.plan import seeds
 from flows.plan._model import Instance, Plan
 
 
-def facts(plan: Plan, inst: Instance) -> dict[str, str]:
-    """The group-by facts of ``inst``, fact -> text (facts it has no value for are left out)."""
+def facts(plan: Plan, inst: Instance, axes: dict[str, str] | None = None) -> dict[str, str]:
+    """The group-by facts of ``inst``, fact -> text (facts it has no value for are left out). ``axes``:
+    :func:`seed_axes` of the plan, so a seed axis of another name (a claim's ``over: trial``) is the seed."""
     out: dict[str, str] = {}
     bottleneck = inst.component.bottleneck or _inherited(plan, inst)
     if bottleneck:
         out["bottleneck"] = bottleneck
-    if "seed" in inst.bindings:
-        out["seed"] = str(inst.bindings["seed"])
+    axis = (axes or {}).get(inst.step.id, "seed")
+    if axis in inst.bindings:
+        out["seed"] = str(inst.bindings[axis])
     if plan.profile:
         out["profile"] = plan.profile
     for fact, param in inst.component.group_by.items():
@@ -31,6 +34,13 @@ def facts(plan: Plan, inst: Instance) -> dict[str, str]:
         if value is not None and value != "":
             out[fact] = _shown(value)
     return out
+
+
+def seed_axes(plan: Plan) -> dict[str, str]:
+    """Step id -> the matrix axis that holds its seeds, for the steps whose seeds a verdict report judges
+    (``seed``, or the axis its claims name with ``over:``); other steps' seeds are on ``seed``."""
+    found = seeds.find(plan)
+    return {step: a.axis for a in (found.axes.values() if found else ()) for step in a.steps}
 
 
 def _inherited(plan: Plan, inst: Instance) -> str | None:

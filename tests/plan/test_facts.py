@@ -6,7 +6,7 @@ import pytest
 
 from flows.execute._step_runs import StepRuns
 from flows.plan.build import build
-from flows.plan.facts import facts
+from flows.plan.facts import facts, seed_axes
 from tests.support.files import write
 
 SHIPPED = """\
@@ -79,3 +79,37 @@ def test_a_group_by_naming_no_parameter_is_refused_with_the_parameters():
         component("lab.bad", outputs=[], group_by={"architecture": "nett"})(fit)
     with pytest.raises(ComponentError, match="group_by= takes fact names"):
         component("lab.bad2", outputs=[], group_by=["net"])(fit)
+
+
+JUDGED_ON_TRIALS = """
+from components import component
+
+
+@component("trials.measure", outputs=["summary"])
+def measure(ctx, *, trial: int) -> dict:
+    return {"summary": {"value": trial}}
+
+
+@component("trials.judge", outputs=["verdicts"], shows={"verdicts": "verdicts"})
+def judge(ctx, *, measurements: dict, expect: list, design: dict | None = None) -> dict:
+    return {"verdicts": ""}
+"""
+
+
+def test_the_seed_of_a_run_is_found_on_the_axis_its_claims_judge_over_whatever_its_name(tmp_path, monkeypatch):
+    (tmp_path / "trial_steps.py").write_text(JUDGED_ON_TRIALS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    text = """\
+        name: trials
+        steps:
+          m: {uses: "trial_steps:measure", with: {trial: "${matrix.trial}"}, matrix: {trial: [4, 5]}}
+          j:
+            uses: "trial_steps:judge"
+            with: {measurements: {m: "${m.summary}"}, expect: [{id: a, over: trial}]}
+        """
+    plan = build(write(tmp_path, text))
+    inst = plan.instances["m[trial=5]"]
+    assert seed_axes(plan) == {"m": "trial"}
+    assert facts(plan, inst, seed_axes(plan))["seed"] == "5"
+    assert "seed" not in facts(plan, inst)  # without the plan's axes only an axis named seed is one
+    assert StepRuns(plan, tracker=None, parent_run_id="p").tags(inst)["seed"] == "5"
