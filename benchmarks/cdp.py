@@ -136,6 +136,18 @@ class Page:
             raise SystemExit(f"nothing to click named {text!r} on {self.js('location.href')}")
         self._press(*found)
 
+    def shows(self, text: str, selector: str = CLICKABLE) -> bool:
+        """Whether a visible element matching ``selector`` says ``text``."""
+        return bool(
+            self.js(
+                f"""(() => {{
+                  {_SAID}
+                  return [...document.querySelectorAll({json.dumps(selector)}){_VISIBLE}.some(
+                    e => said(e) === {json.dumps(text)});
+                }})()"""
+            )
+        )
+
     def click_nth(self, selector: str, nth: int) -> None:
         """Click the ``nth`` visible element matching ``selector`` (an icon without text or label)."""
         found = self.js(
@@ -149,6 +161,22 @@ class Page:
         if found is None:
             raise SystemExit(f"no element {nth} of {selector!r} on {self.js('location.href')}")
         self._press(*found)
+
+    def trigger(self, selector: str) -> None:
+        """Press the first element matching ``selector`` by its events, laid out or not (a header icon
+        that shows only under the mouse); a menu it opens is then clicked as usual."""
+        events = "['pointerdown', 'mousedown', 'pointerup', 'mouseup', 'click']"
+        init = "{bubbles: true, button: 0, pointerType: 'mouse'}"
+        done = self.js(
+            f"""(() => {{
+              const e = document.querySelector({json.dumps(selector)});
+              if (!e) return false;
+              for (const t of {events}) e.dispatchEvent(new PointerEvent(t, {init}));
+              return true;
+            }})()"""
+        )
+        if not done:
+            raise SystemExit(f"no element {selector!r} on {self.js('location.href')}")
 
     def key(self, key: str, code: int) -> None:
         """Press and release a key (``Escape``, 27)."""

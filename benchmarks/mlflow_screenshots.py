@@ -8,8 +8,10 @@ parent run by the link ``bottlenecks run`` prints, and clicks as a user would (`
 drives Chromium through the DevTools protocol). It saves, under ``--out``:
 
     mlflow-parent-run.png        the printed link: the parent run's page, its "About this run" column
-    mlflow-grouped-bleu.png      from there: Runs (breadcrumb), Group by -> architecture, the chart
-                                 view, "valid/bleu" in the chart search: one line per architecture
+    mlflow-grouped-bleu.png      from there: Runs (breadcrumb), Load more (until every run is in),
+                                 Group by -> architecture, the eye above the runs -> Show all runs,
+                                 the chart view, "valid/bleu" in the chart search: one line per
+                                 architecture
     mlflow-grouped-bleu-large.png  the same chart enlarged (its expand icon)
     mlflow-training-curves.png   a training run's Model metrics tab as it opens: the learning curves
 
@@ -111,14 +113,24 @@ def main() -> None:
         page.shot(args.out / "mlflow-parent-run.png")
         page.click("Runs", selector="a")  # 1. the breadcrumb above the run's name
         page.wait_for("Group by")
-        page.click("Group by", selector="button")  # 2.
-        page.type("architecture")
-        page.click("architecture", selector="div, [role=menuitem], [role=option]")  # 3. a tag under Tags
+        for _ in range(20):  # the table loads 100 runs at a time, and groups only the runs it has loaded
+            if not page.shows("Load more", "button"):
+                break
+            page.click("Load more", selector="button")  # 2. at the table's foot, until every run is in
+            time.sleep(args.wait_s / 4)
+        # 3. the eye above the runs: charts draw the first 10 runs or groups until told to show them all
+        page.trigger("button[aria-label='Toggle visibility of runs']")  # an icon that shows on hover
+        time.sleep(2)
+        page.click("Show all runs", selector="[role=menuitem], [role=menuitemradio], [role=option], button, span")
         page.key("Escape", 27)
-        page.click_nth("[role=radiogroup] label", 1)  # 4. the chart view (the middle icon above the table)
+        page.click("Group by", selector="button")  # 4.
+        page.type("architecture")
+        page.click("architecture", selector="div, [role=menuitem], [role=option]")  # a tag under Tags
+        page.key("Escape", 27)
+        page.click_nth("[role=radiogroup] label", 1)  # 5. the chart view (the middle icon above the table)
         page.wait_for("Search metric charts")
         page.click("Search metric charts", selector="input")
-        page.type("valid/bleu")  # 5. the chart search
+        page.type("valid/bleu")  # 6. the chart search
         time.sleep(args.wait_s)
         page.shot(args.out / "mlflow-grouped-bleu.png")
         page.click_nth("button[data-component-id=fullscreen_button_chartcard]", 0)  # the chart's expand icon
