@@ -53,7 +53,7 @@ def log_summary(ctx, summary: dict[str, Any]) -> None:
         {
             k: float(v)
             for k, v in summary.items()
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and v is not None and charted(k)
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and charted(k)
         }
     )
 

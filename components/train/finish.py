@@ -45,8 +45,8 @@ def _log(ctx: Context, run: Run, step: int, summary: dict[str, Any]) -> None:
     ctx.log_metrics({k: v for k, v in split.items() if k.startswith("test/")}, step)
     if run.cfg.eval_every == 0:
         ctx.log_metrics({k: v for k, v in split.items() if k.startswith("valid/")}, step)
-    facts = {f"run/{k}": v for k, v in numbers.items() if not k.startswith(("valid_", "test_"))}
-    ctx.log_metrics(facts | {"run/diverged": float(summary["diverged"])})
+    facts = {f"vitals/{k}": v for k, v in numbers.items() if not k.startswith(("valid_", "test_"))}
+    ctx.log_metrics(facts | {"vitals/diverged": float(summary["diverged"])})
 
 
 def _summary(run: Run, done: Trained, seconds: float) -> dict[str, Any]:
