@@ -6,7 +6,8 @@ mostly waiting for a core; CPU seconds are what a command costs):
     python benchmarks/startup.py --only check     # check's CPU per shipped pipeline (about a minute)
     python benchmarks/startup.py --only phases    # check, plan and a cached rerun cut into phases
     python benchmarks/startup.py --only rerun     # a cached rerun end to end with the warm process up
-    python benchmarks/startup.py                  # all three (about 3 minutes on 2 cores)
+    python benchmarks/startup.py --only user      # the same for a user's pipeline with its own model and step
+    python benchmarks/startup.py                  # all four (about 4 minutes on 2 cores)
 
 ``check`` runs `bottlenecks check FILE` in a fresh process per pipeline of ``pipelines/``, first
 with an empty user cache folder (nothing parsed before) and then again (the source parses kept).
@@ -15,7 +16,10 @@ process for check and plan (the import is a phase), and for the rerun a process 
 what the warm process imports, as the zygote does, so the figures are the forked command's.
 ``rerun`` is what a user sees: a 6-step pipeline of trivial steps in a new folder, run once, then
 rerun with every step cached through the warm process (the command's wall and CPU, the Prefect
-server's CPU); each repeat also times `plan` and `check` of that file.
+server's CPU); each repeat also times `plan` and `check` of that file. ``user`` is the same for a
+6-step pipeline of a user's own: a module next to the pipeline holds a torch model factory that
+`train.model` builds and a component of its own that reads the trained models, and the bare
+`import torch` of a fresh interpreter is timed alternately with the reruns (the ratio is the target).
 """
 
 from __future__ import annotations
@@ -242,6 +246,98 @@ def server_cpu(folder: Path) -> float | None:
         return None
 
 
+USER_MODULE = """\
+import torch
+from torch import nn
+
+from components import Context, component
+
+
+class Tagger(nn.Module):
+    def __init__(self, vocab_size: int = 8, num_classes: int = 8, hidden: int = 16):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, hidden)
+        self.rnn = nn.GRU(hidden, hidden, batch_first=True)
+        self.head = nn.Linear(hidden, num_classes)
+
+    def forward(self, x, lengths=None):
+        out, _ = self.rnn(self.embed(x))
+        return self.head(out[:, -1])
+
+
+def build(vocab_size: int = 8, num_classes: int = 8, hidden: int = 16) -> nn.Module:
+    return Tagger(vocab_size, num_classes, hidden)
+
+
+@component("mylab.size", outputs=["report"])
+def size(ctx: Context, *, checkpoint: str, scale: int = 1) -> dict:
+    state = torch.load(checkpoint, map_location="cpu", weights_only=False)["state_dict"]
+    count = sum(v.numel() for v in state.values()) * scale
+    ctx.log_metrics({"parameters": count})
+    return {"report": str(count)}
+"""
+
+USER_PIPELINE = """\
+name: mylab-startup
+settings: {workers: 1}
+steps:
+  data: {uses: data.delayed_recall, with: {lag: 3, vocab: 8, n_train: 64, n_valid: 32, n_test: 32}}
+  fit:
+    uses: train.model
+    with: {data: "${data.dataset}", model: "mylab_bench:build", steps: 5, batch_size: 16, seed: "${matrix.seed}"}
+    matrix: {seed: [0, 1, 2]}
+  size:
+    uses: mylab_bench:size
+    with: {checkpoint: "${fit.checkpoint}", scale: 2}
+    matrix: {seed: [0, 1]}
+"""
+
+
+def bare_torch(env: dict, cwd: Path) -> float:
+    """Wall seconds of a fresh interpreter that imports torch and exits."""
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import torch"], env=env, cwd=cwd, check=True)
+    return time.perf_counter() - start
+
+
+def user(repeats: int) -> None:
+    """A cached rerun of a user's 6-step pipeline (own model, own step), alternated with `import torch`."""
+    print(f"\n[cached rerun of a user's pipeline: own model and step, warm process up] load average {load()}")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "project"
+        folder.mkdir()
+        (folder / "mylab_bench.py").write_text(USER_MODULE)
+        path = folder / "mylab.yaml"
+        path.write_text(USER_PIPELINE)
+        env = fresh_env(Path(tmp))
+        _, _, proc = command(["run", str(path)], env, folder)
+        if proc.returncode != 0:
+            raise SystemExit(f"the first run failed:\n{proc.stderr[-2000:]}")
+        _wait_for_zygote(env, folder)
+        figures: dict[str, list[float]] = {}
+        try:
+            for _ in range(repeats):
+                figures.setdefault("bare import torch wall", []).append(bare_torch(env, folder))
+                wall, cpu, proc = command(["run", str(path)], env, folder)
+                if proc.returncode != 0 or "cached" not in proc.stderr:
+                    raise SystemExit(f"the rerun failed or ran steps:\n{proc.stderr[-2000:]}")
+                key = "rerun wall" if cpu <= COLD_CPU else "reruns without the warm process"
+                figures.setdefault(key, []).append(wall)
+                figures.setdefault("rerun command CPU", []).append(cpu)
+                for name in ("check", "plan"):
+                    wall, cpu, _ = command([name, str(path)], env, folder)
+                    figures.setdefault(f"{name} wall", []).append(wall)
+                    figures.setdefault(f"{name} CPU", []).append(cpu)
+        finally:
+            subprocess.run([sys.executable, "-m", "flows.cli", "stop"], cwd=folder, env=env, capture_output=True)
+    for name, values in figures.items():
+        print(f"  {name:32s} {statistics.median(values):6.2f} s   (all: {', '.join(f'{v:.2f}' for v in values)})")
+    if figures.get("rerun wall"):
+        ratio = statistics.median(figures["rerun wall"]) / statistics.median(figures["bare import torch wall"])
+        print(f"  rerun / bare import torch        {ratio:6.2f}x  (medians, measured alternately)")
+    print(f"load average after {load()}")
+
+
 def rerun(repeats: int) -> None:
     """A cached rerun through the warm process, ``plan`` and ``check`` of the same small file."""
     print(f"\n[cached rerun, 6 steps, warm process up] load average {load()}")
@@ -299,7 +395,7 @@ def main() -> None:
         inside(sys.argv[sys.argv.index("--") + 1 :], warm="--_warm" in sys.argv)
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", choices=["check", "phases", "rerun"], help="measure one part only")
+    parser.add_argument("--only", choices=["check", "phases", "rerun", "user"], help="measure one part only")
     parser.add_argument("--repeats", type=int, default=3, help="runs per figure (medians are printed)")
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} cores, python {sys.version.split()[0]}; load average {load()}")
@@ -309,6 +405,8 @@ def main() -> None:
         phases(args.repeats)
     if args.only in (None, "rerun"):
         rerun(args.repeats)
+    if args.only in (None, "user"):
+        user(args.repeats)
 
 
 if __name__ == "__main__":

@@ -48,6 +48,9 @@ PRELOAD = (
     "flows.services.prefect_server",
     "flows.services.mlflow_db",
     "components.library",
+    # the library a user's own component or model module imports first: planning a pipeline that
+    # names one imports that module (its declaration is read by running it), which is then cheap
+    "torch",
 )
 
 __all__ = ["app", "main"]
