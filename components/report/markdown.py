@@ -13,6 +13,7 @@ from typing import Any
 from components.report.rows import BOTTLENECKS
 from components.report.text import (
     MARKS,
+    by_verdict,
     code,
     headline,
     margin_texts,
@@ -40,8 +41,10 @@ def to_markdown(card: dict[str, Any]) -> str:
     out = [
         f"# {md(card['title'])}",
         "",
-        f"**{headline(s)}** (measured on {md(card['device'])}; {s['device_independent_holds']} of "
-        f"{s['device_independent']} device-independent claims hold).",
+        f"**{headline(s)}**: {md(by_verdict(card['claims']))}.",
+        "",
+        f"Measured on {md(card['device'])}; {s['device_independent_holds']} of {s['device_independent']} "
+        "device-independent claims hold.",
         "",
     ]
     out += verdicts(card["claims"])

@@ -67,6 +67,22 @@ def headline(summary: dict[str, Any]) -> str:
     )
 
 
+def by_verdict(claims: list[dict[str, Any]]) -> str:
+    """``✓ holds 1, 3, 4 · ≈ inconclusive 2 (open), 7 · ~ device-dependent 12``: every claim's id under
+    its verdict, in one line that a collapsed description still shows; an inconclusive claim that
+    another look may decide says ``(open)``."""
+    parts = []
+    for verdict, mark in MARKS.items():
+        ids = [
+            f"{c['id']} (open)" if (c.get("sequential") or {}).get("stopped") == "open" else str(c["id"])
+            for c in claims
+            if c["verdict"] == verdict
+        ]
+        if ids:
+            parts.append(f"{mark} {verdict} {', '.join(ids)}")
+    return " · ".join(parts)
+
+
 def evidence(claim: dict[str, Any]) -> dict[str, Any]:
     """The deciding check's evidence (``margin``, ``lo``, ``hi``, ...), or {} when no check decided."""
     i = claim.get("deciding_check")

@@ -13,6 +13,7 @@ from markdown_it import MarkdownIt
 from components import Context, get
 from components.report.markdown import to_markdown
 from components.report.note import summary as note_of
+from components.report.text import MARKS, by_verdict, headline
 from tests.components.report.test_scorecard_component import ARCHS, EXPECT, MEASUREMENTS, RUN_IDS
 
 UI = "http://mlflow.example:5000/#/experiments/7/runs/{}?workflowType=machine_learning"
@@ -191,12 +192,28 @@ def test_the_mlflow_description_is_the_headline_and_the_lead_table(linked):
     narrow, the rest one link away."""
     card, md, _ = linked
     note = note_of(md)
-    assert note.startswith("# ") and "claims hold" in note.splitlines()[2]
+    assert note.startswith("**") and "claims hold" in note.splitlines()[0] and "# " not in note.split("## Verdicts")[0]
     (lead,) = _tables(note)
     assert lead == _tables(md)[0] and max(_width(r) for r in lead) <= PANE_CHARS
     assert "## Claims" not in note and "The vanilla RNN" not in note and "](#claim-" not in note
     assert "[scorecard.html](artifacts/scorecard.html)" in note and "[scorecard.md](artifacts/scorecard.md)" in note
     assert len(note.splitlines()) <= 12 + len(card["claims"])
+
+
+def test_a_collapsed_description_names_every_claims_verdict_before_the_table():
+    """MLflow shows a long description collapsed (a few lines, then "Show more"): the line under the
+    headline names each claim under its verdict, so the answer is on the run page without a click."""
+    card = json.loads((DOCS / "scorecard-quick.json").read_text()) | {"links": {}}
+    lines = note_of(to_markdown(card)).splitlines()
+    assert lines[0].startswith(f"**{headline(card['summary'])}**: ")
+    assert lines[2] == f"**{card['title']}**" and lines.index("## Verdicts") > 2
+    found = {}
+    for part in lines[0].split("**: ", 1)[1].rstrip(".").split(" · "):
+        mark, verdict, ids = re.fullmatch(r"(\S) ([a-z -]+?) (\d.*)", part).groups()
+        found.update({int(i.split()[0]): (mark, verdict) for i in ids.split(", ")})
+    assert found == {int(c["id"]): (MARKS[c["verdict"]], c["verdict"]) for c in card["claims"]}
+    open_claim = dict(card["claims"][1], verdict="inconclusive", sequential={"stopped": "open"})
+    assert by_verdict([open_claim]) == "≈ inconclusive 2 (open)"
 
 
 def test_the_recorded_scorecards_note_is_short():
