@@ -293,6 +293,31 @@ steps:
 """
 
 
+def _counted(figures: dict, wall: float, cpu: float, env: dict, folder: Path) -> bool:
+    """Record a cached rerun's wall and CPU; one that ran without the warm process (it stepped aside:
+    a source file changed) is recorded apart, not counted, and the warm process awaited again."""
+    if cpu > COLD_CPU:
+        figures.setdefault("reruns without the warm process", []).append(wall)
+        _wait_for_zygote(env, folder)
+        return False
+    figures.setdefault("rerun wall", []).append(wall)
+    figures.setdefault("rerun command CPU", []).append(cpu)
+    return True
+
+
+def _inspections(figures: dict, path: Path, env: dict, folder: Path) -> None:
+    """`plan` and `check` of ``path``, each in a fresh process: wall and CPU."""
+    for name in ("plan", "check"):
+        wall, cpu, _ = command([name, str(path)], env, folder)
+        figures.setdefault(f"{name} wall", []).append(wall)
+        figures.setdefault(f"{name} CPU", []).append(cpu)
+
+
+def _report(figures: dict) -> None:
+    for name, values in figures.items():
+        print(f"  {name:32s} {statistics.median(values):6.2f} s   (all: {', '.join(f'{v:.2f}' for v in values)})")
+
+
 def bare_torch(env: dict, cwd: Path) -> float:
     """Wall seconds of a fresh interpreter that imports torch and exits."""
     start = time.perf_counter()
@@ -319,19 +344,13 @@ def user(repeats: int) -> None:
             for _ in range(repeats):
                 figures.setdefault("bare import torch wall", []).append(bare_torch(env, folder))
                 wall, cpu, proc = command(["run", str(path)], env, folder)
-                if proc.returncode != 0 or "cached" not in proc.stderr:
-                    raise SystemExit(f"the rerun failed or ran steps:\n{proc.stderr[-2000:]}")
-                key = "rerun wall" if cpu <= COLD_CPU else "reruns without the warm process"
-                figures.setdefault(key, []).append(wall)
-                figures.setdefault("rerun command CPU", []).append(cpu)
-                for name in ("check", "plan"):
-                    wall, cpu, _ = command([name, str(path)], env, folder)
-                    figures.setdefault(f"{name} wall", []).append(wall)
-                    figures.setdefault(f"{name} CPU", []).append(cpu)
+                if proc.returncode != 0 or "6 cached" not in proc.stderr:
+                    raise SystemExit(f"the rerun did not serve 6 cached steps:\n{proc.stderr[-2000:]}")
+                if _counted(figures, wall, cpu, env, folder):
+                    _inspections(figures, path, env, folder)
         finally:
             subprocess.run([sys.executable, "-m", "flows.cli", "stop"], cwd=folder, env=env, capture_output=True)
-    for name, values in figures.items():
-        print(f"  {name:32s} {statistics.median(values):6.2f} s   (all: {', '.join(f'{v:.2f}' for v in values)})")
+    _report(figures)
     if figures.get("rerun wall"):
         ratio = statistics.median(figures["rerun wall"]) / statistics.median(figures["bare import torch wall"])
         print(f"  rerun / bare import torch        {ratio:6.2f}x  (medians, measured alternately)")
@@ -351,22 +370,14 @@ def rerun(repeats: int) -> None:
                 after = server_cpu(folder)
                 if proc.returncode != 0 or "6 cached" not in proc.stderr:
                     raise SystemExit(f"the rerun did not serve 6 cached steps:\n{proc.stderr[-2000:]}")
-                if cpu > COLD_CPU:  # the warm process stepped aside (a source file changed): not counted
-                    figures.setdefault("reruns without the warm process", []).append(wall)
-                    _wait_for_zygote(env, folder)
+                if not _counted(figures, wall, cpu, env, folder):
                     continue
-                figures.setdefault("rerun wall", []).append(wall)
-                figures.setdefault("rerun command CPU", []).append(cpu)
                 if before is not None and after is not None:
                     figures.setdefault("rerun Prefect server CPU", []).append(after - before)
-                for name in ("plan", "check"):
-                    wall, cpu, _ = command([name, str(small)], env, folder)
-                    figures.setdefault(f"{name} wall", []).append(wall)
-                    figures.setdefault(f"{name} CPU", []).append(cpu)
+                _inspections(figures, small, env, folder)
         finally:
             subprocess.run([sys.executable, "-m", "flows.cli", "stop"], cwd=folder, env=env, capture_output=True)
-    for name, values in figures.items():
-        print(f"  {name:32s} {statistics.median(values):6.2f} s   (all: {', '.join(f'{v:.2f}' for v in values)})")
+    _report(figures)
     print("  (the rerun's command CPU is the hand-over only; the forked command's is under phases)")
     print(f"load average after {load()}")
 
