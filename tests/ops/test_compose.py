@@ -4,6 +4,7 @@ ports, and logins to MLflow and Prefect whose secrets come from .env or the envi
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,7 @@ def test_compose_file_validates_with_the_example_env():
     assert any(v.startswith(str(REPO / "docker" / "mlflow-auth.sh") + ":") for v in mlflow["volumes"])
     assert mlflow["environment"]["MLFLOW_AUTH_DATABASE_URI"].endswith("@postgres:5432/mlflow_auth")
     assert mlflow["environment"]["MLFLOW_AUTH_DEFAULT_PERMISSION"] == "READ"
+    assert mlflow["environment"]["MLFLOW_AUTH_CACHE_SECONDS"] == "60"
     assert mlflow["environment"]["MLFLOW_AUTH_ADMIN_USERNAME"] == "admin"
     assert mlflow["environment"]["MLFLOW_AUTH_ADMIN_PASSWORD"] == "change-me-to-another-long-random-string"
     prefect_login = "admin:change-me-to-a-third-long-random-string"
@@ -126,3 +128,34 @@ def test_compose_file_publishes_on_loopback_and_takes_credentials_from_env():
     assert ":" in example["PREFECT_AUTH_STRING"]  # user:password
     init = (REPO / "docker" / "postgres-init.sh").read_text()
     assert "mlflow_auth" in init  # the database MLFLOW_AUTH_DATABASE_URI names
+
+
+@pytest.mark.parametrize("given, expected", [(None, 60), ("0", 0), ("300", 300)])
+def test_the_mlflow_entrypoint_writes_a_login_cache_that_mlflow_reads(tmp_path, given, expected):
+    """docker/mlflow-auth.sh writes the basic-auth app's configuration; MLflow's own reader sees the
+    credential cache's lifetime (60 s unless MLFLOW_AUTH_CACHE_SECONDS says otherwise)."""
+    config = tmp_path / "basic_auth.ini"
+    env = {
+        "PATH": os.environ["PATH"],
+        "MLFLOW_AUTH_DATABASE_URI": "postgresql+psycopg2://u:p@postgres:5432/mlflow_auth",
+        "MLFLOW_AUTH_CONFIG_PATH": str(config),
+        "MLFLOW_FLASK_SERVER_SECRET_KEY": "k",
+        **({"MLFLOW_AUTH_CACHE_SECONDS": given} if given is not None else {}),
+    }
+    done = subprocess.run(
+        ["sh", str(REPO / "docker" / "mlflow-auth.sh"), "true"], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    read = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from mlflow.server.auth.config import read_auth_config as r; c = r(); "
+            "print(c.auth_cache_ttl_seconds, c.default_permission, c.admin_username)",
+        ],
+        env={**os.environ, "MLFLOW_AUTH_CONFIG_PATH": str(config)},
+        capture_output=True,
+        text=True,
+    )
+    assert read.returncode == 0, read.stderr
+    assert read.stdout.split() == [str(expected), "READ", "admin"]

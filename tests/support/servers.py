@@ -208,8 +208,9 @@ class TeamServers:
     """Postgres with databases ``mlflow``, ``mlflow_auth`` and ``prefect``, an MLflow server and a Prefect
     server, each with its login (``MLFLOW_ADMIN``, ``PREFECT_AUTH``); ``client_env`` carries both."""
 
-    def __init__(self, root: Path | None = None):
+    def __init__(self, root: Path | None = None, auth_cache_seconds: int = 60):
         self.root = Path(root or tempfile.mkdtemp(prefix="bottlenecks-servers-"))
+        self.auth_cache_seconds = auth_cache_seconds
         self.postgres = Postgres()
         mlflow_port, prefect_port = free_port(), free_port()
         self.mlflow_url = f"http://127.0.0.1:{mlflow_port}"
@@ -240,6 +241,7 @@ class TeamServers:
             "default_permission = READ\n"
             f"database_uri = {self.postgres.url('mlflow_auth', 'postgresql+psycopg2')}\n"
             f"admin_username = {MLFLOW_ADMIN[0]}\n"
+            f"auth_cache_ttl_seconds = {self.auth_cache_seconds}\n"
         )
         self.mlflow = Server(
             "mlflow",
