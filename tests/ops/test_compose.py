@@ -130,32 +130,32 @@ def test_compose_file_publishes_on_loopback_and_takes_credentials_from_env():
     assert "mlflow_auth" in init  # the database MLFLOW_AUTH_DATABASE_URI names
 
 
-@pytest.mark.parametrize("given, expected", [(None, 60), ("0", 0), ("300", 300)])
-def test_the_mlflow_entrypoint_writes_a_login_cache_that_mlflow_reads(tmp_path, given, expected):
+def test_the_mlflow_entrypoint_writes_a_login_cache_that_mlflow_reads(tmp_path):
     """docker/mlflow-auth.sh writes the basic-auth app's configuration; MLflow's own reader sees the
-    credential cache's lifetime (60 s unless MLFLOW_AUTH_CACHE_SECONDS says otherwise)."""
-    config = tmp_path / "basic_auth.ini"
-    env = {
-        "PATH": os.environ["PATH"],
-        "MLFLOW_AUTH_DATABASE_URI": "postgresql+psycopg2://u:p@postgres:5432/mlflow_auth",
-        "MLFLOW_AUTH_CONFIG_PATH": str(config),
-        "MLFLOW_FLASK_SERVER_SECRET_KEY": "k",
-        **({"MLFLOW_AUTH_CACHE_SECONDS": given} if given is not None else {}),
-    }
-    done = subprocess.run(
-        ["sh", str(REPO / "docker" / "mlflow-auth.sh"), "true"], env=env, capture_output=True, text=True
+    credential cache's lifetime: 60 s unless MLFLOW_AUTH_CACHE_SECONDS says otherwise."""
+    cases = {"unset": (None, 60), "off": ("0", 0), "longer": ("300", 300)}
+    for name, (given, _) in cases.items():
+        env = {
+            "PATH": os.environ["PATH"],
+            "MLFLOW_AUTH_DATABASE_URI": "postgresql+psycopg2://u:p@postgres:5432/mlflow_auth",
+            "MLFLOW_AUTH_CONFIG_PATH": str(tmp_path / f"{name}.ini"),
+            "MLFLOW_FLASK_SERVER_SECRET_KEY": "k",
+            **({"MLFLOW_AUTH_CACHE_SECONDS": given} if given is not None else {}),
+        }
+        done = subprocess.run(
+            ["sh", str(REPO / "docker" / "mlflow-auth.sh"), "true"], env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+    reader = (
+        "import os, sys\n"
+        "os.environ['MLFLOW_AUTH_CONFIG_PATH'] = sys.argv[1]\n"
+        "from mlflow.server.auth.config import read_auth_config\n"
+        "for path in sys.argv[1:]:\n"
+        "    os.environ['MLFLOW_AUTH_CONFIG_PATH'] = path\n"
+        "    c = read_auth_config()\n"
+        "    print(c.auth_cache_ttl_seconds, c.default_permission, c.admin_username)\n"
     )
-    assert done.returncode == 0, done.stderr
-    read = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from mlflow.server.auth.config import read_auth_config as r; c = r(); "
-            "print(c.auth_cache_ttl_seconds, c.default_permission, c.admin_username)",
-        ],
-        env={**os.environ, "MLFLOW_AUTH_CONFIG_PATH": str(config)},
-        capture_output=True,
-        text=True,
-    )
+    paths = [str(tmp_path / f"{name}.ini") for name in cases]
+    read = subprocess.run([sys.executable, "-c", reader, *paths], capture_output=True, text=True)
     assert read.returncode == 0, read.stderr
-    assert read.stdout.split() == [str(expected), "READ", "admin"]
+    assert read.stdout.splitlines() == [f"{expected} READ admin" for _, expected in cases.values()]
