@@ -5,8 +5,8 @@ MLflow's basic-auth app checks the password hash on every request unless the cac
 credential; a run of the engine makes dozens of requests. This starts the deployment's servers on
 loopback (Postgres, MLflow's basic-auth app with one worker; needs the Debian package
 ``postgresql``) once per setting and times REQUESTS logged-in requests (``experiments/search``)
-and a 2-step ``bottlenecks run`` against them (steps in threads), alternately, with the server's
-CPU seconds per request read from ``/proc``.
+and RUNS 2-step ``bottlenecks run`` against them (steps in threads), with the server's CPU
+seconds read through psutil (which the project has through Dask).
 
     python benchmarks/team_logins.py [--requests 40] [--runs 2]
 """
@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import psutil
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
@@ -34,17 +36,10 @@ steps:
 """
 
 
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU of a process and its waited-for children (Linux)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
-
-
-def server_pids(team: TeamServers) -> list[int]:
-    """The MLflow server's process and its children (uvicorn's worker)."""
-    root = team.mlflow.proc.pid
-    kids = subprocess.run(["pgrep", "-P", str(root)], capture_output=True, text=True).stdout.split()
-    return [root, *(int(k) for k in kids)]
+def server_cpu(team: TeamServers) -> float:
+    """CPU seconds the MLflow server and its worker processes have used so far."""
+    root = psutil.Process(team.mlflow.proc.pid)
+    return sum(sum(p.cpu_times()[:2]) for p in (root, *root.children(recursive=True)))
 
 
 def measure(cache_seconds: int, requests: int, runs: int) -> dict[str, list[float]]:
@@ -54,19 +49,18 @@ def measure(cache_seconds: int, requests: int, runs: int) -> dict[str, list[floa
         try:
             url = f"{team.mlflow_url}/api/2.0/mlflow/experiments/search"
             api("POST", url, {"max_results": 1})  # the first request warms the server
-            pids = server_pids(team)
-            cpu0 = sum(cpu_seconds(p) for p in pids)
+            cpu0 = server_cpu(team)
             for _ in range(requests):
                 start = time.perf_counter()
                 api("POST", url, {"max_results": 1})
                 figures.setdefault("request wall", []).append(time.perf_counter() - start)
-            figures["server CPU per request"] = [(sum(cpu_seconds(p) for p in pids) - cpu0) / requests]
+            figures["server CPU per request"] = [(server_cpu(team) - cpu0) / requests]
             path = Path(tmp) / "p.yaml"
             path.write_text(PIPELINE)
             env = team.client_env(Path(tmp) / "home", BOTTLENECKS_EXECUTOR="threads", BOTTLENECKS_DAEMON="off")
             env["PYTHONPATH"] = str(REPO)
             for _ in range(runs):
-                cpu0 = sum(cpu_seconds(p) for p in pids)
+                cpu0 = server_cpu(team)
                 start = time.perf_counter()
                 done = subprocess.run(
                     [sys.executable, "-m", "flows.cli", "run", "--no-cache", str(path)],
@@ -78,7 +72,7 @@ def measure(cache_seconds: int, requests: int, runs: int) -> dict[str, list[floa
                 if done.returncode != 0:
                     raise SystemExit(f"the run failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
                 figures.setdefault("2-step run wall", []).append(time.perf_counter() - start)
-                figures.setdefault("server CPU per run", []).append(sum(cpu_seconds(p) for p in pids) - cpu0)
+                figures.setdefault("server CPU per run", []).append(server_cpu(team) - cpu0)
         finally:
             team.stop()
     return figures
