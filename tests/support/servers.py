@@ -112,7 +112,11 @@ class Postgres:
         self.as_root = os.geteuid() == 0
 
     def _cmd(self, *args: str) -> list[str]:
-        return ["runuser", "-u", "postgres", "--", *args] if self.as_root else list(args)
+        if not self.as_root:
+            return list(args)
+        # root's runuser lives in sbin, which a PATH set for a user may leave out
+        runuser = shutil.which("runuser", path=os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"]))
+        return [runuser or "runuser", "-u", "postgres", "--", *args]
 
     def _run(self, *args: str) -> None:
         out = subprocess.run(self._cmd(*args), capture_output=True, text=True, timeout=120)
