@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from flows.execute import torch_threads
 from flows.execute.cache import no_room
 
 Emit = Callable[[dict], None]
@@ -91,14 +92,6 @@ def default_threads() -> int:
     return max(1, cores // max(1, share))
 
 
-def _set_threads(n: int) -> None:
-    try:
-        import torch
-    except ImportError:
-        return
-    torch.set_num_threads(n)
-
-
 def _missing_inputs(payload: StepPayload) -> list[str]:
     return [p for p in payload.inputs if not os.path.exists(p)]
 
@@ -159,7 +152,7 @@ def _call(payload: StepPayload, tracker, ctx, where: dict) -> dict[str, Any]:
     if payload.gpus:  # how many GPUs the step held, and which (the cache key records only the count)
         tags.update({"gpus": str(len(payload.gpus)), "worker.gpus": ",".join(payload.gpus)})
     tracker.log(payload.run_id, params=flatten(payload.params), tags=tags)
-    _set_threads(payload.threads or default_threads())
+    torch_threads.set_threads(payload.threads or default_threads())
     outputs = _component(payload)(ctx, **payload.params)
     json.dumps(outputs)  # outputs travel as JSON; big things are files in the work dir
     ctx.flush()
