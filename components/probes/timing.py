@@ -51,18 +51,78 @@ def flops_per_layer(family: str, T: int, d: int, k: int) -> int:
     return T * T * d
 
 
+def _worker_env(extra_env: dict[str, str] | None) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p), **(extra_env or {})}
+
+
 def _run_worker(spec: dict, extra_env: dict[str, str] | None = None) -> dict:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p), **(extra_env or {})}
+    """One measurement in a process started for it."""
     res = subprocess.run(
         [sys.executable, "-m", "components.probes.timing_worker", json.dumps(spec)],
         capture_output=True,
         text=True,
-        env=env,
+        env=_worker_env(extra_env),
         cwd=str(Path.cwd()),
     )
     if res.returncode != 0:
         raise P.ProbeError(f"timing {spec['model']} failed:\n{res.stderr[-2000:]}")
     return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+class _Measurers:
+    """Where the measurements run. On a Linux CPU, one process per pass (time, memory) imports torch
+    once and forks a child per model (``timing_worker.serve``): each model still runs in a process of
+    its own, started from the same state, under the pass's allocator settings. Elsewhere (CUDA, which
+    must not be forked, or no ``fork``) each measurement starts a process of its own."""
+
+    def __init__(self, device: str):
+        self.fork = device == "cpu" and sys.platform.startswith("linux") and hasattr(os, "fork")
+        self.templates: dict[str, tuple[subprocess.Popen, Any]] = {}
+
+    def run(self, spec: dict, extra_env: dict[str, str] | None = None) -> dict:
+        if not self.fork:
+            return _run_worker(spec, extra_env)
+        proc, errors = self._template(spec["mode"], extra_env)
+        try:
+            proc.stdin.write(json.dumps(spec) + "\n")
+            proc.stdin.flush()
+            reply = json.loads(proc.stdout.readline() or "{}")
+        except (OSError, ValueError):
+            reply = {}
+        if "result" not in reply:
+            errors.seek(0)
+            why = reply.get("error", "the measuring process stopped")
+            raise P.ProbeError(f"timing {spec['model']} failed ({why}):\n{errors.read()[-2000:]}")
+        return reply["result"]
+
+    def _template(self, mode: str, extra_env: dict[str, str] | None):
+        if mode not in self.templates:
+            import tempfile
+
+            errors = tempfile.TemporaryFile("w+")
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "components.probes.timing_worker", "--serve"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=errors,
+                text=True,
+                env=_worker_env(extra_env),
+                cwd=str(Path.cwd()),
+            )
+            self.templates[mode] = (proc, errors)
+        return self.templates[mode]
+
+    def close(self) -> None:
+        for proc, errors in self.templates.values():
+            proc.stdin.close()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            proc.stdout.close()
+            errors.close()
+        self.templates = {}
 
 
 def _half_width(sd: float, n: int) -> float:
@@ -103,11 +163,11 @@ def _shape(name: str, overrides: dict[str, Any], lengths: list[int]) -> tuple[di
     return ov, structure(build_model(name, ov))
 
 
-def _measure(spec: dict, device: str) -> dict:
+def _measure(spec: dict, device: str, measurers: _Measurers) -> dict:
     """Time in one worker process; off CUDA, measure memory in another (exact malloc accounting)."""
-    result = _run_worker({**spec, "mode": "time"})
+    result = measurers.run({**spec, "mode": "time"})
     if not device.startswith("cuda"):
-        memory = _run_worker({**spec, "mode": "memory"}, EXACT_MALLOC_ENV)
+        memory = measurers.run({**spec, "mode": "memory"}, EXACT_MALLOC_ENV)
         for r, m in zip(result["rows"], memory["rows"]):
             r["peak_bytes"] = m["peak_bytes"]
         result["memory_method"] = memory["memory_method"]
@@ -255,16 +315,20 @@ def timing(
     common = {"lengths": lengths, "batch": batch, "warmup": warmup, "repeats": repeats, "threads": threads}
     common |= {"dtype": dtype, "device": ctx.device, "seed": seed}
     rows, curves = [], {}
+    measurers = _Measurers(ctx.device)
     with ctx.progress(total=len(models), description="timing") as bar:
-        for label, name in models.items():
-            bar.update(description=f"timing {label}")
-            ov, shape = _shape(name, overrides.get(label, {}), lengths)
-            result = _measure({"model": name, "overrides": ov, **common}, ctx.device)
-            summary["memory_method"] = result["memory_method"]
-            curves[label] = _record(ctx, summary, label, name, shape, result, repeats)
-            _fit(summary, label, curves[label], fit_min)
-            rows += curves[label]
-            bar.advance()
+        try:
+            for label, name in models.items():
+                bar.update(description=f"timing {label}")
+                ov, shape = _shape(name, overrides.get(label, {}), lengths)
+                result = _measure({"model": name, "overrides": ov, **common}, ctx.device, measurers)
+                summary["memory_method"] = result["memory_method"]
+                curves[label] = _record(ctx, summary, label, name, shape, result, repeats)
+                _fit(summary, label, curves[label], fit_min)
+                rows += curves[label]
+                bar.advance()
+        finally:
+            measurers.close()
     summary = P.flat(summary)
     P.log_summary(ctx, summary)
     table = _write_table(ctx, rows)

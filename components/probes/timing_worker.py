@@ -1,6 +1,7 @@
 """Time forward+backward and record peak memory over growing T, in a fresh process.
 
-Run as ``python -m components.probes.timing_worker '<json spec>'``; prints one JSON line.
+Run as ``python -m components.probes.timing_worker '<json spec>'``; prints one JSON line. With
+``--serve`` it imports torch once and forks a child per spec read from stdin (``serve``).
 Times and CPU memory are measured in separate processes (see ``EXACT_MALLOC_ENV``).
 Peak memory on CPU is the rise of the process's resident high-water mark over its resident size
 just before the runs at one T: PyTorch's CPU allocator keeps no statistics and tracemalloc does
@@ -156,5 +157,43 @@ def measure(spec: dict) -> dict:
     return {"rows": rows, "memory_method": _memory_method(cuda, rss)}
 
 
+def serve() -> None:
+    """Measure each spec read from stdin (a JSON line) in a child forked from this process, which has
+    imported torch and the models and nothing else, so every model still runs in a process of its
+    own, as fresh as one started for it, without paying torch's import each time (Linux, CPU).
+    Writes one JSON line per spec: ``{"result": ...}``, or ``{"error": ...}`` with the child's
+    traceback on stderr."""
+    from components.probes.common import random_inputs  # noqa: F401 - imported once, before the forks
+    from components.train.build import build_model  # noqa: F401
+
+    for line in sys.stdin:
+        spec = json.loads(line)
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: measure, send the result through the pipe, leave at once
+            os.close(read)
+            code = 1
+            try:
+                os.write(write, json.dumps(measure(spec)).encode())
+                code = 0
+            except BaseException:  # noqa: BLE001 - any failure is the measurement's, told to the parent
+                import traceback
+
+                traceback.print_exc()
+                sys.stderr.flush()
+            finally:
+                os._exit(code)
+        os.close(write)
+        with os.fdopen(read, "rb") as pipe:
+            data = pipe.read()
+        _, status = os.waitpid(pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        reply = {"result": json.loads(data)} if code == 0 else {"error": f"the measuring process exited with {code}"}
+        print(json.dumps(reply), flush=True)
+
+
 if __name__ == "__main__":
-    print(json.dumps(measure(json.loads(sys.argv[1]))))
+    if sys.argv[1:] == ["--serve"]:
+        serve()
+    else:
+        print(json.dumps(measure(json.loads(sys.argv[1]))))
