@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,24 @@ def test_the_time_exponent_is_the_mean_of_each_repeats_fit_with_their_spread_on_
     assert half == pytest.approx(stats.t.ppf(0.975, 2) * 0.1 / 3**0.5)  # sd 0.1 over 3 fits
     # one repeat leaves no spread to judge by: the caller falls back to the residuals' fit
     assert math.isnan(_repeated_fit(Ts, [[t[0]] for t in times])[0])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the forked measurements are Linux's")
+def test_a_measurement_that_fails_in_its_fork_names_the_model_and_the_next_one_still_runs():
+    from components.probes.timing import _Measurers
+
+    spec = {"lengths": [8], "batch": 1, "warmup": 0, "repeats": 1, "threads": 1, "dtype": "float32"}
+    spec |= {"device": "cpu", "seed": 0, "mode": "time", "overrides": {}}
+    measurers = _Measurers("cpu")
+    assert measurers.fork
+    try:
+        with pytest.raises(
+            ProbeError, match=r"(?s)timing no-such-model failed \(the measuring process exited with 1\).*no-such-model"
+        ):
+            measurers.run({**spec, "model": "no-such-model"})
+        rows = measurers.run({**spec, "model": "rnn-tiny"})["rows"]
+        (template,) = [proc for proc, _ in measurers.templates.values()]
+    finally:
+        measurers.close()
+    assert [r["T"] for r in rows] == [8] and rows[0]["seconds"] > 0
+    assert template.returncode == 0  # the template outlived the failed fork and left when closed
