@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from pathlib import Path
@@ -280,7 +281,27 @@ def _summarise(plan, result) -> None:
         if skipped:
             err.print(f"[yellow]not run because an upstream step failed:[/] {escape(', '.join(skipped))}")
         err.print("fix the cause and rerun: finished steps come from the cache")
+        if result.prefect_gone:
+            _leave_without_prefect(1)
         raise typer.Exit(1)
+
+
+def _leave_without_prefect(code: int) -> None:
+    """Exit now, without the delivery Prefect makes at interpreter exit of its queued logs and
+    events: with its server gone each one would wait out the client's retries (tens of seconds
+    each), after the run has already said what happened. In a warm process's child that delivery
+    never runs, and the child must still report its status: it exits as usual there."""
+    from flows.services import daemon
+
+    if daemon.in_child():
+        raise typer.Exit(code)
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 def _use_background_prefect() -> bool:

@@ -25,6 +25,7 @@ class RunResult:
     workers: dict[str, dict] = field(default_factory=dict)  # instance -> {pid, host, device, gpus, seconds}
     stopped_by: int | None = None  # the signal that stopped the run
     zombies: list = field(default_factory=list)  # runs a dead process had left RUNNING, now KILLED
+    prefect_gone: bool = False  # the Prefect server stopped answering: its queued logs and events cannot go
 
     @property
     def ok(self) -> bool:

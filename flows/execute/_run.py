@@ -50,12 +50,14 @@ def run(plan: Plan, *, use_cache: bool = True, view=None, executor=None, in_flow
             runner.stop(signal.SIGINT)
         except Exception as e:  # a server went away mid-run; finished steps are in the cache
             result.errors["(servers)"] = _lost_server(e)
+            result.prefect_gone = not prefect_view.answers()
         except BaseException as e:  # Ctrl-C and the like: the run is KILLED, never FINISHED
             interrupted = f"interrupted ({type(e).__name__})"
             raise
         finally:
             executor.close()
-            prefect_view.flush(2.0 if result.stopped_by is not None else 10.0)  # a stop exits promptly
+            # a stop exits promptly; logs for a server that is gone would only wait out their retries
+            prefect_view.flush(0.0 if result.prefect_gone else 2.0 if result.stopped_by is not None else 10.0)
             result.seconds = time.monotonic() - started
             close_parent(plan, result, tracker, interrupted)
     return result

@@ -124,6 +124,21 @@ def skipped(task_run_id, iid: str, why: str) -> None:
         pass
 
 
+def answers(timeout: float = 2.0) -> bool:
+    """Whether the Prefect API this process was pointed at still answers (any HTTP reply counts;
+    True where none is set: Prefect's temporary server then lives in this process)."""
+    url = os.environ.get("PREFECT_API_URL")
+    if not url:
+        return True
+    import httpx
+
+    try:
+        httpx.get(url.rstrip("/") + "/health", timeout=timeout)
+    except httpx.TransportError:
+        return False
+    return True
+
+
 def flush(timeout: float = 10.0) -> None:
     """Wait (up to ``timeout`` seconds) until the logs of this run are on the server."""
     try:

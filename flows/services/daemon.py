@@ -84,6 +84,11 @@ _HEADER = struct.Struct("!I")
 _in_child = False  # this process is a zygote's child running a command: never hand over again
 
 
+def in_child() -> bool:
+    """Whether this process is a warm process's child running a command."""
+    return _in_child
+
+
 def enabled() -> bool:
     return os.environ.get("BOTTLENECKS_DAEMON", "on").lower() not in ("off", "0", "false", "no")
 

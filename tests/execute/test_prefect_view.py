@@ -223,3 +223,33 @@ def test_braces_in_a_step_run_name_are_kept_as_written(tmp_path, home):
     _, tasks, logs, _, _ = _seen(result.flow_run_id)
     assert set(tasks) == {"who[tag={x}]"}  # Prefect formats a string name with the parameters: a KeyError
     assert "who[tag={x}] started on the threads executor" in _lines(logs, tasks["who[tag={x}]"].id)
+
+
+def test_a_prefect_api_that_refuses_connections_is_gone_and_one_that_refuses_the_login_answers(monkeypatch):
+    import socket
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    class Refuse(BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(401)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Refuse)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    try:
+        monkeypatch.setenv("PREFECT_API_URL", f"http://127.0.0.1:{server.server_port}/api")
+        assert prefect_view.answers(timeout=5) is True  # any reply counts: the server is there
+        monkeypatch.setenv("PREFECT_API_URL", f"http://127.0.0.1:{closed}/api")
+        assert prefect_view.answers(timeout=5) is False
+        monkeypatch.delenv("PREFECT_API_URL")
+        assert prefect_view.answers() is True  # Prefect's temporary server lives in the process itself
+    finally:
+        server.shutdown()
+        server.server_close()
