@@ -30,8 +30,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def pytest_configure(config):
-    """One Prefect API server per test process (each xdist worker), started before any test module
-    imports prefect: in-process runs and every `bottlenecks` command the tests start talk to it
+    """One Prefect API server per test process (each xdist worker), its address set before any test
+    module imports prefect: in-process runs and every `bottlenecks` command the tests start talk to it
     instead of booting Prefect's temporary server each time (5-20 s a command on 2 cores).
 
     A test that needs Prefect's own temporary server, or a server of its own, removes
@@ -49,13 +49,22 @@ def pytest_configure(config):
 
     folder = _STATE / f"prefect-server-{os.getpid()}"
     os.environ["BOTTLENECKS_PREFECT_IDLE"] = "120"  # a crashed test process leaves no server for long
-    try:
-        os.environ["PREFECT_API_URL"] = prefect_server.use(folder, timeout=180)
-    except prefect_server.ServerError as e:  # the tests still run, each command with its own server
-        print(f"conftest: no shared Prefect server ({e}); commands start their own")
-        return
+    # the server boots while this process collects the tests; pytest_collection_finish waits for it
+    os.environ["PREFECT_API_URL"] = prefect_server.begin(folder)
     config._bottlenecks_prefect = folder
     os.environ.pop("BOTTLENECKS_PREFECT_IDLE")
+
+
+def pytest_collection_finish(session):
+    """The shared Prefect server answers before the first test (it booted during collection)."""
+    if getattr(session.config, "_bottlenecks_prefect", None) is None:
+        return
+    from flows.services import prefect_server
+
+    try:
+        prefect_server.ready(timeout=180)
+    except prefect_server.ServerError as e:
+        raise pytest.UsageError(f"conftest: the shared Prefect server did not start: {e}") from e
 
 
 def pytest_addoption(parser):
