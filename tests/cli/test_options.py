@@ -64,7 +64,7 @@ def invoke(*args: str):
 @pytest.fixture
 def threads_executor(monkeypatch):
     """Steps in the test's own threads: what these options do does not depend on the executor, and
-    a pool of worker processes (each importing torch) costs 10-15 s a run on a loaded machine."""
+    a pool of worker processes (each importing MLflow) adds seconds to every run."""
     monkeypatch.setenv("BOTTLENECKS_EXECUTOR", "threads")
 
 

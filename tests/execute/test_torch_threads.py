@@ -1,5 +1,6 @@
-"""A step's torch threads are set without importing torch for it: a run whose steps never use torch
-never loads it, and a step that imports torch itself, late, still computes with its share."""
+"""A step's torch threads are set without importing torch for it: the count waits for torch's import.
+A pool worker whose steps never use torch never loads it (tests/execute/test_executors.py), and a
+step that imports torch itself, late, computes with its share (tests/cli/test_options.py)."""
 
 import json
 import subprocess
@@ -7,22 +8,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pytest
-
-from components import Context, component
-from tests.support.files import write
-
 REPO = Path(__file__).resolve().parents[2]
-C = "tests.support.engine_components"
-H = "tests.execute.test_torch_threads"
-
-
-@component("threadstest.late_torch", outputs=["threads"])
-def late_torch(ctx: Context) -> dict:
-    """Import torch only now, inside the step, and say how many threads it was given."""
-    import torch
-
-    return {"threads": torch.get_num_threads()}
 
 
 def python(code: str, cwd: Path) -> dict:
@@ -63,33 +49,3 @@ def test_the_count_waits_for_torch_and_torch_keeps_its_own_loader(tmp_path):
         "pending": 0,
         "files": True,
     }
-
-
-@pytest.mark.slow
-def test_a_run_without_torch_steps_never_imports_torch_and_a_late_import_gets_the_steps_share(tmp_path):
-    plain = write(tmp_path, f"name: thr-plain\nsteps:\n  nums: {{uses: {C}:numbers, with: {{n: 2}}}}\n")
-    late = write(
-        tmp_path,
-        f"""\
-        name: thr-late
-        settings: {{executor: threads, torch_threads: 5}}
-        steps:
-          probe: {{uses: {H}:late_torch, cache: false}}
-        """,
-        "late.yaml",
-    )
-    seen = python(
-        f"""\
-        import json, os, sys
-        sys.path.insert(0, {str(REPO)!r})
-        os.environ["BOTTLENECKS_EXECUTOR"] = "threads"
-        os.environ["BOTTLENECKS_HOME"] = {str(tmp_path / "home")!r}
-        from flows import build, run
-        first = run(build({str(plain)!r}))
-        loaded = "torch" in sys.modules
-        second = run(build({str(late)!r}))
-        print(json.dumps(dict(first=first.ok, loaded=loaded, threads=second.outputs["probe"]["threads"])))
-        """,
-        tmp_path,
-    )
-    assert seen == {"first": True, "loaded": False, "threads": 5}

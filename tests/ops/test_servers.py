@@ -57,8 +57,8 @@ def servers():
 
 
 # Steps run in the command's own threads where a test is about the servers, not the executor: a
-# pool of worker processes (each importing torch) adds seconds to every run. The first test keeps
-# the default pool, whose workers track to the server themselves.
+# pool of worker processes (each importing MLflow, and torch for a step that uses it) adds seconds to
+# every run. The first test keeps the default pool, whose workers track to the server themselves.
 THREADS = {"BOTTLENECKS_EXECUTOR": "threads"}
 
 

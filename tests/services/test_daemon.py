@@ -32,7 +32,7 @@ def project(tmp_path_factory):
     plugin.mkdir()
     (plugin / "bn_preloaded.py").write_text("VALUE = 1\n")
     # steps in the run's threads: what is tested is the hand-over to the zygote, and a pool of worker
-    # processes (each importing torch) would add seconds to every run
+    # processes (each importing MLflow) would add seconds to every run
     with warm_env(
         folder,
         plugin,

@@ -1,5 +1,6 @@
 """Small components for the engine's tests, used through the `module:function` form."""
 
+import sys
 from pathlib import Path
 
 from components import Context, component
@@ -51,9 +52,10 @@ def flaky(ctx: Context, *, counter: str, succeed_on: int = 2) -> dict:
     return {"attempts": count}
 
 
-@component("enginetest.whoami", outputs=["pid", "visible", "device", "started", "ended"])
+@component("enginetest.whoami", outputs=["pid", "visible", "device", "started", "ended", "torch"])
 def whoami(ctx: Context, *, seconds: float = 0.0, tag: str | int = "", meet: str = "", party: int = 0) -> dict:
-    """Report the process, the GPUs it sees and when it ran (for isolation and placement tests).
+    """Report the process, the GPUs it sees, when it ran and whether torch is loaded in it (for
+    isolation and placement tests).
 
     With ``meet`` (a folder) and ``party``, wait until ``party`` steps have arrived there: the
     step then provably ran at the same time as the others.
@@ -77,6 +79,7 @@ def whoami(ctx: Context, *, seconds: float = 0.0, tag: str | int = "", meet: str
         "device": ctx.device,
         "started": started,
         "ended": time.time(),
+        "torch": "torch" in sys.modules,
     }
 
 
