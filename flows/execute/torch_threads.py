@@ -3,8 +3,8 @@
 A step runs with ``n`` torch threads (its share of the cores). Where torch is already loaded the
 count is set at once; where it is not, it is set the moment torch is first imported, by the step
 or by anything it calls, before torch computes anything. A worker whose steps never use torch
-(data preparation, reports, a user's own component) then never pays for importing it: about 1.3 s
-of CPU and 200 MB of memory a process.
+(data preparation, reports, a user's own component) then never pays for importing it, in time or
+in memory (docs/performance.md, "The test suite").
 """
 
 from __future__ import annotations
