@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -74,12 +75,14 @@ def curves(evaluations: dict[str, Any], models: list[str] | None = None) -> dict
         seeds = found[label]
         ys = np.array([s["bleu"] for s in seeds.values()])
         ci = np.array([s["ci"] for s in seeds.values()])
-        out["models"][label] = {
-            "seeds": {k: s["bleu"] for k, s in seeds.items()},
-            "mean": np.nanmean(ys, 0).tolist(),
-            "low": np.nanmin(ys - ci, 0).tolist(),
-            "high": np.nanmax(ys + ci, 0).tolist(),
-        }
+        with warnings.catch_warnings():  # a bucket no seed scored (no sentence that long) stays NaN: a gap
+            warnings.filterwarnings("ignore", "Mean of empty slice|All-NaN slice encountered", RuntimeWarning)
+            out["models"][label] = {
+                "seeds": {k: s["bleu"] for k, s in seeds.items()},
+                "mean": np.nanmean(ys, 0).tolist(),
+                "low": np.nanmin(ys - ci, 0).tolist(),
+                "high": np.nanmax(ys + ci, 0).tolist(),
+            }
     return out
 
 

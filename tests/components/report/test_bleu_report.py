@@ -112,6 +112,20 @@ def test_curves_average_seeds_and_span_their_bootstrap_intervals_in_bucket_order
     assert m["low"] == [88, 77, 59] and m["high"] == [95, 85, 74]
 
 
+def test_a_bucket_no_seed_scored_is_a_gap_in_the_curve_without_warnings():
+    import math
+    import warnings
+
+    seeds = {str(k): _summary("luong", [90, 80 + k, 70], [1, 1, 1]) for k in (0, 2)}
+    for s in seeds.values():  # no test sentence that long
+        del s["bleu/luong/len_19-inf"], s["bleu_ci/luong/len_19-inf"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = curves({"bleu": seeds})["models"]["luong"]
+    assert m["mean"][:2] == [90, 81] and math.isnan(m["mean"][2])
+    assert m["low"][:2] == [89, 79] and math.isnan(m["low"][2]) and math.isnan(m["high"][2])
+
+
 def test_curves_refuse_mixed_buckets_and_unscored_models():
     a = _summary("luong", [90, 80, 70], [1, 1, 1])
     b = {k.replace("19-inf", "20-inf"): v for k, v in _summary("seq2seq", [1, 1, 1], [0, 0, 0]).items()}
