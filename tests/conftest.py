@@ -128,8 +128,7 @@ def pytest_unconfigure(config):
         from flows.services import prefect_server
 
         prefect_server.stop(folder)
-        while prefect_server._held:  # this process's use of it (a shared lock), closed before exit
-            prefect_server._held.pop().close()
+        prefect_server.release()
 
 
 @pytest.fixture

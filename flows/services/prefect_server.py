@@ -178,6 +178,12 @@ def _hold(home: Path) -> None:
     _held.append(fh)
 
 
+def release() -> None:
+    """End this process's use of the server before it exits (close the shared lock ``_hold`` took)."""
+    while _held:
+        _held.pop().close()
+
+
 def _spawn(home: Path) -> tuple[subprocess.Popen, dict]:
     """Start the server process on a free port and record it."""
     port = free_port()
