@@ -4,7 +4,9 @@ A step asking for N GPUs takes N GPU slots at once (``Claims``: all or nothing, 
 served), runs in the first slot's worker and holds the others idle until it ends.
 
 Each worker is a Python process running ``flows.execute.worker.serve``, started once and reused across steps (torch is
-imported once per worker), talking over a socket pair. A worker that dies (``os.abort()``, a
+imported once per worker), talking over a socket pair. On Linux the workers are forked from the run's
+template process (``flows.execute.template``), which imports what they all import once; elsewhere, or
+when the template is gone, each is a fresh interpreter. A worker that dies (``os.abort()``, a
 segfault, the OOM killer) fails only the step it was running, with its signal; the slot starts
 a fresh worker for the next step. Workers never outlive the run: they exit when the parent does.
 """
@@ -23,10 +25,8 @@ from collections import deque
 from multiprocessing.connection import Connection, wait
 from typing import Callable, Generic, TypeVar
 
-from flows.execute.worker import StepPayload, StepResult
-
-# not ``-m flows.execute.worker``: its classes must unpickle as ``flows.execute.worker.*``, not ``__main__.*``
-_ENTRY = "import sys; from flows.execute.worker import serve; serve(int(sys.argv[1]))"
+from flows.execute import template as templates
+from flows.execute.worker import ENTRY, StepPayload, StepResult
 
 
 class Stopped(Exception):
@@ -90,20 +90,19 @@ class Claims(Generic[T]):
 class Worker:
     """One worker process and its end of the socket pair."""
 
-    def __init__(self, env: dict[str, str]):
+    def __init__(self, env: dict[str, str], template: templates.Template | None = None):
         ours, theirs = socket.socketpair()
-        child_env = {
-            **os.environ,
-            **env,
-            "BOTTLENECKS_PARENT_PID": str(os.getpid()),
-            "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
-        }
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", _ENTRY, str(theirs.fileno())],
-            pass_fds=[theirs.fileno()],
-            env=child_env,
-            cwd=os.getcwd(),
-        )
+        child_env = {**os.environ, **env, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        self.proc: subprocess.Popen | templates.Forked | None = None
+        if template is not None:  # the worker watches the template, which dies with the run
+            self.proc = template.spawn(child_env | {"BOTTLENECKS_PARENT_PID": str(template.proc.pid)}, theirs.fileno())
+        if self.proc is None:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", ENTRY, str(theirs.fileno())],
+                pass_fds=[theirs.fileno()],
+                env=child_env | {"BOTTLENECKS_PARENT_PID": str(os.getpid())},
+                cwd=os.getcwd(),
+            )
         theirs.close()
         self.conn = Connection(ours.detach())
         self.ready = False
@@ -181,11 +180,12 @@ class Slot:
             "MKL_NUM_THREADS": str(threads),
         }
         self.worker: Worker | None = None
+        self.template = templates.Lazy()  # the pool's, shared by its slots
         self.lock = threading.Lock()
 
     def start(self) -> Worker:
         if self.worker is None or not self.worker.alive():
-            self.worker = Worker(self.env)
+            self.worker = Worker(self.env, self.template.get())
         return self.worker
 
 
@@ -201,6 +201,10 @@ class ProcessPool:
         self.gpus: Claims[Slot] = Claims(self.gpu)
         self.stop = threading.Event()
         self._closed = False
+        self._closing = threading.Lock()  # a second close (the run's, after a signal's) waits for the first
+        self.template = templates.Lazy()
+        for s in self.slots:
+            s.template = self.template
         # start the interpreters the plan will need now, while the parent starts Prefect and MLflow
         for s in self.cpu[: eager[0]] + self.gpu[: eager[1]]:
             s.start()
@@ -243,10 +247,14 @@ class ProcessPool:
             self.release(slots)
 
     def close(self) -> None:
-        """End every worker (idempotent)."""
-        if self._closed:
-            return
-        self._closed = True
+        """End every worker, then the template (idempotent; returns once they are gone)."""
+        with self._closing:
+            if not self._closed:
+                self._closed = True
+                self._end_workers()
+                self.template.close()
+
+    def _end_workers(self) -> None:
         self.stop.set()
         workers = [s.worker for s in self.slots if s.worker is not None]
         for w in workers:

@@ -283,6 +283,11 @@ def _WorkerContext(**kwargs):  # noqa: N802 - built lazily so importing this mod
 
 
 # -- the local worker process ---------------------------------------------------------------------
+# a fresh worker's command (``python -c ENTRY FD``), not ``-m flows.execute.worker``: its classes must
+# unpickle as ``flows.execute.worker.*``, not ``__main__.*``
+ENTRY = "import sys; from flows.execute.worker import serve; serve(int(sys.argv[1]))"
+
+
 def _watch_parent(parent: int) -> None:
     """Exit when the parent goes away (SIGKILL included): no worker outlives its run."""
     while True:
@@ -291,7 +296,7 @@ def _watch_parent(parent: int) -> None:
         time.sleep(1.0)
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Ask Linux to SIGKILL this process when its parent dies (best effort elsewhere)."""
     try:
         import ctypes
@@ -327,7 +332,7 @@ def serve(fd: int) -> None:
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when workers stop
     parent = int(os.environ.get("BOTTLENECKS_PARENT_PID", os.getppid()))
-    _die_with_parent()
+    die_with_parent()
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
     from flows import home
 

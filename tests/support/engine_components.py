@@ -75,6 +75,7 @@ def whoami(ctx: Context, *, seconds: float = 0.0, tag: str | int = "", meet: str
     time.sleep(seconds)
     return {
         "pid": os.getpid(),
+        "parent": os.getppid(),
         "visible": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "device": ctx.device,
         "started": started,
