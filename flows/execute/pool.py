@@ -92,15 +92,20 @@ class Worker:
 
     def __init__(self, env: dict[str, str], template: templates.Template | None = None):
         ours, theirs = socket.socketpair()
-        child_env = {**os.environ, **env, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        child_env = {
+            **os.environ,
+            **env,
+            "BOTTLENECKS_PARENT_PID": str(os.getpid()),  # the run's process
+            "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+        }
         self.proc: subprocess.Popen | templates.Forked | None = None
-        if template is not None:  # the worker watches the template, which dies with the run
-            self.proc = template.spawn(child_env | {"BOTTLENECKS_PARENT_PID": str(template.proc.pid)}, theirs.fileno())
+        if template is not None:
+            self.proc = template.spawn(child_env, theirs.fileno())
         if self.proc is None:
             self.proc = subprocess.Popen(
                 [sys.executable, "-c", ENTRY, str(theirs.fileno())],
                 pass_fds=[theirs.fileno()],
-                env=child_env | {"BOTTLENECKS_PARENT_PID": str(os.getpid())},
+                env=child_env,
                 cwd=os.getcwd(),
             )
         theirs.close()

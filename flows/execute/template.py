@@ -268,6 +268,7 @@ def _tell(sock: socket.socket, message: list) -> None:
 def _fork(request: dict, fd: int, sock: socket.socket, fresh: bool) -> int:
     """Fork a worker serving ``fd`` as the run asked (``fresh``: a new interpreter in the forked
     process); the parent gets its pid."""
+    env = request["env"] | {"BOTTLENECKS_WORKER_PARENT": str(os.getpid())}  # the worker watches this process
     pid = os.fork()
     if pid:
         return pid
@@ -279,9 +280,9 @@ def _fork(request: dict, fd: int, sock: socket.socket, fresh: bool) -> int:
 
         if fresh:
             os.set_inheritable(fd, True)
-            os.execve(sys.executable, [sys.executable, "-c", ENTRY, str(fd)], request["env"])
+            os.execve(sys.executable, [sys.executable, "-c", ENTRY, str(fd)], env)
         os.environ.clear()
-        os.environ.update(request["env"])
+        os.environ.update(env)
         sys.path[:] = request["path"]
 
         serve(fd)

@@ -331,7 +331,10 @@ def serve(fd: int) -> None:
     from multiprocessing.connection import Connection
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when workers stop
-    parent = int(os.environ.get("BOTTLENECKS_PARENT_PID", os.getppid()))
+    # the process that started this one: the run's, or the template it forked this worker from
+    parent = int(
+        os.environ.get("BOTTLENECKS_WORKER_PARENT") or os.environ.get("BOTTLENECKS_PARENT_PID") or os.getppid()
+    )
     die_with_parent()
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
     from flows import home

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(not template.available(), reason="worker templat
 def _ask(t: template.Template, env: dict | None = None) -> tuple[template.Forked, Connection, dict]:
     """A worker from ``t``, its end of the socket and what it said when ready."""
     ours, theirs = socket.socketpair()
-    child = t.spawn({**os.environ, **(env or {}), "BOTTLENECKS_PARENT_PID": str(t.proc.pid)}, theirs.fileno())
+    child = t.spawn({**os.environ, **(env or {}), "BOTTLENECKS_PARENT_PID": str(os.getpid())}, theirs.fileno())
     theirs.close()
     conn = Connection(ours.detach())
     assert conn.poll(120), "the worker never said it was ready"
