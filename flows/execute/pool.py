@@ -5,8 +5,8 @@ served), runs in the first slot's worker and holds the others idle until it ends
 
 Each worker is a Python process running ``flows.execute.worker.serve``, started once and reused across steps (torch is
 imported once per worker), talking over a socket pair. On Linux the workers are forked from the run's
-template process (``flows.execute.template``), which imports what they all import once; elsewhere, or
-when the template is gone, each is a fresh interpreter. A worker that dies (``os.abort()``, a
+process's template (``flows.execute.template``), which imports what they all import once; elsewhere,
+or when the template is gone, each is a fresh interpreter. A worker that dies (``os.abort()``, a
 segfault, the OOM killer) fails only the step it was running, with its signal; the slot starts
 a fresh worker for the next step. Workers never outlive the run: they exit when the parent does.
 """
@@ -185,12 +185,11 @@ class Slot:
             "MKL_NUM_THREADS": str(threads),
         }
         self.worker: Worker | None = None
-        self.template = templates.Lazy()  # the pool's, shared by its slots
         self.lock = threading.Lock()
 
     def start(self) -> Worker:
         if self.worker is None or not self.worker.alive():
-            self.worker = Worker(self.env, self.template.get())
+            self.worker = Worker(self.env, templates.shared())
         return self.worker
 
 
@@ -207,9 +206,6 @@ class ProcessPool:
         self.stop = threading.Event()
         self._closed = False
         self._closing = threading.Lock()  # a second close (the run's, after a signal's) waits for the first
-        self.template = templates.Lazy()
-        for s in self.slots:
-            s.template = self.template
         # start the interpreters the plan will need now, while the parent starts Prefect and MLflow
         for s in self.cpu[: eager[0]] + self.gpu[: eager[1]]:
             s.start()
@@ -252,12 +248,11 @@ class ProcessPool:
             self.release(slots)
 
     def close(self) -> None:
-        """End every worker, then the template (idempotent; returns once they are gone)."""
+        """End every worker (idempotent; returns once they are gone)."""
         with self._closing:
             if not self._closed:
                 self._closed = True
                 self._end_workers()
-                self.template.close()
 
     def _end_workers(self) -> None:
         self.stop.set()

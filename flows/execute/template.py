@@ -1,20 +1,23 @@
-"""A run's worker processes forked from one template process (Linux).
+"""Worker processes forked from one template process (Linux).
 
-Starting a worker interpreter costs about 2.5 s of CPU, almost all of it importing MLflow and
-opening its store's modules, and a run used to pay it once per worker. The pool starts one
-template per run instead: a fresh interpreter that imports what every worker imports (``PRELOAD``:
-never torch, nor a user's module) and then forks a worker per request. Each worker is still a
-process of its own with the run's environment, working directory and ``sys.path`` of the moment
-it was asked for, and its own socket to the run; it imports the step's module itself, as before.
+Starting a worker interpreter costs seconds of CPU, almost all of it importing MLflow and its
+store's modules, and a run used to pay it once per worker (docs/performance.md). A process now
+starts one template at its first worker and keeps it for its later runs: a fresh interpreter that
+imports what every worker imports (``PRELOAD``: never torch, never a user's module), then forks a
+worker per request. Each worker is still a process of its own, with the environment, working
+directory and ``sys.path`` its run had when it asked, and its own socket to the run; it imports the
+step's module itself, as before.
 
-The template is single-threaded and never touches a store, a connection or CUDA before it forks.
-It lives as long as the pool: it exits when the run closes its socket or dies, and its workers
-(whose parent it is) die with it. A worker's exit status comes back over the same socket, so the
-pool tells a crashed worker's signal as it did for a child of its own.
+The template runs no Python thread and touches no store, connection or GPU before it forks (with a
+thread running it starts each worker as a fresh interpreter instead). It lives as long as the
+process that started it: it exits when that process closes its socket or dies, ending any worker
+still running (the pool ends a run's workers with the run). A worker's exit status comes back over
+the template's socket, so the pool names a crashed worker's signal as it did for a child of its own.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import queue
@@ -88,7 +91,7 @@ class Forked:
 
 
 class Template:
-    """The run's side: starts the template process and asks it for workers. Created on first use."""
+    """The run's side: starts the template process and asks it for workers."""
 
     def __init__(self, env: dict[str, str]):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -138,6 +141,10 @@ class Template:
             self._gone = True
             self._cond.notify_all()
 
+    def gone(self) -> bool:
+        with self._cond:
+            return self._gone
+
     def changed(self, timeout: float | None) -> None:
         """Wait until the template says something (or ``timeout`` passes)."""
         with self._cond:
@@ -158,7 +165,7 @@ class Template:
             return -signal.SIGKILL if self._gone else None
 
     def close(self, timeout: float = 5.0) -> None:
-        """End the template (its workers first, by the pool): it exits when its socket closes."""
+        """End the template: it exits when its socket closes, ending any worker still running."""
         try:
             self._sock.shutdown(socket.SHUT_RDWR)
         except OSError:
@@ -171,29 +178,51 @@ class Template:
             self.proc.wait(timeout=5)
 
 
-class Lazy:
-    """A pool's template, started when its first worker is: a run whose steps all come from the
-    cache starts none."""
+class _Shared:
+    """This process's template, started when its first worker is (a run whose steps all come from
+    the cache starts none) and kept for the runs after it; a new one if it went away. It ends when
+    the process does (at exit, or when its socket closes); a forked child of this process starts
+    its own rather than share the parent's socket."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self._template: Template | None = None
-        self._closed = False
 
     def get(self) -> Template | None:
         if not available():
             return None
         with self._lock:
-            if self._template is None and not self._closed:
+            if self._template is not None and (self._template.gone() or self._template.proc.poll() is not None):
+                self._template = None
+            if self._template is None:
                 self._template = Template({**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
-            return None if self._closed else self._template
+                atexit.register(self.close)
+            return self._template
 
     def close(self) -> None:
         with self._lock:
-            self._closed = True
             template, self._template = self._template, None
         if template is not None:
             template.close()
+
+    def forget(self) -> None:
+        """In a forked child: the parent's template is the parent's."""
+        self._lock = threading.Lock()
+        self._template = None
+
+
+_shared = _Shared()
+os.register_at_fork(after_in_child=_shared.forget)
+
+
+def shared() -> Template | None:
+    """The template this process's workers fork from, or None where they start afresh."""
+    return _shared.get()
+
+
+def close_shared() -> None:
+    """End this process's template now (it would at exit)."""
+    _shared.close()
 
 
 # -- the template process ----------------------------------------------------------------------------

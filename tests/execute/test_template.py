@@ -1,9 +1,10 @@
-"""A run's workers forked from one template process (flows/execute/template.py): what a worker sees
-is the run's, the template ends with its workers, and a template that cannot fork safely starts
-fresh interpreters."""
+"""Workers forked from their process's template (flows/execute/template.py): what a worker sees is
+its run's, later runs reuse the template, closing it ends its workers, and a template that cannot
+fork safely starts fresh interpreters."""
 
 import os
 import socket
+import subprocess
 import sys
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -66,7 +67,11 @@ def test_a_worker_runs_with_the_runs_environment_folder_and_import_path(tmp_path
     outs = [result.outputs[f"here[i={i}]"] for i in (0, 1)]
     assert [(o["x"], o["cwd"]) for o in outs] == [("from the run", str(tmp_path))] * 2
     assert outs[0]["parent"] == outs[1]["parent"] != os.getpid()  # one template, not the run itself
-    assert _gone(outs[0]["parent"])  # the template ended with the run
+    # the next run in this process sees its own environment, from the same template
+    monkeypatch.setenv("TEMPLATE_TEST_X", "from the next run")
+    again = run(build(path), use_cache=False)
+    assert [again.outputs[f"here[i={i}]"]["x"] for i in (0, 1)] == ["from the next run"] * 2
+    assert {again.outputs[f"here[i={i}]"]["parent"] for i in (0, 1)} == {outs[0]["parent"]}
 
 
 def test_closing_the_template_ends_and_reaps_a_worker_still_running(tmp_path, monkeypatch):
@@ -119,14 +124,22 @@ def test_a_template_with_a_thread_running_starts_each_worker_as_a_fresh_interpre
 
 def test_off_starts_each_worker_as_a_fresh_interpreter(monkeypatch):
     monkeypatch.setenv("BOTTLENECKS_WORKER_TEMPLATE", "off")
-    lazy = template.Lazy()
-    assert lazy.get() is None  # the pool then starts `python -c ENTRY` per worker
-    lazy.close()
+    assert template.shared() is None  # the pool then starts `python -c ENTRY` per worker
 
 
-def test_a_run_that_computes_nothing_starts_no_template(monkeypatch):
-    started = []
-    monkeypatch.setattr(template, "Template", lambda env: started.append(env))
-    lazy = template.Lazy()
-    lazy.close()
-    assert started == [] and lazy.get() is None
+def test_a_process_ending_ends_its_template_and_a_forked_child_starts_its_own(tmp_path):
+    code = (
+        "import os, sys, time\n"
+        "from flows.execute import template\n"
+        "first = template.shared()\n"
+        "assert template.shared() is first\n"  # kept
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    mine = template.shared()\n"
+        "    os._exit(0 if mine is not first and mine.proc.pid != first.proc.pid else 1)\n"
+        "assert os.waitpid(pid, 0)[1] == 0, 'the forked child shared its parent template'\n"
+        "print(first.proc.pid, flush=True)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=_env(), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert _gone(int(done.stdout.split()[-1]))  # closed and reaped at exit
