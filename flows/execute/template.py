@@ -115,8 +115,8 @@ class Template:
         with self._send:
             if self._gone:
                 return None
-            try:
-                socket.send_fds(self._sock, [request], [fd])
+            try:  # with this process's standard output and error of the moment, as a child of its own gets
+                socket.send_fds(self._sock, [request], [fd, 1, 2])
             except OSError:
                 return None
             self._pending.put(child)
@@ -259,13 +259,14 @@ def main(fd: int) -> None:
                 _tell(sock, ["exit", pid, os.waitstatus_to_exitcode(status)])
                 continue
             try:
-                request, fds, _, _ = socket.recv_fds(sock, _MESSAGE, 1)
+                request, fds, _, _ = socket.recv_fds(sock, _MESSAGE, 3)
             except OSError:
                 request, fds = b"", []
             if not request:
                 return _end(children)  # the run is done or gone
-            pid = _fork(json.loads(request), fds[0], sock, fresh)
-            os.close(fds[0])
+            pid = _fork(json.loads(request), fds, sock, fresh)
+            for passed in fds:
+                os.close(passed)
             pidfd = os.pidfd_open(pid)
             children[pidfd] = pid
             poller.register(pidfd, select.POLLIN)
@@ -294,9 +295,11 @@ def _tell(sock: socket.socket, message: list) -> None:
         pass  # the run is gone: the next read ends the loop
 
 
-def _fork(request: dict, fd: int, sock: socket.socket, fresh: bool) -> int:
-    """Fork a worker serving ``fd`` as the run asked (``fresh``: a new interpreter in the forked
-    process); the parent gets its pid."""
+def _fork(request: dict, fds: list[int], sock: socket.socket, fresh: bool) -> int:
+    """Fork a worker serving the socket ``fds[0]``, writing to ``fds[1:]`` (the run's standard output
+    and error), as the run asked (``fresh``: a new interpreter in the forked process); the parent
+    gets its pid."""
+    fd = fds[0]
     env = request["env"] | {"BOTTLENECKS_WORKER_PARENT": str(os.getpid())}  # the worker watches this process
     pid = os.fork()
     if pid:
@@ -304,6 +307,8 @@ def _fork(request: dict, fd: int, sock: socket.socket, fresh: bool) -> int:
     code = 1
     try:
         sock.close()
+        for target, passed in zip((1, 2), fds[1:]):
+            os.dup2(passed, target)
         os.chdir(request["cwd"])
         from flows.execute.worker import ENTRY, serve
 

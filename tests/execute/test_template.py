@@ -48,6 +48,7 @@ def test_a_worker_runs_with_the_runs_environment_folder_and_import_path(tmp_path
         "from components import Context, component\n\n"
         "@component('templatetest.where', outputs=['x', 'cwd', 'parent'])\n"
         "def where(ctx: Context) -> dict:\n"
+        "    print('worker says', os.environ.get('TEMPLATE_TEST_X'), flush=True)\n"
         "    return {'x': os.environ.get('TEMPLATE_TEST_X'), 'cwd': os.getcwd(), 'parent': os.getppid()}\n"
     )
     monkeypatch.syspath_prepend(str(plugin))  # a module only the run's import path finds
@@ -67,9 +68,18 @@ def test_a_worker_runs_with_the_runs_environment_folder_and_import_path(tmp_path
     outs = [result.outputs[f"here[i={i}]"] for i in (0, 1)]
     assert [(o["x"], o["cwd"]) for o in outs] == [("from the run", str(tmp_path))] * 2
     assert outs[0]["parent"] == outs[1]["parent"] != os.getpid()  # one template, not the run itself
-    # the next run in this process sees its own environment, from the same template
+    # the next run in this process sees its own environment, and writes to its own output, from the
+    # same template
     monkeypatch.setenv("TEMPLATE_TEST_X", "from the next run")
-    again = run(build(path), use_cache=False)
+    out, saved = tmp_path / "out.txt", os.dup(1)
+    with open(out, "w") as fh:
+        os.dup2(fh.fileno(), 1)
+        try:
+            again = run(build(path), use_cache=False)
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+    assert out.read_text().count("worker says from the next run") == 2
     assert [again.outputs[f"here[i={i}]"]["x"] for i in (0, 1)] == ["from the next run"] * 2
     assert {again.outputs[f"here[i={i}]"]["parent"] for i in (0, 1)} == {outs[0]["parent"]}
 
