@@ -2,11 +2,12 @@
 
     python benchmarks/workers.py --workers 2 --repeat 3
 
-Prints, for a local pool of ``--workers`` CPU workers: seconds until every worker answers,
-seconds for the first step (the worker imports the component's module, here torch), the
-median round trip of a trivial step afterwards, and each worker's resident memory after
-importing torch. Runs no Prefect flow and creates no MLflow run (the payload's run id is a
-throwaway one in a temporary SQLite store).
+Prints, for a local pool of ``--workers`` CPU workers: seconds until every worker answers and
+the CPU seconds that start-up cost (the template's and the workers', flows/execute/template.py;
+``BOTTLENECKS_WORKER_TEMPLATE=off`` measures fresh interpreters instead), seconds for the first
+step (the worker imports the component's module, here torch), the median round trip of a trivial
+step afterwards, and each worker's resident memory after importing torch. Runs no Prefect flow
+and creates no MLflow run (the payload's run id is a throwaway one in a temporary SQLite store).
 """
 
 from __future__ import annotations
@@ -30,6 +31,23 @@ def rss_mib(pid: int) -> float:
     return float("nan")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time ``pid`` has used so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def settled(measure, quiet: float = 1.0) -> tuple[float, float]:
+    """``measure()`` once it has not moved for ``quiet`` seconds, and when it last moved."""
+    last, since = measure(), time.monotonic()
+    while time.monotonic() - since < quiet:
+        time.sleep(0.05)
+        now = measure()
+        if now != last:
+            last, since = now, time.monotonic()
+    return last, since
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workers", type=int, default=2)
@@ -42,6 +60,7 @@ def main() -> None:
     home.configure()
     from mlflow.tracking import MlflowClient
 
+    from flows.execute import template
     from flows.execute.pool import ProcessPool
     from flows.execute.worker import StepPayload
 
@@ -54,6 +73,12 @@ def main() -> None:
         slot.worker.conn.recv()
         slot.worker.ready = True
     ready = time.monotonic() - started
+    shared = template.shared()
+    pids = [s.worker.pid for s in pool.cpu]
+    # a worker says "ready" first, then imports MLflow (if its template has not) and opens the store
+    start_cpu, warm_at = settled(lambda: sum(cpu_seconds(pid) for pid in pids))
+    warm = warm_at - started
+    template_cpu = cpu_seconds(shared.proc.pid) if shared is not None else 0.0
 
     def step(i: int) -> float:
         run = client.create_run(exp).info.run_id
@@ -82,7 +107,12 @@ def main() -> None:
         f"workers: {args.workers} (python {sys.version.split()[0]}, {os.cpu_count()} cores, "
         f"load {os.getloadavg()[0]:.1f})"
     )
-    print(f"all workers ready:            {ready:.2f} s")
+    print(f"all workers ready:            {ready:.2f} s (answering), {warm:.2f} s (store opened)")
+    how = "forked from a template" if shared is not None else "fresh interpreters"
+    print(
+        f"start-up CPU:                 {template_cpu + start_cpu:.2f} s ({how}: template {template_cpu:.2f} s, "
+        f"workers {start_cpu:.2f} s)"
+    )
     print(f"first step per worker:        {statistics.median(first):.2f} s (imports torch)")
     print(f"trivial step round trip:      {statistics.median(rest) * 1000:.0f} ms (median of {len(rest)})")
     print(f"worker memory after torch:    {statistics.median(memory):.0f} MiB (median RSS)")
