@@ -77,9 +77,10 @@ class Forked:
         return self.returncode
 
     def send_signal(self, sig: int) -> None:
-        if self.poll() is None:
+        pid = self.pid if self.poll() is None else -1
+        if pid > 0:  # never -1, which would signal every process of this user
             try:
-                os.kill(self.pid, sig)
+                os.kill(pid, sig)
             except ProcessLookupError:
                 pass
 
@@ -195,8 +196,10 @@ class _Shared:
             if self._template is not None and (self._template.gone() or self._template.proc.poll() is not None):
                 self._template = None
             if self._template is None:
-                self._template = Template({**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
-                atexit.register(self.close)
+                try:
+                    self._template = Template({**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
+                except OSError:  # no process to spare: the pool starts its workers itself
+                    return None
             return self._template
 
     def close(self) -> None:
@@ -213,6 +216,7 @@ class _Shared:
 
 _shared = _Shared()
 os.register_at_fork(after_in_child=_shared.forget)
+atexit.register(_shared.close)
 
 
 def shared() -> Template | None:

@@ -153,3 +153,19 @@ def test_a_process_ending_ends_its_template_and_a_forked_child_starts_its_own(tm
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=_env(), capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert _gone(int(done.stdout.split()[-1]))  # closed and reaped at exit
+
+
+def test_a_worker_never_forked_is_never_signalled_as_pid_minus_one(monkeypatch):
+    class Gone:  # a template that died before it forked the worker
+        def pid_of(self, child):
+            return -1
+
+        def code_of(self, child):
+            return None
+
+    sent = []
+    monkeypatch.setattr(os, "kill", lambda pid, sig: sent.append((pid, sig)))
+    child = template.Forked(Gone())
+    child.terminate()
+    child.kill()
+    assert sent == []  # os.kill(-1, ...) would signal every process of this user
