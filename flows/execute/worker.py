@@ -296,7 +296,7 @@ def _watch_parent(parent: int) -> None:
         time.sleep(1.0)
 
 
-def die_with_parent() -> None:
+def _die_with_parent() -> None:
     """Ask Linux to SIGKILL this process when its parent dies (best effort elsewhere)."""
     try:
         import ctypes
@@ -335,7 +335,7 @@ def serve(fd: int) -> None:
     parent = int(
         os.environ.get("BOTTLENECKS_WORKER_PARENT") or os.environ.get("BOTTLENECKS_PARENT_PID") or os.getppid()
     )
-    die_with_parent()
+    _die_with_parent()
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
     from flows import home
 
