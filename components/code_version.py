@@ -1,8 +1,12 @@
 """A component's code version: a hash of the source its module runs, for the step cache key.
 
-That source is the module and every module of the same top-level package it imports, directly or
-through others (imports inside functions included), with their packages' ``__init__`` files; each
-file counts as its syntax tree, so comments, blank lines and reformatting keep the version.
+That source is the module and every module it imports, directly or through others (imports inside
+functions included), with their packages' ``__init__`` files, that is the user's code: of the same
+top-level package, or of another top-level module or package found outside the interpreter's
+standard library and site-packages (a model file's ``import myutils`` beside it; an editable
+install). Installed libraries are not walked: their versions are a key part of their own
+(``flows.plan._libraries``). Each file counts as its syntax tree, so comments, blank lines and
+reformatting keep the version.
 
 A file is parsed once for its bytes: the parse (the tree's digest and the imports) is kept by the
 hash of those bytes, in this process and in a store in the user's cache folder that the next
@@ -20,7 +24,9 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import site
 import sys
+import sysconfig
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +64,34 @@ def imported_packages(module_name: str) -> frozenset[str]:
     return _known(module_name).packages
 
 
+def file_digests(module_name: str) -> dict[str, str]:
+    """Module name -> a short hash of its file's syntax tree, for every file of ``module_name``'s
+    closure: what a cache key keeps to say which file of a user's code changed."""
+    known = _known(module_name)
+    return {name: _parsed(path).tree.hex()[:12] for name, path in sorted(known.files.items())}
+
+
+def is_library(path: Path) -> bool:
+    """Whether ``path`` lies in the interpreter's standard library or a site-packages folder."""
+    resolved = str(Path(path).resolve())
+    return any(resolved == root or resolved.startswith(root + os.sep) for root in _library_roots())
+
+
+def _library_roots() -> tuple[str, ...]:
+    if not _ROOTS:
+        paths = sysconfig.get_paths()
+        found = {paths.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+        try:
+            found |= set(site.getsitepackages()) | {site.getusersitepackages()}
+        except AttributeError:  # a virtualenv's old site module
+            pass
+        _ROOTS.extend(sorted({str(Path(p).resolve()) for p in found if p}))
+    return tuple(_ROOTS)
+
+
+_ROOTS: list[str] = []
+
+
 def forget() -> None:
     """Drop every remembered closure and parse (tests; a process that rewrites files in place
     within one mtime tick)."""
@@ -76,13 +110,13 @@ def _known(module_name: str) -> _Known:
         _FOUND.clear()  # an edited file may import a module that was not there before
     files = _walk(module_name)
     names = sorted(files)
+    walked = {name.split(".")[0] for name in names}
     h = hashlib.sha256()
     for name in names:
         h.update(name.encode())  # a moved module changes the key too
         h.update(_parsed(files[name]).tree)
-    root = module_name.split(".")[0]
     tops = {m.split(".")[0] for name in names for level, m, _ in _parsed(files[name]).imports if not level}
-    tops.discard(root)
+    tops -= walked
     tops.discard("")
     _KNOWN[key] = _Known(_stats(str(files[n]) for n in names), files, h.hexdigest()[:12], frozenset(tops))
     _STORE.save()
@@ -128,13 +162,15 @@ def _stats(paths) -> Stats:
 
 
 def _walk(module_name: str) -> dict[str, Path]:
-    """Walk the imports from ``module_name`` (``closure`` remembers what this finds)."""
+    """Walk the imports from ``module_name`` (``closure`` remembers what this finds): its own
+    top-level package, and any other top-level module or package that is the user's code."""
     root = module_name.split(".")[0]
     files: dict[str, Path] = {}
     todo = [module_name]
     while todo:
         name = todo.pop()
-        if name in files or not (name == root or name.startswith(root + ".")):
+        top = name.split(".")[0]
+        if name in files or not (top == root or _is_users(top)):
             continue
         path = module_file(name)
         if path is None:
@@ -144,6 +180,15 @@ def _walk(module_name: str) -> dict[str, Path]:
         todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))  # parent packages run first
         todo.extend(_imports(name, path))
     return files
+
+
+def _is_users(top: str) -> bool:
+    """Whether top-level module ``top`` is found as Python source outside the installed libraries
+    (a module beside the user's pipeline, a package of theirs on the path or installed editable)."""
+    if top in sys.builtin_module_names or top in getattr(sys, "stdlib_module_names", ()):
+        return False
+    path = module_file(top)
+    return path is not None and not is_library(path)
 
 
 def _imports(name: str, path: Path) -> set[str]:

@@ -1,7 +1,8 @@
 """Cache keys: a step instance's key is the hash of its parts (component, code version, resolved
 parameters, the keys of the instances it reads, matrix values, seed, device class, the versions of
-the libraries its results depend on and the fingerprints of the files it reads from outside the
-store). The parts are kept with the cached result, so that ``changes`` can say why a key differs
+the libraries its results depend on, the fingerprints of the files it reads from outside the
+store and the code of every user's callable a parameter names, such as a model factory).
+The parts are kept with the cached result, so that ``changes`` can say why a key differs
 from the one an earlier run recorded; a new part is hashed and explained here, in one place.
 The plan's spec hash covers the file, profile and overrides."""
 
@@ -17,6 +18,7 @@ from flows.language.spec import Pipeline
 from flows.plan._fingerprint import Fingerprints, changed_files, path_params
 from flows.plan._libraries import libraries
 from flows.plan._model import Instance
+from flows.plan._user_code import code_changes, code_files, file_changes, user_code
 from flows.plan.resources import device_parts
 from flows.settings import Settings
 
@@ -54,13 +56,21 @@ def key_parts(
     files = {where: fp for where, fp in found.items() if fp.get("files") != 0}  # an empty folder adds nothing
     if files:
         parts["files"] = files
+    if not inst.component.module.startswith("components."):  # a user's component: which file changes
+        parts["code_files"] = code_files(inst.component.module)
+    code = user_code(inst.params)  # a model factory, or any callable, of the user's that a parameter names
+    if code:
+        parts["user_code"] = code
     parts.update(device_parts(inst.gpu))  # the device class (and a count over 1), never which GPU
     return parts
 
 
+EXPLAINING = ("code_files",)  # kept to say why a key changed, not hashed: the code version covers them
+
+
 def digest(parts: dict) -> str:
     """The key of a step instance's parts."""
-    blob = json.dumps(parts, sort_keys=True, default=str)
+    blob = json.dumps({k: v for k, v in parts.items() if k not in EXPLAINING}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -90,6 +100,9 @@ def changes(
         said.append(f"component {old.get('component')} -> {new['component']}")
     elif old.get("code") != new["code"]:
         said.append(_code_change(new["component"], old.get("code"), new["code"]))
+        files = file_changes(old.get("code_files", {}), new.get("code_files", {}))
+        if files:
+            said[-1] += f": {files}"
     said += _param_changes(_leaves(old.get("params", {})), _leaves(new["params"]), _defaults(inst))
     said += _named_changes("matrix ", old.get("matrix", {}), new["matrix"])
     if old.get("seed") != new["seed"]:
@@ -99,6 +112,7 @@ def changes(
     elif old.get("gpus", 1) != new.get("gpus", 1):
         said.append(f"GPUs {old.get('gpus', 1)} -> {new.get('gpus', 1)}")
     said += _library_changes(old.get("libraries"), new["libraries"])
+    said += code_changes(old.get("user_code", {}), new.get("user_code", {}))
     said += _file_changes(old.get("files", {}), new.get("files", {}), prints)
     said += _input_changes(old.get("needs", []), inst, instances, rerunning)
     return said
