@@ -25,6 +25,7 @@ Betas = Annotated[list[Fraction], Field(min_length=2, max_length=2)]  # Adam's t
 # Parameters that may change between a killed run and its restart without invalidating the state.
 RESUMABLE_CHANGES = {
     "steps",
+    "converge_tolerance",
     "eval_every",
     "eval_batches",
     "eval_bleu",
@@ -65,12 +66,17 @@ class TrainConfig(BaseModel):
             ``train/lr`` and ``train/tokens_per_s`` every ``log_every`` steps, and at each evaluation
             ``valid/loss``, ``valid/acc`` (``valid/acc_all`` where the task has it) and, for
             translation, ``valid/bleu`` (see ``eval_bleu``): the same keys for every model and task.
-            None (the default): evaluate at 5 evenly spaced steps and at the end; N: every N steps and
-            at the end; 0: only at the end, as the summary's ``valid_loss``/``valid_acc``, with no
+            None (the default): evaluate at 5 evenly spaced steps, at 80% of the steps and at the
+            end; N: every N steps and at the end; 0: only at the end, as the summary's ``valid_loss``/``valid_acc``, with no
             ``valid/*`` curve. The end's point is the full valid split (the averaged model with
             ``average_last``); the points before it read the first ``eval_batches`` valid batches.
             Evaluation does not change training (same weights), and the summary's
             ``tokens_per_s`` leaves its time out (``eval_seconds`` says how long it took).
+        converge_tolerance: convergence. From the curve, the summary records ``late_metric``
+            (``bleu``, else ``acc``, else ``loss``), ``late_gain`` (its change from the last point at
+            or before 80% of the steps to the end), ``late_loss_change``, ``late_from_step`` and
+            ``converged``: the late gain at most this tolerance (None: 2 BLEU, 0.01 accuracy, a 2%
+            relative fall of the loss); ``None`` where the curve has no point to compare with.
         average_last: keep the weights of the last N checkpoints (every ``checkpoint_every`` steps,
             the final one included) and evaluate and save their average.
         compile: each micro-batch's forward + loss through ``torch.compile`` (``compiled.py``). None
@@ -97,7 +103,7 @@ class TrainConfig(BaseModel):
     momentum: NonNegative = 0.0
     eps: Positive | None = None  # Adam/AdamW 1e-8, Adadelta 1e-6 when None; Vaswani 2017 used Adam eps 1e-9
     rho: Fraction = 0.95  # Adadelta's decay (Bahdanau 2015)
-    schedule: Literal["constant", "inverse_sqrt"] = "constant"
+    schedule: Literal["constant", "inverse_sqrt", "cosine"] = "constant"  # cosine: warm-up, then decay to 0 at steps
     warmup: Count = 0
     label_smoothing: Probability = 0.0
     shift: Count = 0  # images: random translation by up to +-shift pixels (ViT positions need it)
@@ -107,6 +113,7 @@ class TrainConfig(BaseModel):
     seed: Count = 0
     eval_every: Count | None = None  # None: 5 evenly spaced valid/* points and the end; 0: only the end
     eval_batches: Count = 0  # valid batches per point before the end; 0: the whole split
+    converge_tolerance: NonNegative | None = None  # late gain still called converged; None: 2 BLEU, 0.01 acc
     eval_bleu: Count = 64  # translation: valid/bleu on the first N valid sentences (greedy); 0: no BLEU
     eval_batch_size: Size = 256
     checkpoint_every: Count = 100  # 0: no checkpoints before the end
@@ -176,6 +183,13 @@ class TrainConfig(BaseModel):
                     f"average_last={get('average_last')} averages checkpoints: set checkpoint_every > 0",
                 )
             )
+        if judged("schedule", "steps", "warmup") and get("schedule") == "cosine" and get("steps") <= get("warmup"):
+            out.append(
+                (
+                    "schedule",
+                    f"schedule 'cosine' decays after the warm-up: steps ({get('steps')}) must exceed warmup ({get('warmup')})",
+                )
+            )
         if judged("accumulate", "passes", "processes") and processes and processes > 1:
             problem = split_disagreement(accumulate, passes, processes)
             if problem:
@@ -185,6 +199,8 @@ class TrainConfig(BaseModel):
     def fingerprint(self) -> str:
         """Hash the settings a resumed run must share with the run that wrote its checkpoint."""
         kept = {k: v for k, v in self.model_dump().items() if k not in RESUMABLE_CHANGES}
+        if self.schedule == "cosine":  # its decay ends at ``steps``: another length is another schedule
+            kept["steps"] = self.steps
         return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     def logged(self) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import time
 import torch
 
 from components import Context
+from components.train.convergence import window_start
 from components.train.evaluate import evaluate
 from components.train.prepare import Run
 
@@ -21,11 +22,13 @@ DEFAULT_POINTS = 6  # eval_every: null evaluates at 5 evenly spaced steps, and t
 
 
 def eval_steps(eval_every: int | None, steps: int) -> frozenset[int]:
-    """The steps before the end at which the loop evaluates (none for ``eval_every: 0``)."""
+    """The steps before the end at which the loop evaluates (none for ``eval_every: 0``); the
+    default points include the start of the convergence window (``convergence.window_start``)."""
     if eval_every == 0:
         return frozenset()
     if eval_every is None:
-        return frozenset(round(k * steps / DEFAULT_POINTS) for k in range(1, DEFAULT_POINTS)) - {0, steps}
+        even = {round(k * steps / DEFAULT_POINTS) for k in range(1, DEFAULT_POINTS)}
+        return frozenset(even | {window_start(steps)}) - {0, steps}
     return frozenset(range(eval_every, steps, eval_every))
 
 
@@ -37,7 +40,9 @@ def log_point(ctx: Context, run: Run, step: int) -> tuple[dict[str, float], floa
     t0 = time.perf_counter()
     cfg = run.cfg
     valid = evaluate(run.net, run.task, "valid", cfg.eval_batch_size, cfg.eval_batches or None)
-    ctx.log_metrics({f"valid/{k}": v for k, v in valid.items()} | _kind_points(run), step)
+    point = {f"valid/{k}": v for k, v in valid.items()} | _kind_points(run)
+    ctx.log_metrics(point, step)
+    run.history.setdefault("curve", []).append([step, point])  # kept in the checkpoint: a resumed run has it
     return valid, time.perf_counter() - t0
 
 
@@ -48,7 +53,9 @@ def log_end(ctx: Context, run: Run, step: int, summary: dict) -> float:
         return 0.0
     t0 = time.perf_counter()
     valid = {f"valid/{k[len('valid_') :]}": v for k, v in summary.items() if k.startswith("valid_")}
-    ctx.log_metrics({k: v for k, v in (valid | _kind_points(run)).items() if v is not None}, step)
+    point = {k: v for k, v in (valid | _kind_points(run)).items() if v is not None}
+    ctx.log_metrics(point, step)
+    run.history.setdefault("curve", []).append([step, point])
     return time.perf_counter() - t0
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from components import Context
 from components.train import checkpoint as C
 from components.train.average import average_checkpoints
+from components.train.convergence import late_change
 from components.train.curves import log_end
 from components.train.evaluate import evaluate
 from components.train.example import io_example
@@ -33,6 +34,7 @@ def finish(ctx: Context, run: Run, done: Trained) -> dict[str, Any]:
             summary[f"{split}_{k}"] = v
     summary = _finite_or_none(summary)
     summary["eval_seconds"] = round(done.eval_seconds + log_end(ctx, run, done.step, summary), 3)
+    summary |= late_change(run.history.get("curve", []), done.step, run.cfg.converge_tolerance)
     _log(ctx, run, done.step, summary)
     return _save(ctx, run, summary)
 
@@ -46,7 +48,10 @@ def _log(ctx: Context, run: Run, step: int, summary: dict[str, Any]) -> None:
     if run.cfg.eval_every == 0:
         ctx.log_metrics({k: v for k, v in split.items() if k.startswith("valid/")}, step)
     facts = {f"vitals/{k}": v for k, v in numbers.items() if not k.startswith(("valid_", "test_"))}
-    ctx.log_metrics(facts | {"vitals/diverged": float(summary["diverged"])})
+    flags = {"vitals/diverged": float(summary["diverged"])}
+    if summary.get("converged") is not None:  # the late gain's verdict (components/train/convergence.py)
+        flags["vitals/converged"] = float(summary["converged"])
+    ctx.log_metrics(facts | flags)
 
 
 def _summary(run: Run, done: Trained, seconds: float) -> dict[str, Any]:

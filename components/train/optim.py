@@ -51,30 +51,43 @@ def make_optimizer(
     return torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
 
 
-def lr_factor(schedule: str, warmup: int):
+def lr_factor(schedule: str, warmup: int, steps: int = 0):
     """Return step -> multiplier of the peak ``lr``.
 
     ``inverse_sqrt`` is the Transformer paper's (eq. 3) shape, d_model^-0.5 * min(s^-0.5, s *
     warmup^-1.5), rescaled so the peak at ``s = warmup`` equals ``lr``: linear warm-up, then
-    ``sqrt(warmup / s)`` decay. ``constant`` warms up linearly when ``warmup > 0``.
+    ``sqrt(warmup / s)`` decay. ``cosine`` warms up linearly, then decays as half a cosine to 0 at
+    ``steps`` (Loshchilov & Hutter 2017 without restarts): the run ends at a small learning rate, so
+    its last steps settle instead of stopping mid-descent. ``constant`` warms up linearly when
+    ``warmup > 0``.
     """
-    if schedule not in ("constant", "inverse_sqrt"):
-        raise TrainError(f"unknown schedule {schedule!r}; use 'constant' or 'inverse_sqrt'")
+    if schedule not in SCHEDULES:
+        raise TrainError(f"unknown schedule {schedule!r}; use one of {', '.join(repr(s) for s in SCHEDULES)}")
     if schedule == "inverse_sqrt" and warmup < 1:
         raise TrainError("schedule 'inverse_sqrt' needs warmup >= 1 (the paper used 4000 steps)")
+    if schedule == "cosine" and steps <= warmup:
+        raise TrainError(f"schedule 'cosine' decays after the warm-up: steps ({steps}) must exceed warmup ({warmup})")
 
     def factor(step: int) -> float:
         s = step + 1  # LambdaLR calls with 0 before the first update
         if schedule == "constant":
             return min(1.0, s / warmup) if warmup > 0 else 1.0
+        if schedule == "cosine":
+            if s <= warmup:
+                return s / warmup
+            done = min(1.0, (s - warmup) / (steps - warmup))
+            return 0.5 * (1.0 + math.cos(math.pi * done))
         return min(s / warmup, math.sqrt(warmup / s))
 
     return factor
 
 
-def make_scheduler(opt: torch.optim.Optimizer, schedule: str, warmup: int):
+SCHEDULES = ("constant", "inverse_sqrt", "cosine")
+
+
+def make_scheduler(opt: torch.optim.Optimizer, schedule: str, warmup: int, steps: int = 0):
     """Return a LambdaLR scheduler (its state_dict holds the step count for resume)."""
-    return torch.optim.lr_scheduler.LambdaLR(opt, lr_factor(schedule, warmup))
+    return torch.optim.lr_scheduler.LambdaLR(opt, lr_factor(schedule, warmup, steps))
 
 
 def clip_gradients(model: nn.Module, how: str, value: float, measure: bool) -> float | None:

@@ -113,7 +113,7 @@ def prepare(ctx: Context, cfg: TrainConfig, rank: int = 0, world: int = 1) -> Ru
         eps=cfg.eps,
         rho=cfg.rho,
     )
-    sched = make_scheduler(opt, cfg.schedule, cfg.warmup)
+    sched = make_scheduler(opt, cfg.schedule, cfg.warmup, cfg.steps)
     precision = P.choose(net, ctx.device, cfg.bf16)
     snapshots = Snapshots(ctx.path("checkpoints/average"), cfg.average_last) if cfg.average_last > 1 else None
     last = ctx.path("checkpoints/last.pt")

@@ -33,7 +33,7 @@ def _curve(ctx: Context, key: str) -> list[int]:
 
 
 def test_the_default_is_five_evenly_spaced_points_and_the_end():
-    assert sorted(eval_steps(None, 1200)) == [200, 400, 600, 800, 1000]
+    assert sorted(eval_steps(None, 1200)) == [200, 400, 600, 800, 960, 1000]  # 960: the late window starts
     assert sorted(eval_steps(None, 10)) == [2, 3, 5, 7, 8]
     assert sorted(eval_steps(None, 1)) == []  # the end only
     assert sorted(eval_steps(5, 20)) == [5, 10, 15]  # the end (20) is finish's
