@@ -164,4 +164,5 @@ def attention_maps(
         fig = _draw_gaze(plt, maps, images, digits, shown, grid)
     summary = P.flat(summary)
     P.log_summary(ctx, summary)
+    summary |= P.trainings(checkpoint)  # for the scorecard, not a metric
     return {"summary": summary, "plot": P.save_figure(ctx, fig, "attention_maps.png")}

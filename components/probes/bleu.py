@@ -400,6 +400,7 @@ def eval_bleu(
     summary = P.flat(summary)
     P.log_summary(ctx, summary)  # the pairs' p-values and intervals are outputs for the scorecard, not metrics
     summary |= P.flat(pairs)
+    summary |= P.trainings(checkpoints)  # which trainings were still improving (the scorecard names them)
     table = _write_samples(ctx, samples)
     fig = _plot(summary, curves, names, tokenize, split, n_bootstrap)
     examples = _write_example(ctx, example)

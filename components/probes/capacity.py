@@ -94,5 +94,6 @@ def capacity(
             curves[label] = _score(summary, label, hyps, refs, lengths, buckets)
     summary = P.flat(summary)
     P.log_summary(ctx, summary)
+    summary |= P.trainings(checkpoints)  # for the scorecard, not a metric
     fig = _plot(curves, bucket_names(buckets))
     return {"summary": summary, "plot": P.save_figure(ctx, fig, "capacity.png")}

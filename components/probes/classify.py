@@ -65,6 +65,7 @@ def classify(
     )
     summary = {k: v for k, v in summary.items() if v is not None or k in ("acc", "loss")}
     P.log_summary(ctx, summary)
+    summary |= P.trainings(checkpoint)  # for the scorecard, not a metric
     import pandas as pd
 
     conf = ctx.path("confusion.csv")

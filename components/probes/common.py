@@ -14,6 +14,7 @@ from torch import nn
 from components.outputs import flat, key, log_summary, pyplot, save_figure
 from components.train.build import build_model
 from components.train.checkpoint import load_info, load_model
+from components.train.convergence import of_checkpoint
 
 __all__ = [
     "ProbeError",
@@ -30,6 +31,7 @@ __all__ = [
     "random_inputs",
     "resolve",
     "save_figure",
+    "trainings",
 ]
 
 
@@ -53,6 +55,24 @@ def resolve(
     torch.manual_seed(seed)
     model = build_model(spec, overrides or {})
     return model.to(device).eval(), {"model": spec, "overrides": dict(overrides or {}), "meta": None, "data": None}
+
+
+def trainings(checkpoints: str | dict[str, str]) -> dict[str, Any]:
+    """The convergence of the trainings behind the checkpoints a probe read, for the scorecard (which
+    names a claim's still-improving trainings): ``converged`` and ``late_gain`` for one checkpoint,
+    ``converged/<label>`` and ``late_gain/<label>`` for a mapping. Not logged as metrics; a variant
+    name (a model at initialisation) or a model file older than the record adds nothing."""
+    one = isinstance(checkpoints, str)
+    out: dict[str, Any] = {}
+    for label, path in ({"": checkpoints} if one else checkpoints).items():
+        if not isinstance(path, str) or not is_checkpoint(path):
+            continue
+        record = of_checkpoint(load_info(path))
+        if record.get("converged") is None:
+            continue
+        out[key("converged", label) if label else "converged"] = bool(record["converged"])
+        out[key("late_gain", label) if label else "late_gain"] = record.get("late_gain")
+    return out
 
 
 def fresh_copy(info: dict[str, Any], seed: int) -> nn.Module:

@@ -72,6 +72,7 @@ def long_lag(
         summary["chance"] = chance
     summary = P.flat(summary)
     P.log_summary(ctx, summary)
+    summary |= P.trainings(checkpoints)  # for the scorecard, not a metric
     plt = P.pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot(lags, [summary[f"acc/lag_{L}"] for L in lags], "o-", label="accuracy (mean)")

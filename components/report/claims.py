@@ -6,7 +6,8 @@ import shlex
 from typing import Any
 
 from components.report.checks import DEVICE, FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, evaluate
-from components.report.refs import Resolver
+from components.report.refs import Resolver, to_number
+from components.report.vocabulary import KINDS
 from components.stats import ALPHA, MOST_SEEDS, POWER
 
 
@@ -146,6 +147,17 @@ def judge(
         )
     if hint:
         reason = f"{reason}. Inconclusive: {hint}"
+    trained = trainings_read(claim, resolver, over)
+    still = {w: r for w, r in trained.items() if r.get("converged") is False}
+    if still and claim.get("requires") == "converged" and verdict in (HOLDS, FAILS):
+        reason = (
+            f"{len(still)} of the {len(trained)} trainings it reads were still improving when they stopped "
+            f"(requires: converged), so the checks' '{verdict}' is not a verdict: {still_improving(still)}. "
+            f"The checks: {reason}"
+        )
+        verdict = INCONCLUSIVE
+    elif still:
+        reason = f"{reason}. Still improving when training stopped: {still_improving(still)}"
     measured: dict[str, Any] = {}
     for r in results:
         for k, v in r.measured.items():
@@ -172,6 +184,7 @@ def judge(
         "p_holds": p_holds,
         "p_fails": p_fails,
         "deciding_check": deciding,
+        "trainings": {"read": len(trained), "still_improving": sorted(still), "requires": claim.get("requires")},
         "checks": [
             {
                 "check": c["check"],
@@ -185,4 +198,44 @@ def judge(
     }
 
 
-__all__ = ["claim_p", "combine", "judge", "seeds_hint", "until_decided_command"]
+def claim_refs(claim: dict[str, Any]) -> list[str]:
+    """The reference texts of a validated claim's checks, in order (numbers left out)."""
+    found: list[str] = []
+    for c in claim["checks"]:
+        refs = [c.get(k) for k in KINDS[c["check"]].refs]
+        refs += [r for k in ("values", "minus", "y") if isinstance(c.get(k), list) for r in c[k]]
+        for ref in refs:
+            if isinstance(ref, str) and ref.strip() and to_number(ref) is None and ref.strip() not in found:
+                found.append(ref.strip())
+    return found
+
+
+def trainings_read(claim: dict[str, Any], resolver: Resolver, over: str = "seed") -> dict[str, dict]:
+    """Every training behind the values a claim reads, with its convergence record."""
+    out: dict[str, dict] = {}
+    for ref in claim_refs(claim):
+        out |= resolver.resolve(ref, over).trainings
+    return out
+
+
+def still_improving(still: dict[str, dict], shown: int = 4) -> str:
+    """``mt[arch=seq2seq-small,seed=0] (bleu +6.5 over the last 20% of steps), ...``."""
+    parts = []
+    for where, r in sorted(still.items())[:shown]:
+        gain = r.get("late_gain")
+        metric = r.get("late_metric") or "headline metric"
+        parts.append(f"{where} ({metric} {gain:+.3g} over the last 20% of steps)" if gain is not None else where)
+    more = len(still) - shown
+    return ", ".join(parts) + (f" and {more} more" if more > 0 else "")
+
+
+__all__ = [
+    "claim_p",
+    "claim_refs",
+    "combine",
+    "judge",
+    "seeds_hint",
+    "still_improving",
+    "trainings_read",
+    "until_decided_command",
+]

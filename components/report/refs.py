@@ -34,6 +34,7 @@ class Sample:
     missing: str | None = None
     constant: bool = False
     uncertainty: dict[str, float] = field(default_factory=dict)  # per seed, the value's own 95% half-width
+    trainings: dict[str, dict] = field(default_factory=dict)  # where -> convergence of a training behind the values
 
     @property
     def ok(self) -> bool:
@@ -172,7 +173,12 @@ class Resolver:
             if isinstance(values, str):
                 return Sample(ref=ref, missing=f"{name}: {values}")
             rid = inline_run or self.run_ids.get(name)
-            return Sample(ref=ref, values=values, run_ids=[rid] if isinstance(rid, str) else [])
+            return Sample(
+                ref=ref,
+                values=values,
+                run_ids=[rid] if isinstance(rid, str) else [],
+                trainings=trainings_of(source, key, name),
+            )
         selector = {} if sel.strip() in ("", "*") else parse_label(sel)
         if not all(isinstance(v, dict) for v in source.values()):  # a plain summary, not instances
             return Sample(
@@ -196,7 +202,9 @@ class Resolver:
                 )
         values: dict[str, float] = {}
         run_ids: list[str] = []
+        trainings: dict[str, dict] = {}
         for lab, (summary, inline) in sorted(chosen.items(), key=lambda kv: _natural(kv[0])):
+            trainings |= trainings_of(summary, key, f"{name}[{lab}]")
             found = _lookup(summary, key)
             if isinstance(found, str):
                 return Sample(ref=ref, missing=f"{name}[{lab}]: {found}")
@@ -207,7 +215,27 @@ class Resolver:
             rid = inline or _run_id_of(self.run_ids.get(name), lab)
             if rid and rid not in run_ids:
                 run_ids.append(rid)
-        return Sample(ref=ref, values=values, run_ids=run_ids)
+        return Sample(ref=ref, values=values, run_ids=run_ids, trainings=trainings)
+
+
+def trainings_of(summary: Any, key: str, where: str) -> dict[str, dict]:
+    """The trainings behind a summary's values, with their convergence: the summary's own
+    ``converged`` (a ``train.model`` summary), and a probe's ``converged/<label>`` for each checkpoint
+    it read (``components.probes.common.trainings``), narrowed to the labels ``key`` names
+    (``bleu/seq2seq-small/longest`` reads seq2seq-small's training only) when it names any."""
+    if not isinstance(summary, dict):
+        return {}
+    out: dict[str, dict] = {}
+    if isinstance(summary.get("converged"), bool):
+        out[where] = {"converged": summary["converged"], "late_gain": summary.get("late_gain")}
+        if summary.get("late_metric"):
+            out[where]["late_metric"] = summary["late_metric"]
+    labelled = {k.split("/", 1)[1]: v for k, v in summary.items() if k.startswith("converged/") and isinstance(v, bool)}
+    parts = set(str(key).split("/"))
+    named = [label for label in labelled if label in parts]
+    for label in named or labelled:
+        out[f"{where} {label}"] = {"converged": labelled[label], "late_gain": summary.get(f"late_gain/{label}")}
+    return out
 
 
 def _seed_of(label: str, over: str) -> str | None:

@@ -15,15 +15,15 @@ from components.context import Context
 from components.registry import component
 from components.report import sequential
 from components.report.checks import DEVICE, FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, VERDICTS
-from components.report.claims import _accelerator, judge, until_decided_command
+from components.report.claims import _accelerator, claim_refs, judge, until_decided_command
 from components.report.html import to_html
 from components.report.markdown import to_markdown
 from components.report.note import summary as note_of
-from components.report.refs import Resolver, seed_values, to_number
+from components.report.refs import Resolver, seed_values
 from components.report.rows import expand, fill, validate_architectures
 from components.report.rules import SPREAD_FACTOR
 from components.report.text import COUNT_KEYS, headline
-from components.report.vocabulary import KINDS, validate_expectations
+from components.report.vocabulary import validate_expectations
 from components.stats import ALPHA, holm
 
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -138,14 +138,10 @@ def _judge(measurements, expect, run_ids, architectures, device, min_seeds, seed
 def claim_sources(claim: dict[str, Any]) -> list[str]:
     """The measurement names a validated claim's references use, in order (``bleu[*].bleu/A`` -> ``bleu``)."""
     found: list[str] = []
-    for c in claim["checks"]:
-        refs = [c.get(k) for k in KINDS[c["check"]].refs]
-        refs += [r for k in ("values", "minus", "y") if isinstance(c.get(k), list) for r in c[k]]
-        for ref in refs:
-            if isinstance(ref, str) and ref.strip() and to_number(ref) is None:
-                name = re.split(r"[.\[]", ref.strip(), maxsplit=1)[0]
-                if name not in found:
-                    found.append(name)
+    for ref in claim_refs(claim):
+        name = re.split(r"[.\[]", ref, maxsplit=1)[0]
+        if name not in found:
+            found.append(name)
     return found
 
 

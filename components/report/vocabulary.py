@@ -124,7 +124,9 @@ CLAIM_KEYS = {
     "note",
     "exact",
     "seeds_command",
+    "requires",  # "converged": a training still improving when it stopped cannot make the claim hold or fail
 }
+REQUIRES = ("converged",)
 EVERY_CHECK_KEY = tuple(sorted(CHECK_KEYS.union(*(set(k.required) | set(k.optional) for k in KINDS.values()))))
 NUMERIC_KEYS = ("low", "high", "tolerance", "rel", "margin", "ratio", "spread_factor", "base_at_least")
 REF_RE = re.compile(r"[^.\[\]\s]+(\[[^\[\]]*\])?\..+")  # source[selector].key or source.key (fullmatch)
@@ -330,6 +332,13 @@ def validate_claim(entry: Any, index: int) -> dict[str, Any]:
     min_seeds = entry.get("min_seeds")
     if min_seeds is not None and (not isinstance(min_seeds, int) or isinstance(min_seeds, bool) or min_seeds < 1):
         raise ScorecardError(where, f"min_seeds must be a positive integer, got {written(min_seeds)}", key="min_seeds")
+    requires = entry.get("requires")
+    if requires is not None and requires not in REQUIRES:
+        raise ScorecardError(
+            where,
+            f"requires must be one of {', '.join(REQUIRES)}, got {written(requires)}{suggest(str(requires), REQUIRES)}",
+            key="requires",
+        )
     plots = entry.get("plots")
     if plots is not None and not (isinstance(plots, list) and all(isinstance(p, str) for p in plots)):
         raise ScorecardError(where, f"plots must be a list of plot names, got {written(plots)}", key="plots")

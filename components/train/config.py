@@ -67,9 +67,10 @@ class TrainConfig(BaseModel):
             ``valid/loss``, ``valid/acc`` (``valid/acc_all`` where the task has it) and, for
             translation, ``valid/bleu`` (see ``eval_bleu``): the same keys for every model and task.
             None (the default): evaluate at 5 evenly spaced steps, at 80% of the steps and at the
-            end; N: every N steps and at the end; 0: only at the end, as the summary's ``valid_loss``/``valid_acc``, with no
-            ``valid/*`` curve. The end's point is the full valid split (the averaged model with
-            ``average_last``); the points before it read the first ``eval_batches`` valid batches.
+            end; N: every N steps and at the end; 0: only at the end, as the summary's
+            ``valid_loss``/``valid_acc``, with no ``valid/*`` curve. The end's point is the full
+            valid split (the averaged model with ``average_last``); the points before it read the
+            first ``eval_batches`` valid batches.
             Evaluation does not change training (same weights), and the summary's
             ``tokens_per_s`` leaves its time out (``eval_seconds`` says how long it took).
         converge_tolerance: convergence. From the curve, the summary records ``late_metric``
@@ -187,7 +188,8 @@ class TrainConfig(BaseModel):
             out.append(
                 (
                     "schedule",
-                    f"schedule 'cosine' decays after the warm-up: steps ({get('steps')}) must exceed warmup ({get('warmup')})",
+                    f"schedule 'cosine' decays after the warm-up: steps ({get('steps')}) must exceed "
+                    f"warmup ({get('warmup')})",
                 )
             )
         if judged("accumulate", "passes", "processes") and processes and processes > 1:

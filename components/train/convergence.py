@@ -22,7 +22,9 @@ def window_start(steps: int) -> int:
     return round((1 - LATE) * steps)
 
 
-def late_change(curve: list[tuple[int, dict[str, float]]], steps: int, tolerance: float | None = None) -> dict[str, Any]:
+def late_change(
+    curve: list[tuple[int, dict[str, float]]], steps: int, tolerance: float | None = None
+) -> dict[str, Any]:
     """The convergence record of a learning curve of (step, {``valid/*``: value}) points, the
     last one the end: ``late_metric``, ``late_gain`` (its change over the window, in its units;
     for the loss, its relative fall), ``late_loss_change``, ``late_from_step``, ``converged``."""

@@ -10,7 +10,9 @@ def curve(*points):
 
 
 def test_a_bleu_curve_still_rising_is_not_converged_and_says_by_how_much():
-    c = curve((500, {"bleu": 40.0, "loss": 1.0}), (800, {"bleu": 55.0, "loss": 0.8}), (1000, {"bleu": 61.5, "loss": 0.7}))
+    c = curve(
+        (500, {"bleu": 40.0, "loss": 1.0}), (800, {"bleu": 55.0, "loss": 0.8}), (1000, {"bleu": 61.5, "loss": 0.7})
+    )
     r = late_change(c, 1000)
     assert r == {
         "late_metric": "bleu",
