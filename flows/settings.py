@@ -64,6 +64,12 @@ def _check_fresh(value: Any) -> str | None:
     return f"settings.fresh must be a list of step, step run or component patterns {such}, got {_written(value)}"
 
 
+def _check_seeds(value: Any) -> str | None:
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return None
+    return f"settings.calibration_seeds must be a list of whole numbers such as [100, 101, 102], got {_written(value)}"
+
+
 DEFAULT_MAX_SEEDS = 10  # the sequential design's last look when `max_seeds` is not given
 UNTIL_DECIDED_KEYS = ("max_seeds", "budget", "spending")
 # Pocock-type spending by default: at 3 seeds (2 df) an O'Brien-Fleming first look tests at 4e-5 (t > 108)
@@ -201,6 +207,14 @@ class Settings:
         "steps computed again even when cached: step ids, step runs or components, * wildcards (as `run --fresh`)",
         {"type": "array", "items": {"type": "string", "minLength": 1}},
         _check_fresh,
+    )
+    calibration_seeds: list = _setting(
+        [],
+        (list,),
+        "seeds spent choosing this pipeline's design (sizes, steps, thresholds): no step may run one, and "
+        "`until_decided` skips them, so a verdict never comes from a seed its design was fitted on",
+        {"type": "array", "items": {"type": "integer"}},
+        _check_seeds,
     )
     until_decided: bool | dict = _setting(
         False,

@@ -8,6 +8,7 @@ from pathlib import Path
 from flows.language.spec import Pipeline, parse
 from flows.language.yamlload import load, read
 from flows.plan import size
+from flows.plan._calibration import refuse_overlap
 from flows.plan._expand import axes, expand
 from flows.plan._fresh import mark_fresh, no_match
 from flows.plan._keys import assign_keys, spec_hash
@@ -67,6 +68,7 @@ def _plan(pipe: Pipeline, errors: SetErrors, profile: str | None, sets: list[str
     size.refuse(pipe, step_axes, ref_links, settings, errors)  # before importing or expanding anything
     comps = components(pipe, errors)
     instances = expand(pipe, steps or list(pipe.steps), step_axes, comps, params, errors)  # on a cycle: file order
+    refuse_overlap(pipe, instances, settings, errors)
     errors.raise_if_any()
     place(instances, settings, errors)
     errors.raise_if_any()

@@ -29,16 +29,21 @@ class SeedAxis:
     param: str | None  # the param listing the seeds ("seeds"); None when the step writes a literal list
     values: list  # the seeds the pipeline plans
     steps: list[str] = field(default_factory=list)  # the step and its producers on the same axis and param
+    skip: frozenset = frozenset()  # the pipeline's calibration seeds: never added
 
     def more(self, n: int) -> list | None:
-        """The first ``n`` seeds: the planned ones, then whole numbers past the largest; None when the
-        planned seeds are not whole numbers (nothing to count on from)."""
+        """The first ``n`` seeds: the planned ones, then whole numbers past the largest that are not
+        calibration seeds; None when the planned seeds are not whole numbers (nothing to count on from)."""
         if len(self.values) >= n:
             return list(self.values[:n])
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in self.values):
             return None
-        start = max(self.values, default=-1) + 1
-        return list(self.values) + list(range(start, start + n - len(self.values)))
+        out, seed = list(self.values), max(self.values, default=-1) + 1
+        while len(out) < n:
+            if seed not in self.skip:
+                out.append(seed)
+            seed += 1
+        return out
 
 
 @dataclass
@@ -72,7 +77,8 @@ def find(plan: Plan) -> Seeds | None:
             continue
         param = _param_of(source_step.matrix[axis])
         values = list(plan.params[param]) if param else list(source_step.matrix[axis])
-        axes[name] = SeedAxis(name, value, axis, param, values, _feeding(plan, value, axis, parents))
+        skip = frozenset(plan.settings.calibration_seeds)
+        axes[name] = SeedAxis(name, value, axis, param, values, _feeding(plan, value, axis, parents), skip)
     return Seeds(report, inst.component.shows["verdicts"], axes)
 
 
