@@ -165,6 +165,7 @@ def position_similarity(
         }
     )
     P.log_summary(ctx, summary)
+    summary |= P.trainings(model)  # for the scorecard, not a metric
     plt = P.pyplot()
     fig, axes = plt.subplots(gh, gw, figsize=(1.2 * gw + 1, 1.2 * gh), squeeze=False)
     for i in range(gh * gw):
