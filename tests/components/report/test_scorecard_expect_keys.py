@@ -125,6 +125,7 @@ def _entropy(inst, plan):
 
 def _train(inst, plan):
     fixed = {"diverged", "diverged_step", "steps", "seconds", "params", "resumed_from_step", "tokens_per_s"}
+    fixed |= {"late_metric", "late_gain", "late_loss_change", "late_from_step", "converged"}
     return fixed | {f"{split}_{m}" for split in ("valid", "test") for m in ("loss", "acc", "acc_all")}
 
 
@@ -160,6 +161,9 @@ KEY_MODELS = {
         "neighbour_cos",
         "far_cos",
         "neighbour_minus_far",
+        "distance_rank_corr",
+        "distance_rank_corr_null_sd",
+        "distance_rank_corr_p",
         "grid_h",
         "grid_w",
     },
