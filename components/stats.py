@@ -33,8 +33,9 @@ A check may test the typical seed instead of the mean (``of: median``, set for a
 (no normal spread assumed, valid at a bound, for Bernoulli and skewed seeds alike), with the median's
 order-statistic interval. It is a different claim: "more than half the runs land in the region".
 
-``seeds_needed`` is the smallest seed count whose test would reach ``POWER`` at the observed effect
-and spread (noncentral t). ``holm`` adjusts a family's p-values (statsmodels).
+``seeds_needed`` is the smallest seed count whose test would reach ``POWER`` at the observed effect,
+spread and own error (:func:`power`: the test as run, its shared error not shrinking with seeds).
+``holm`` adjusts a family's p-values (statsmodels).
 
 This module knows nothing of scorecards: history and user code call ``verdict_of(values)`` with plain
 numbers and read the Decision.
@@ -47,6 +48,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 ALPHA = 0.05  # the interval is 1 - ALPHA two-sided; each verdict is a one-sided test at ALPHA / 2
 POWER = 0.8  # seeds_needed: the count at which the test would decide with this probability
@@ -618,37 +620,184 @@ def _f(v: float | None) -> str:
     return "?" if v is None else f"{v:.4g}"
 
 
-def power(effect: float, sd: float, n: int, own_se: float = 0.0, *, groups: int = 1, level: float = ALPHA / 2) -> float:
-    """Probability that the one-sided test at ``level`` decides an effect of ``effect`` (in the
-    quantity's units) with ``n`` seeds (per group), per-seed spread ``sd``, own standard error ``own_se``."""
+_GL_NODES = 24  # Gauss-Legendre nodes per panel of the seed-variance integral (power)
+_OUTER_NODES = 32  # nodes over the own term's chi (own_df finite) or Welch's variance share
+_TAIL = 1e-14  # the chi variables' mass left off at each end of their ranges
+
+
+@lru_cache(maxsize=None)
+def _legendre(k: int):
+    import numpy as np
+
+    return np.polynomial.legendre.leggauss(k)
+
+
+@lru_cache(maxsize=1024)
+def _chi_range(df: float) -> tuple[float, float]:
     from scipy import stats
 
-    a = groups * sd**2 / n
-    se = math.sqrt(a + own_se**2)
-    if se == 0:
+    return float(stats.chi.ppf(_TAIL, df)), float(stats.chi.isf(_TAIL, df))
+
+
+@lru_cache(maxsize=1024)
+def _chi_rule(df: float):
+    """Nodes ``x`` and weights of ``E[f(X)]`` for ``X = chi2_df / df`` (Gauss-Legendre in the chi
+    variable ``sqrt(chi2_df)`` over its range, weights normalised); ``df`` infinite: ``X = 1``."""
+    import numpy as np
+    from scipy import stats
+
+    if not math.isfinite(df):
+        return np.ones(1), np.ones(1)
+    lo, hi = _chi_range(df)
+    x, w = _legendre(_OUTER_NODES)
+    s = lo + (hi - lo) * (x + 1) / 2
+    w = w * stats.chi.pdf(s, df)
+    return s**2 / df, w / w.sum()
+
+
+@lru_cache(maxsize=1024)
+def _welch_rule(k: int):
+    """Welch's degrees of freedom over the share ``B = S_a^2 / (S_a^2 + S_b^2)`` of two equal groups of
+    ``k + 1`` seeds with equal spread: ``B ~ Beta(k/2, k/2)`` (independent of the sum), ``df = k / (B^2 +
+    (1 - B)^2)``, from ``k`` to ``2k``. Gauss-Jacobi nodes in ``B``; returns the dfs and weights."""
+    from scipy import special
+
+    x, w = special.roots_jacobi(_OUTER_NODES, k / 2 - 1, k / 2 - 1)
+    b = (1 + x) / 2
+    return k / (b**2 + (1 - b) ** 2), w / w.sum()
+
+
+def _chi_pdf(s, k: int):
+    """The chi distribution's density on ``k`` df (``scipy.stats.chi.pdf`` without its overhead)."""
+    import numpy as np
+    from scipy import special
+
+    with np.errstate(divide="ignore"):
+        log = (k - 1) * np.log(s) - s**2 / 2 - (k / 2 - 1) * math.log(2) - special.gammaln(k / 2)
+    return np.exp(log)
+
+
+def _t_crit(level: float, df):
+    """Student t's one-sided critical value at ``level`` (the normal's where ``df`` is infinite)."""
+    import numpy as np
+    from scipy import stats
+
+    df = np.asarray(df, dtype=float)
+    return np.where(np.isfinite(df), stats.t.isf(level, np.where(np.isfinite(df), df, 1.0)), stats.norm.isf(level))
+
+
+def power(
+    effect: float,
+    sd: float,
+    n: int,
+    own_se: float = 0.0,
+    *,
+    groups: int = 1,
+    level: float = ALPHA / 2,
+    own_df: float = math.inf,
+) -> float:
+    """Probability that the one-sided test at ``level`` decides an effect of ``effect`` (in the
+    quantity's units) with ``n`` seeds (per group), per-seed spread ``sd`` and a test-set error of
+    standard error ``own_se`` shared by every seed, modelled as :func:`one_sample` (``groups=1``) and
+    :func:`two_sample` (``groups=2``) run the test.
+
+    The mean is ``effect + seed noise + w``: the seed noise has variance ``groups * sd^2 / n``, ``w`` is
+    drawn once for the whole experiment (every seed is scored on the same test set), variance
+    ``own_se^2``, which more seeds do not shrink. The test divides by ``se = sqrt(S^2 / n + U^2)``:
+    ``S^2`` the seeds' sample variance (``sd^2 chi2_{n-1} / (n - 1)``), ``U^2`` the own term, known
+    (``own_df`` infinite) or estimated on ``own_df`` degrees of freedom (``own_se^2 chi2 / own_df``),
+    and compares it with Student's t at the test's df: ``min(n - 1, own_df)`` with an own term, ``n -
+    1`` without, ``own_df`` with no seed spread; two groups: Welch's df of the seed terms, which varies
+    with the two sample variances (``own_df`` does not enter: ``two_sample`` counts the own term as
+    known). The power is the expectation over ``S^2`` (and ``U^2``, or Welch's df) of the normal
+    probability that the mean clears the critical value, by Gauss quadrature: deterministic. With no
+    shared term it is the noncentral t's ``nct.sf(t_crit, n - 1, effect / se)``; with one that dominates
+    the statistic is nearly normal over a nearly fixed denominator, and the noncentral t (heavy tails on
+    ``n - 1`` df) misstates it: far too high where the power is low (3 seeds at a first look), too low
+    where it is high (benchmarks/power_calibration.py)."""
+    import numpy as np
+    from scipy import special
+
+    if n < 1:
+        raise ValueError(f"power: n must be at least 1, got {n}")
+    u2 = float(own_se) ** 2
+    a = groups * float(sd) ** 2 / n  # the seed noise's variance in the mean
+    tau = math.sqrt(a + u2)  # the mean's true standard error
+    if tau == 0:
         return 1.0
-    df = groups * (n - 1)  # as the test: the seeds' degrees of freedom
-    t_crit = stats.t.ppf(1 - level, df)
-    return float(stats.nct.sf(t_crit, df, abs(effect) / se))
+    eff = abs(float(effect))
+    if groups == 2:
+        if n < 2:
+            return 0.0  # Welch's test needs 2 seeds a side
+        k = 2 * (n - 1)  # the sum of the two sample variances' df
+        if a > 0:
+            dfs, wo = _welch_rule(n - 1)
+        else:
+            dfs, wo = np.array([math.inf]), np.ones(1)
+        t = _t_crit(level, dfs)
+        c = np.full_like(t, u2)  # the own term, counted as known
+    else:
+        if n < 2 and u2 == 0:
+            return 0.0  # one value and no own error: the test cannot run
+        k = n - 1
+        df = (min(n - 1, own_df) if u2 > 0 else n - 1) if a > 0 and n >= 2 else own_df
+        yo, wo = _chi_rule(float(own_df)) if u2 > 0 else (np.ones(1), np.ones(1))
+        t = np.full_like(yo, float(_t_crit(level, df)))
+        c = u2 * yo
+    a_hat = a if n >= 2 else 0.0  # one value: the own term alone scales the test
+    if a_hat == 0:  # no seed spread in the denominator: only the outer variable varies
+        g = (eff - t * np.sqrt(c)) / tau
+        return float(np.clip(np.sum(wo * special.ndtr(g)), 0.0, 1.0))
+    # the inner integral over s = sqrt(chi2_k) (S^2 / n = a_hat * s^2 / k), in three panels per outer
+    # node: around s*, where the mean's critical value equals the effect, the normal probability steps
+    # from 1 to 0 over ``width`` (1 / its slope there); where the effect lies below the critical value
+    # at s = 0, it falls from its largest value over ``width`` from 0
+    lo, hi = _chi_range(float(k))
+    star = np.sqrt(np.clip((k / a_hat) * (eff**2 / t**2 - c), 0.0, None))
+    below = np.sqrt((k / a_hat) * ((np.sqrt(c) + tau / t) ** 2 - c))
+    width = np.where(star > 0, k * tau * eff / (t**2 * a_hat * np.maximum(star, 1e-300)), below)
+    e1 = np.clip(star - 8 * width, lo, hi)
+    e2 = np.clip(star + 8 * width, lo, hi)
+    edges = np.stack([np.full_like(e1, lo), e1, e2, np.full_like(e1, hi)], axis=1)  # outer x 4
+    x, w = _legendre(_GL_NODES)
+    left, right = edges[:, :-1, None], edges[:, 1:, None]  # outer x 3 x 1
+    s = left + (right - left) * (x + 1) / 2  # outer x 3 x nodes
+    ws = w * (right - left) / 2 * _chi_pdf(s, k)
+    se = np.sqrt(a_hat * s**2 / k + c[:, None, None])
+    inner = np.sum(ws * special.ndtr((eff - t[:, None, None] * se) / tau), axis=(1, 2))
+    norm = np.sum(ws, axis=(1, 2))
+    return float(np.clip(np.sum(wo * inner / norm), 0.0, 1.0))
 
 
 def seeds_needed(d: Decision) -> int | None:
-    """Seeds at which the same test would decide with probability POWER at the observed effect and
-    spread; ``None`` when seeds cannot decide it (the own uncertainty alone covers the effect, or
-    there is no spread to extrapolate), ``MOST_SEEDS + 1`` when more than MOST_SEEDS are needed."""
+    """Seeds at which the same test would decide with probability POWER at the observed effect,
+    spread and own error (:func:`power`: the own error shared by the seeds, on its own df);
+    ``None`` when seeds cannot decide it (with the own error alone, as many seeds as one likes, the
+    test reaches less than POWER: the own uncertainty covers the effect), or there is no spread to
+    extrapolate; ``MOST_SEEDS + 1`` when more than MOST_SEEDS are needed. The power grows with the
+    seeds (a smaller seed term, a df that never falls), so the count is found by bisection."""
     e = d.estimate
     if e.method not in ("t", "welch") or not e.sd:
         return None
     effect = abs(d.margin)
-    if effect == 0 or (e.own_se and effect <= Z95 * e.own_se):
+    if effect == 0:
         return None
     groups = 2 if e.method == "welch" else 1
-    per_group = e.n // groups
-    for n in range(max(2, per_group + 1), MOST_SEEDS + 1):
-        spread = e.sd / math.sqrt(groups) if groups == 2 else e.sd
-        if power(effect, spread, n, e.own_se, groups=groups, level=d.level) >= POWER:
-            return n
-    return MOST_SEEDS + 1
+    spread = e.sd / math.sqrt(groups)  # Welch's ``sd`` is a difference's: each group's is 1 / sqrt(2) of it
+    kw = dict(groups=groups, level=d.level, own_df=e.own_df if groups == 1 else math.inf)
+
+    def enough(n: int) -> bool:
+        return power(effect, spread, n, e.own_se, **kw) >= POWER
+
+    if e.own_se and power(effect, 0.0, 2, e.own_se, **kw) < POWER:  # the limit of infinitely many seeds
+        return None
+    lo, hi = max(2, e.n // groups + 1), MOST_SEEDS
+    if lo > hi or not enough(hi):
+        return MOST_SEEDS + 1
+    while lo < hi:  # the fewest seeds that are enough
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if enough(mid) else (mid + 1, hi)
+    return lo
 
 
 def holm(pvalues: Mapping[str, float]) -> dict[str, float]:
