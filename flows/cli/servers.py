@@ -128,7 +128,12 @@ def _list_processes() -> None:
 
 @app.command()
 def ui(
-    port: Annotated[int, typer.Option(help="port on 127.0.0.1")] = 5000,
+    port: Annotated[
+        int | None,
+        typer.Option(
+            help="port on 127.0.0.1 (default: the one this folder's UI last used, else 5000, else a free one)"
+        ),
+    ] = None,
     prefect: Annotated[
         bool,
         typer.Option(
@@ -166,6 +171,8 @@ def ui(
         cmd += ["--default-artifact-root", root]
     from flows.services import mlflow_db
 
+    port = _ui_port(port)
+    cmd[cmd.index("--port") + 1] = str(port)
     mlflow_db.prepare(uri, artifact_root=root)  # a new folder's store from the template, not migrated anew
     out.print(f"MLflow UI on http://127.0.0.1:{port} (Ctrl-C to stop)")
     from flows.track.runs import experiment_links
@@ -173,6 +180,33 @@ def ui(
     out.print("\n".join(experiment_links(f"http://127.0.0.1:{port}")), highlight=False)
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
     raise typer.Exit(_serve_until_signalled(cmd, env))
+
+
+def _ui_port(asked: int | None) -> int:
+    """The port to serve on: the asked one, refused when taken (exit 1, naming a free one); else the
+    folder's last, else 5000, else a free one. Recorded in the state folder, so that `run`'s links
+    point at this folder's UI and never at another process on the same port."""
+    from flows.services import ports
+    from flows.track import links
+
+    last = links.local_ui().rsplit(":", 1)[1]
+    if asked is not None and ports.taken(asked):
+        err.print(
+            f"port {asked} is taken by another process (another folder's `bottlenecks ui`?); its links would "
+            f"open that process's pages. Serve this folder's store on a free port: "
+            f"bottlenecks ui --port {ports.free_port()}",
+            highlight=False,
+        )
+        raise typer.Exit(1)
+    port = asked if asked is not None else int(last)
+    if ports.taken(port):
+        chosen = ports.free_port()
+        out.print(f"port {port} is taken by another process: serving on {chosen} instead", highlight=False)
+        port = chosen
+    folder = home.home()
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / links.UI_PORT_FILE).write_text(f"{port}\n")
+    return port
 
 
 def _prefect_ui() -> int:

@@ -1,4 +1,4 @@
-"""A free TCP port on loopback, for a server this process is about to start."""
+"""Free TCP ports on loopback, for a server this process is about to start."""
 
 from __future__ import annotations
 
@@ -10,3 +10,15 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def taken(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether something listens on ``port`` now (binding it fails), so a server started there would not
+    be the one its links reach."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a closed connection's TIME_WAIT does not count
+        try:
+            s.bind((host, port))
+        except OSError:
+            return True
+    return False

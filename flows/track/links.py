@@ -7,7 +7,8 @@ import os
 from pathlib import Path
 from typing import Callable
 
-LOCAL_MLFLOW_UI = "http://127.0.0.1:5000"  # where `bottlenecks ui` serves the local store
+LOCAL_MLFLOW_UI = "http://127.0.0.1:5000"  # where `bottlenecks ui` serves the local store by default
+UI_PORT_FILE = "ui.port"  # in the state folder: the port this folder's `bottlenecks ui` last served on
 # the query that opens MLflow 3's model-training view (run pages here, experiment pages in
 # flows.track.runs): the UI takes the page kind from ``workflowType``, not from the experiment's tag
 MODEL_TRAINING_VIEW = "?workflowType=machine_learning"
@@ -25,9 +26,21 @@ def _mlflow_server() -> str | None:
     return named.rstrip("/") or None
 
 
+def local_ui(folder: Path | None = None) -> str:
+    """Where this folder's `bottlenecks ui` serves its local store: the port it last served on (another
+    than 5000 when 5000 was taken), else 5000."""
+    from flows import home
+
+    try:
+        port = int((Path(folder or home.home()) / UI_PORT_FILE).read_text().strip())
+    except (OSError, ValueError):
+        return LOCAL_MLFLOW_UI
+    return f"http://127.0.0.1:{port}"
+
+
 def mlflow_run(experiment_id: str, run_id: str) -> str:
     """The MLflow UI page of a run in the model-training view (on `bottlenecks ui` for the local store)."""
-    base = _mlflow_server() or LOCAL_MLFLOW_UI
+    base = _mlflow_server() or local_ui()
     return f"{base}/#/experiments/{experiment_id}/runs/{run_id}{MODEL_TRAINING_VIEW}"
 
 
@@ -74,7 +87,7 @@ def unserved(flow_run_id: str | None, folder: Path) -> list[str]:
     if not mlflow_served():
         said.append(
             f"MLflow links open while `bottlenecks ui` serves the local store (state folder {folder}) at "
-            f"{LOCAL_MLFLOW_UI}; set {UI_ENV} to the address where a team serves it"
+            f"{local_ui(folder)}; set {UI_ENV} to the address where a team serves it"
         )
     if flow_run_id and not os.environ.get("PREFECT_API_URL") and _folder_server(folder) is None:
         said.append(
