@@ -34,5 +34,6 @@ def refuse_overlap(pipe: Pipeline, instances: dict[str, Instance], settings: Set
             pos,
             f"step {sid!r} runs seed {shown}, declared in settings.calibration_seeds "
             f"({', '.join(str(s) for s in sorted(calibration))}): the seeds this pipeline's design was chosen on "
-            "never give a verdict; run fresh seeds (or run the calibration pipeline, which declares none)",
+            "never give a verdict; run fresh seeds (a calibration run clears settings.calibration_seeds "
+            "in its own profile)",
         )
