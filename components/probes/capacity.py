@@ -70,7 +70,7 @@ def _plot(curves: dict[str, list[float]], names: list[str]):
 def capacity(
     ctx: Context,
     *,
-    checkpoints: dict[str, str],
+    checkpoints: dict[str, str] | list[dict[str, str]],
     data: str | None = None,  # default: each checkpoint's own data folder
     split: Literal["valid", "test"] = "test",
     buckets: Edges = [5, 11, 21, 31],  # noqa: B006 - source tokens
@@ -80,12 +80,16 @@ def capacity(
     """Decode greedily and score token recall per source-length bucket, per model.
 
     Args:
-        checkpoints: label -> encoder-decoder checkpoint, e.g. ``{"seq2seq": ..., "attention": ...}``.
+        checkpoints: label -> encoder-decoder checkpoint, e.g. ``{"seq2seq": ..., "attention": ...}``, or a
+            list of such maps merged in order (two training steps' checkpoints), as ``eval.bleu`` takes.
 
     Returns:
         ``summary``: ``acc/<label>/len_<a-b>``, ``exact/<label>/len_<a-b>``, ``count/len_<a-b>``,
         ``acc/<label>`` overall and ``ratio/<label>`` = longest-bucket / shortest-bucket recall.
     """
+    from components.probes.bleu import merge_checkpoints
+
+    checkpoints = merge_checkpoints(checkpoints)
     summary: dict[str, Any] = {}
     curves = {}
     with ctx.progress(total=None, description="recall") as bar:  # sentences of every model
