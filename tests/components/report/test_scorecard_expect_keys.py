@@ -241,13 +241,13 @@ def test_the_transformer_is_in_the_shipped_comparison_and_its_references_resolve
     plan = build(PIPELINES / "four_bottlenecks.yaml")
     card = next(i for i in plan.instances.values() if i.component.name == "report.scorecard")
     refs = references(card.params)
-    assert "bleu[*].bleu/transformer/longest" in refs
+    assert "bleu_attention[*].bleu/transformer/longest" in refs
     assert "mt_transformer[*].tokens_per_s" in refs
     arch = card.params["architectures"]["transformer"]
     assert {"B2", "B3", "B4"} <= set(arch)
     trained = [i for i in plan.instances.values() if i.step.id == "mt_transformer"]
-    rnn = [i for i in plan.instances.values() if i.step.id == "mt" and i.bindings["arch"] == "luong-dot-small"]
-    assert sorted(i.bindings["seed"] for i in trained) == sorted(i.bindings["seed"] for i in rnn) == [0, 1, 2]
+    rnn = [i for i in plan.instances.values() if i.step.id == "mt_attention" and i.bindings["arch"] == "luong-dot-small"]
+    assert sorted(i.bindings["seed"] for i in trained) == sorted(i.bindings["seed"] for i in rnn) == [0, 1, 2, 3, 4, 5]
     for key in ("steps", "batch_size"):  # the same training budget as the attention RNN
         assert {i.params[key] for i in trained} == {i.params[key] for i in rnn}
 
@@ -255,7 +255,7 @@ def test_the_transformer_is_in_the_shipped_comparison_and_its_references_resolve
 @pytest.mark.parametrize(
     "typo",
     [
-        ("bleu[*].bleu/transformer/longest", "bleu[*].bleu/transformr/longest"),  # a model label
+        ("bleu_attention[*].bleu/transformer/longest", "bleu_attention[*].bleu/transformr/longest"),  # a model label
         ("bleu[*].bleu/luong-dot-small/longest", "bleu[*].bleu/luong-dot-small/longst"),  # a key
         ('"grad[arch=rnn-small].rho"', '"grad[arch=rnn-smal].rho"'),  # a selector
         ("lag_lstm[forget_bias=3].acc/lag_50", "lag_lstm[forget_bias=3].acc/lag_51"),  # a lag
