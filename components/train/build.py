@@ -63,15 +63,13 @@ def data_overrides(meta: dict[str, Any], name: str) -> dict[str, Any]:
     from components.train.tasks import choose  # here: building a model by name reads no data code
 
     found = choose(meta).config_from(meta)  # the data's task kind says which values it decides
-    types = field_types(name)
-    if types is None:
-        return found
+    types = field_types(name)  # None: a factory that takes **kwargs receives every value
     size = found.get("image_size")
     if isinstance(size, list):
         if size[0] == size[1]:
             found["image_size"] = size[0]
-        elif "tuple" not in types.get("image_size", ""):
+        elif types is not None and "tuple" not in types.get("image_size", ""):
             del found["image_size"]  # this model takes square sizes only; its layers adapt to the input
         else:
             found["image_size"] = tuple(size)
-    return {k: v for k, v in found.items() if k in types}
+    return found if types is None else {k: v for k, v in found.items() if k in types}

@@ -60,8 +60,9 @@ class Task:
     @classmethod
     def config_from(cls, meta: dict[str, Any]) -> dict[str, Any]:
         """Model config values the data decides (vocab sizes, classes, pad id)."""
-        # 0 means "not this kind of input" (vocab_size 0 for float inputs, input_dim 0 for tokens)
-        return {k: meta[k] for k in cls.keys if meta.get(k) not in (None, 0)}
+        # a size of 0 means "not this kind of input" (vocab_size 0 for float inputs, input_dim 0 for
+        # tokens); an id of 0 (pad_id) is an id like any other, given as the data states it
+        return {k: meta[k] for k in cls.keys if meta.get(k) is not None and (meta[k] != 0 or k.endswith("_id"))}
 
     def open(self) -> None:
         """Read what the kind needs up front (the train split)."""
