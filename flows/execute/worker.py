@@ -155,6 +155,10 @@ def _call(payload: StepPayload, tracker, ctx, where: dict) -> dict[str, Any]:
     torch_threads.set_threads(payload.threads or default_threads())
     outputs = _component(payload)(ctx, **payload.params)
     json.dumps(outputs)  # outputs travel as JSON; big things are files in the work dir
+    # a folder it wrote with meta.json is a dataset: it meets the data contract here, at the step that made it
+    from components.data.contract import check_outputs
+
+    check_outputs(outputs, ctx.work_dir)
     ctx.flush()
     return outputs
 
