@@ -19,8 +19,12 @@ class ModuleImportFailed(Exception):
 
 
 def suggest(word, choices, cutoff: float = 0.6) -> str:
-    """Return ' (did you mean X?)' for the closest choice (compared as text), or ''."""
-    match = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=cutoff)
+    """Return ' (did you mean X?)' for the closest choice (compared as text), or ''; a choice with the
+    same letters in another order (``mialc`` for ``claim``) counts as close too."""
+    texts = [str(c) for c in choices]
+    match = difflib.get_close_matches(str(word), texts, n=1, cutoff=cutoff)
+    if not match:
+        match = [t for t in texts if len(t) > 2 and sorted(t.lower()) == sorted(str(word).lower())][:1]
     return f" (did you mean {match[0]!r}?)" if match else ""
 
 

@@ -33,10 +33,11 @@ class ScorecardError(ParameterValueError):
     starts with where; ``loc`` is the path to the entry, and to the ``key`` the message is about where
     one is named, so the pipeline's error points at the line that writes it."""
 
-    def __init__(self, where: str, text: str, *, key: Any = None):
+    def __init__(self, where: str, text: str, *, key: Any = None, at_key: bool = False):
         super().__init__(f"{where}: {text}")
         path = getattr(where, "path", ())
         self.loc = (*path, key) if path and key is not None else path
+        self.at_key = at_key  # the message is about the key itself (an unknown one): point at it, not its value
 
 
 @dataclass(frozen=True)
@@ -307,6 +308,16 @@ def validate_claim(entry: Any, index: int) -> dict[str, Any]:
     where = Where(f"expect[{index}]", ("expect", index))
     if not isinstance(entry, dict):
         raise ScorecardError(where, f"an expectation is a mapping with 'id', 'claim' and a check, got {written(entry)}")
+    check_keys = {k for kind in KINDS.values() for k in (*kind.required, *kind.optional)} | {"check"}
+    unknown = [k for k in entry if not isinstance(k, str) or (k not in CLAIM_KEYS and k not in check_keys)]
+    if unknown:  # before any missing key: a misspelt 'claim:' is an unknown key, not a missing one
+        named = Where(f"expect[{index}] (claim {entry['id']})", ("expect", index)) if "id" in entry else where
+        raise ScorecardError(
+            named,
+            f"unknown key {written(unknown[0])}{suggest(str(unknown[0]), CLAIM_KEYS | check_keys)}",
+            key=unknown[0],
+            at_key=True,
+        )
     if "id" not in entry:
         raise ScorecardError(where, "missing 'id' (a short name or number, used in metric claim/<id>)")
     raw_id = entry["id"]
@@ -346,14 +357,6 @@ def validate_claim(entry: Any, index: int) -> dict[str, Any]:
     settings = entry.get("settings")
     if isinstance(settings, dict):  # a mapping of settings reads as 'key=value, ...'
         entry = {**entry, "settings": ", ".join(f"{k}={v}" for k, v in settings.items())}
-    check_keys = {k for kind in KINDS.values() for k in (*kind.required, *kind.optional)} | {"check"}
-    unknown = [k for k in entry if not isinstance(k, str) or (k not in CLAIM_KEYS and k not in check_keys)]
-    if unknown:
-        raise ScorecardError(
-            where,
-            f"unknown key {written(unknown[0])}{suggest(str(unknown[0]), CLAIM_KEYS | check_keys)}",
-            key=unknown[0],
-        )
     inline = {k: v for k, v in entry.items() if k in check_keys and k not in CLAIM_KEYS}
     if "checks" in entry:
         if inline:

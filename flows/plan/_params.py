@@ -145,7 +145,8 @@ def _refuse(step: Step, comp: Component, err: dict, field_name: str, errors: Col
         # words, at the entry it names where it names one
         own = err["ctx"]["error"]
         inner = tuple(getattr(own, "loc", ()) or ())
-        at = _located(step, (*err["loc"][:1], *inner[1:])) if inner[:1] == tuple(err["loc"][:1]) else None
+        at_key = bool(getattr(own, "at_key", False))  # an unknown key: its own column, not its value's
+        at = _located(step, (*err["loc"][:1], *inner[1:]), at_key) if inner[:1] == tuple(err["loc"][:1]) else None
         errors.add(
             at or _located(step, err["loc"]),
             f"step {step.id!r}: parameter {loc!r} of {comp.name}: {own}",
@@ -158,13 +159,14 @@ def _refuse(step: Step, comp: Component, err: dict, field_name: str, errors: Col
         )
 
 
-def _located(step: Step, loc: tuple) -> tuple[int, int]:
+def _located(step: Step, loc: tuple, at_key: bool = False) -> tuple[int, int]:
     """Where the file writes ``loc`` (``("models", 2, "tf")``): the innermost entry the file has, its
-    value's position (a key's, for a key of its own that is refused), never the list holding it."""
+    value's position (its key's with ``at_key``, for a key that is itself refused), never the list
+    holding it."""
     node, at = step.with_, step.with_.vpos(loc[0]) if loc else step.with_.pos
-    for part in loc:
+    for i, part in enumerate(loc):
         if isinstance(node, dict) and part in node:
-            at = node.vpos(part)
+            at = node.kpos(part) if at_key and i == len(loc) - 1 else node.vpos(part)
             node = node[part]
         elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
             at = node.ipos(part) if hasattr(node, "ipos") else at
