@@ -27,6 +27,8 @@ _KEYWORDS = {
     "logged_before",
     "renamed_before",
     "group_by",
+    "summary",
+    "references",
 }
 _NAMED = {"config"}  # keywords that name a class, evaluated as an annotation is; the others are literals
 

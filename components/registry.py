@@ -25,6 +25,7 @@ from components import code_version
 from components.bounds import refusal
 from components.code_version import module_file as _module_file
 from components.imports import ModuleImportFailed, import_function, import_module, suggest
+from components.summary_keys import Placeholder, parse
 
 ENTRY_POINT_GROUP = "bottlenecks.components"
 
@@ -78,6 +79,13 @@ class Component:
     # what a user groups its runs by -> the parameter that says it ({"architecture": "model"}): tags on
     # each step run, so MLflow's "Group by" gives one line per architecture (docs/metrics.md)
     group_by: dict[str, str] = field(default_factory=dict)
+    # the keys of its ``summary`` output, as patterns (components/summary_keys.py), so `check` resolves
+    # the claims that read it; None where it declares none
+    summary_keys: tuple[str, ...] | None = None
+    # for a component whose parameters name other steps' summaries by reference (a report's claims):
+    # {"sources": the parameter mapping a name to ${step.summary}, "in": the parameters holding the
+    # references, "check": "module:function" resolving them}; empty for any other
+    references: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
         if self._fn is not None:
@@ -324,6 +332,61 @@ def _checked_group_by(name: str, group_by: Any, params_model: type[BaseModel]) -
     return dict(group_by)
 
 
+def _checked_summary(name: str, summary: Any, params_model: type[BaseModel]) -> tuple[str, ...] | None:
+    """``summary`` as a tuple of key patterns, after checking each parses and its placeholders start at
+    one of the component's parameters; a shipped component whose decorator cannot say it yet takes it
+    from ``components.library.SUMMARIES``; None where nothing declares it."""
+    from components import library
+
+    if summary is None:
+        summary = library.SUMMARIES.get(name)
+    if summary is None:
+        return None
+    if isinstance(summary, str) or not isinstance(summary, (list, tuple)):
+        raise ComponentError(
+            f"component {name!r}: summary= takes a list of key patterns such as "
+            f"['rho', 'acc/{{models}}', 'count/len_{{buckets|bucket_names}}'], got {summary!r}"
+        )
+    fields = params_model.model_fields
+    for pattern in summary:
+        try:
+            parts = parse(pattern)
+        except ValueError as e:
+            raise ComponentError(f"component {name!r}: summary= {e}") from None
+        for part in parts:
+            if isinstance(part, Placeholder) and not any(n in fields for n in part.path[0]):
+                raise ComponentError(
+                    f"component {name!r}: summary= {pattern!r}: {part.text} names no parameter of it "
+                    f"({', '.join(sorted(fields))}){suggest(part.parameter, list(fields))}"
+                )
+    return tuple(summary)
+
+
+def _checked_references(name: str, references: Any, params_model: type[BaseModel]) -> dict[str, Any]:
+    """``references`` as ``{"sources", "in", "check"}``, after checking it names the component's
+    parameters and a ``module:function``."""
+    if not references:
+        return {}
+    ok = isinstance(references, dict) and set(references) == {"sources", "in", "check"}
+    ok = ok and isinstance(references["sources"], str) and isinstance(references["check"], str)
+    ok = ok and ":" in references["check"] and isinstance(references["in"], (list, tuple))
+    ok = ok and all(isinstance(p, str) for p in references["in"])
+    if not ok:
+        raise ComponentError(
+            f"component {name!r}: references= takes {{'sources': PARAM, 'in': [PARAM, ...], 'check': "
+            f"'module:function'}} (the parameter mapping names to ${{step.summary}}, those holding the "
+            f"references, and the function resolving them), got {references!r}"
+        )
+    fields = params_model.model_fields
+    for param in (references["sources"], *references["in"]):
+        if param not in fields:
+            raise ComponentError(
+                f"component {name!r}: references= names {param!r}, which is none of its parameters "
+                f"({', '.join(sorted(fields))}){suggest(param, list(fields))}"
+            )
+    return {"sources": references["sources"], "in": list(references["in"]), "check": references["check"]}
+
+
 def _checked_depends_on(name: str, depends_on: Any) -> tuple[str, ...]:
     """``depends_on`` as a tuple of distribution names, after checking it is a list of names."""
     if isinstance(depends_on, str) or not all(isinstance(d, str) and d for d in depends_on):
@@ -348,6 +411,8 @@ def component(
     logged_before: tuple[str, ...] | list[str] = (),
     renamed_before: dict[str, str] | None = None,
     group_by: dict[str, str] | None = None,
+    summary: tuple[str, ...] | list[str] | None = None,
+    references: dict[str, Any] | None = None,
 ) -> Callable[[Callable], Callable]:
     """Register ``fn`` as the component ``name``.
 
@@ -385,6 +450,17 @@ def component(
             (``{"architecture": "model", "task": "data"}``): each step run is tagged with the fact and
             the parameter's value (a reference: the step instances it reads), beside ``bottleneck``,
             ``seed`` and ``profile``, which the engine knows.
+        summary: the keys of its ``summary`` output, as patterns read from source
+            (``components/summary_keys.py``): ``"rho"``, ``"acc/{checkpoints}"`` (one key per label of
+            the parameter's value), ``"acc/lag_{checkpoints.data.lag}"`` (a parameter of the steps it
+            reads), ``"count/len_{buckets|bucket_names}"`` (a named transform), ``"grad/d_*"`` (any
+            text). `bottlenecks check` resolves every claim that reads the summary against them; a
+            component that declares none gets its claims checked for their step and label only.
+        references: for a component whose parameters name other steps' summaries (a report's claims):
+            ``{"sources": "measurements", "in": ["expect", "architectures"], "check":
+            "module:function"}``. `check` calls the function with the ``in`` parameters and, per
+            source, the keys its step will report (``Keys``, or label -> ``Keys``; None where unknown),
+            and reports each ``(path in the parameters, message)`` it returns where the file writes it.
     """
     declared_shows = _checked_shows(name, shows, tuple(outputs))
     libraries = _checked_depends_on(name, depends_on)
@@ -415,6 +491,8 @@ def component(
             logged_before=before,
             renamed_before=renamed,
             group_by=_checked_group_by(name, group_by, params_model),
+            summary_keys=_checked_summary(name, summary, params_model),
+            references=_checked_references(name, references, params_model),
         )
         fn.component = _REGISTRY[name]  # type: ignore[attr-defined]
         return fn
@@ -526,6 +604,8 @@ def _declared(name: str, module: str) -> Component:
             name, kw.get("logged_before"), kw.get("renamed_before")
         )
         comp.group_by = _checked_group_by(name, kw.get("group_by"), comp.params_model)
+        comp.summary_keys = _checked_summary(name, kw.get("summary"), comp.params_model)
+        comp.references = _checked_references(name, kw.get("references"), comp.params_model)
         _DECLARED[name] = comp
         return comp
 

@@ -23,6 +23,7 @@ def normalised_entropy(weights: torch.Tensor) -> float:
     "probe.attention_entropy",
     outputs=["summary", "plot"],
     logged_before=["entropy", "unscaled_drop", "scaled_min"],
+    summary=["entropy/scaled/dk_{d_k}", "entropy/unscaled/dk_{d_k}", "unscaled_drop", "scaled_min"],
 )
 def attention_entropy(
     ctx: Context,

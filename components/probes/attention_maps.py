@@ -122,6 +122,17 @@ def _draw_gaze(plt, maps: list[np.ndarray], images, digits, shown: list[int], gr
     outputs=["summary", "plot"],
     bottleneck="B3",
     logged_before=["diag_mass", "diag_mass_uniform", "diag_ratio"],
+    summary=[
+        "n",
+        "diag_mass",  # translation models
+        "diag_mass_uniform",
+        "diag_ratio",
+        "gaze_on_digit",  # the captioner over digit strips
+        "gaze_uniform",
+        "gaze_corr",
+        "converged",  # the training behind the checkpoint (probes/common.py trainings)
+        "late_gain",
+    ],
 )
 def attention_maps(
     ctx: Context,

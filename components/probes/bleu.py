@@ -343,7 +343,47 @@ def _translate_all(
     return runs, summary, samples, example
 
 
-@component("eval.bleu", outputs=["summary", "plot", "samples", "examples"], bottleneck="B3")
+@component(
+    "eval.bleu",
+    outputs=["summary", "plot", "samples", "examples"],
+    bottleneck="B3",
+    summary=[
+        "n",
+        "count/len_{buckets|bucket_names}",
+        "bleu/{checkpoints}",
+        "bleu/{checkpoints}/len_{buckets|bucket_names}",
+        "bleu/{checkpoints}/shortest",
+        "bleu/{checkpoints}/longest",
+        "chrf/{checkpoints}",
+        "chrf/{checkpoints}/len_{buckets|bucket_names}",
+        "chrf/{checkpoints}/shortest",
+        "chrf/{checkpoints}/longest",
+        "bleu_ci/{checkpoints}",
+        "bleu_ci/{checkpoints}/len_{buckets|bucket_names}",
+        "bleu_ci/{checkpoints}/shortest",
+        "bleu_ci/{checkpoints}/longest",
+        "chrf_ci/{checkpoints}",
+        "chrf_ci/{checkpoints}/len_{buckets|bucket_names}",
+        "chrf_ci/{checkpoints}/shortest",
+        "chrf_ci/{checkpoints}/longest",
+        "bleu_tok/{checkpoints}",  # with tokenized
+        # the paired bootstrap: each model's BLEU on resample <b>, each pair's difference and p-value
+        "bleu_rep_*/{checkpoints}",
+        "bleu_rep_*/{checkpoints}/len_{buckets|bucket_names}",
+        "bleu_rep_*/{checkpoints}/shortest",
+        "bleu_rep_*/{checkpoints}/longest",
+        "bleu_diff_ci/{checkpoints}/{checkpoints}",
+        "bleu_diff_ci/{checkpoints}/{checkpoints}/len_{buckets|bucket_names}",
+        "bleu_diff_ci/{checkpoints}/{checkpoints}/shortest",
+        "bleu_diff_ci/{checkpoints}/{checkpoints}/longest",
+        "bleu_diff_p/{checkpoints}/{checkpoints}",
+        "bleu_diff_p/{checkpoints}/{checkpoints}/len_{buckets|bucket_names}",
+        "bleu_diff_p/{checkpoints}/{checkpoints}/shortest",
+        "bleu_diff_p/{checkpoints}/{checkpoints}/longest",
+        "converged/{checkpoints}",  # the trainings behind the checkpoints (probes/common.py trainings)
+        "late_gain/{checkpoints}",
+    ],
+)
 def eval_bleu(
     ctx: Context,
     *,

@@ -66,7 +66,21 @@ def _plot(curves: dict[str, list[float]], names: list[str]):
     return fig
 
 
-@component("probe.capacity", outputs=["summary", "plot"], bottleneck="B1", logged_before=["exact", "ratio"])
+@component(
+    "probe.capacity",
+    outputs=["summary", "plot"],
+    bottleneck="B1",
+    logged_before=["exact", "ratio"],
+    summary=[
+        "count/len_{buckets|bucket_names}",
+        "acc/{checkpoints}",
+        "ratio/{checkpoints}",
+        "acc/{checkpoints}/len_{buckets|bucket_names}",
+        "exact/{checkpoints}/len_{buckets|bucket_names}",
+        "converged/{checkpoints}",  # the trainings behind the checkpoints (probes/common.py trainings)
+        "late_gain/{checkpoints}",
+    ],
+)
 def capacity(
     ctx: Context,
     *,

@@ -28,7 +28,18 @@ def predictions(model, task: Task, split: str, batch_size: int) -> tuple[np.ndar
     return torch.cat(preds).numpy(), torch.cat(trues).numpy()
 
 
-@component("eval.classify", outputs=["summary", "confusion", "plot"])
+@component(
+    "eval.classify",
+    outputs=["summary", "confusion", "plot"],
+    summary=[
+        "acc",
+        "loss",
+        "n",
+        "chance",  # where the data states it
+        "converged",  # the training behind the checkpoint (probes/common.py trainings)
+        "late_gain",
+    ],
+)
 def classify(
     ctx: Context,
     *,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from components import summary_keys
 from components.models.decoding import output_limits, strip, translate  # their old home: older imports keep working
 from components.probes.common import ProbeError
 
@@ -9,11 +10,12 @@ __all__ = ["bucket_names", "bucket_of", "output_limits", "strip", "translate"]
 
 
 def bucket_names(edges: list[int]) -> list[str]:
-    """Names of the buckets [e_i, e_{i+1} - 1] and a last open one "e_k-inf"."""
-    if not edges or sorted(set(edges)) != list(edges) or edges[0] < 0:
-        raise ProbeError(f"buckets must be increasing non-negative lengths like [1, 10, 20, 30], got {edges}")
-    names = [f"{lo}-{hi - 1}" for lo, hi in zip(edges, edges[1:])]
-    return names + [f"{edges[-1]}-inf"]
+    """Names of the buckets [e_i, e_{i+1} - 1] and a last open one "e_k-inf" (defined with the summary
+    keys the probes declare, ``components.summary_keys``, so `check` names the same buckets)."""
+    try:
+        return summary_keys.bucket_names(edges)
+    except ValueError as e:
+        raise ProbeError(str(e)) from None
 
 
 def bucket_of(n: int, edges: list[int]) -> str | None:

@@ -34,6 +34,7 @@ def fit_rho(curve: np.ndarray, fit_max: int = 0) -> float:
     bottleneck="B2",
     logged_before=["grad_norm", "grad", "rho", "rho_init"],
     group_by={"architecture": "model"},
+    summary=["rho", "rho_init", "length", "grad/d_*"],  # distances 1, 5, 10, 20, 50, 100, length - 1 below length
 )
 def gradient_decay(
     ctx: Context,

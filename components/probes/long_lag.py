@@ -32,6 +32,16 @@ def lag_of(key: str, info: dict[str, Any]) -> int:
     outputs=["summary", "plot"],
     bottleneck="B2",
     logged_before=["acc_by_lag", "acc_min", "longest_solved"],
+    summary=[
+        "threshold",
+        "longest_solved",
+        "chance",
+        # the lag of each checkpoint's data: its data step's lag (seq_len for the adding problem)
+        "acc/lag_{checkpoints.data.lag,seq_len}",
+        "acc_min/lag_{checkpoints.data.lag,seq_len}",
+        "converged/{checkpoints}",  # the trainings behind the checkpoints (probes/common.py trainings)
+        "late_gain/{checkpoints}",
+    ],
 )
 def long_lag(
     ctx: Context,

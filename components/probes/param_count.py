@@ -18,6 +18,7 @@ from components.train.build import accepted_fields, build_model
     outputs=["summary"],
     bottleneck="B1",
     logged_before=["params/", "runs", "runs_all", "params_spread", "params_constant"],  # a bare params: train.model's
+    summary=["params/T_{lengths}", "runs/T_{lengths}", "params_spread", "params_constant", "runs_all"],
 )
 def param_count(
     ctx: Context,

@@ -20,7 +20,12 @@ def equivariance_error(model, x: torch.Tensor, perm: torch.Tensor) -> tuple[floa
     return diff, diff / float(h.abs().mean().clamp_min(1e-30))
 
 
-@component("probe.permutation", outputs=["summary"], logged_before=["rel_error", "error"])
+@component(
+    "probe.permutation",
+    outputs=["summary"],
+    logged_before=["rel_error", "error"],
+    summary=["error/{models}", "rel_error/{models}"],
+)
 def permutation(
     ctx: Context,
     *,

@@ -118,6 +118,18 @@ def permutation_p(observed: float, null: np.ndarray) -> float:
     outputs=["summary", "plot"],
     bottleneck="B4",
     logged_before=["neighbour_cos", "neighbour_minus_far"],
+    summary=[
+        "distance_rank_corr",
+        "distance_rank_corr_null_sd",
+        "distance_rank_corr_p",
+        "neighbour_cos",
+        "far_cos",
+        "neighbour_minus_far",
+        "grid_h",
+        "grid_w",
+        "converged",  # the training behind the checkpoint (probes/common.py trainings)
+        "late_gain",
+    ],
 )
 def position_similarity(
     ctx: Context,

@@ -275,6 +275,25 @@ def _plot(curves: dict[str, list[dict]], summary: dict, device: str, threads: in
         "memory_exp",
         "memory_exp_ci",
     ],
+    summary=[
+        "threads",
+        "batch",
+        "repeats",
+        "memory_method",
+        "time_s/{models}/T_{lengths}",
+        "time_s_ci/{models}/T_{lengths}",  # from the repeats: a half-width and its t degrees of freedom
+        "time_s_df/{models}/T_{lengths}",
+        "memory_mb/{models}/T_{lengths}",
+        "seq_steps/{models}/T_{lengths}",
+        "seq_steps_per_layer/{models}/T_{lengths}",
+        "flops_per_layer/{models}/T_{lengths}",
+        "time_exp/{models}",
+        "time_exp_ci/{models}",
+        "time_exp_df/{models}",
+        "memory_exp/{models}",
+        "memory_exp_ci/{models}",
+        "memory_exp_df/{models}",
+    ],
 )
 def timing(
     ctx: Context,

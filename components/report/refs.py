@@ -10,17 +10,26 @@ of a matrixed step, and a key of that step's flat ``summary``:
 - ``lag[*].acc``                     every instance (a matrix over seeds only)
 - ``lag.arch=lstm,lag=50.acc``       the same without brackets (split where it resolves)
 - ``train.acc/seed_*``               a wildcard in the key: each match is one seed
+
+A key a training's summary holds may also be written as MLflow names it: ``test/acc`` reads
+``test_acc``, ``valid/loss`` reads ``valid_loss`` and ``vitals/steps`` reads ``steps`` (``ALIASES``).
+Before anything runs, `bottlenecks check` resolves references against the keys each step declares
+it will write (``components.summary_keys.Keys`` in place of a summary; ``references.py``).
 """
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from components.imports import suggest
+from components.summary_keys import Keys
 
+# a key as MLflow names a training's value -> as its summary holds it (docs/metrics.md, "Summary keys")
+ALIASES = {"test/": "test_", "valid/": "valid_", "vitals/": ""}
 _BRACKET = re.compile(r"^(?P<source>[^.\[\]]+)\[(?P<sel>[^\]]*)\]\.(?P<key>.+)$")
 
 
@@ -142,8 +151,8 @@ class Resolver:
             have = ", ".join(sorted(self.measurements)) or "none"
             return Sample(
                 ref=ref,
-                missing=f"no source {source_name!r} in measurements "
-                f"(have: {have}){suggest(source_name, self.measurements)}",
+                missing=f"no source {source_name!r} in measurements{suggest(source_name, self.measurements)}; "
+                f"have: {have}",
             )
         source, inline_run = _unwrap(self.measurements[source_name])
         if source is None:
@@ -189,8 +198,7 @@ class Resolver:
         instances = {lab: _unwrap(v) for lab, v in source.items()}
         chosen = {lab: v for lab, v in instances.items() if _matches(parse_label(lab), selector)}
         if not chosen:
-            labels = ", ".join(sorted(instances))
-            return Sample(ref=ref, missing=f"{name}: no instance matches [{sel}] (instances: {labels})")
+            return Sample(ref=ref, missing=f"{name}: no instance matches [{sel}]{_closest(selector, instances)}")
         if len(chosen) > 1 and sel.strip() != "*":
             varying = _varying_axes(chosen, over)
             if varying:
@@ -267,8 +275,48 @@ def first_seeds(source: Any, n: int, over: str = "seed") -> Any:
     return {**source, "summary": kept} if inner is not source else kept
 
 
+def _closest(selector: dict[str, str], instances: dict) -> str:
+    """What the instances offer where a selector matches none: the did-you-mean of the first pair no
+    instance has, with the values of its axis in the matrix's order (or every instance, where only the
+    pairs together miss)."""
+    labels = [parse_label(lab) for lab in instances]
+    axes: dict[str, list[str]] = {}
+    for lab in labels:
+        for k, v in lab.items():
+            axes.setdefault(k, [])
+            if v not in axes[k]:
+                axes[k].append(v)
+    for k, v in selector.items():
+        if k == "" or "" in axes:  # a bare value, or a single-axis matrix's bare labels
+            values = [x for vs in axes.values() for x in vs]
+            if not any(_same(x, v) for x in values):
+                return f"{suggest(v, values)}; its labels: {', '.join(values)}"
+        elif k not in axes:
+            return f": it has no axis {k!r}{suggest(k, axes)}; its axes: {', '.join(axes)}"
+        elif not any(_same(x, v) for x in axes[k]):
+            close = difflib.get_close_matches(v, axes[k], n=1, cutoff=0.6)  # the value alone, not "arch="
+            hint = f" (did you mean '{k}={close[0]}'?)" if close else ""
+            return f"{hint}; {k} is one of {', '.join(axes[k])}"
+    return f" (instances: {', '.join(instances)})"
+
+
+def _alias(summary: Any, key: str) -> str:
+    """``key``, or the name its summary holds it by where it is written as MLflow names it
+    (``test/acc`` for ``test_acc``) and only that name is there."""
+    has = summary.has if isinstance(summary, Keys) else summary.__contains__
+    if "*" in key or has(key):
+        return key
+    for mlflow, held in ALIASES.items():
+        if key.startswith(mlflow) and has(held + key[len(mlflow) :]):
+            return held + key[len(mlflow) :]
+    return key
+
+
 def _lookup(summary: dict, key: str) -> dict[str, float] | str:
     """Values of ``key`` (wildcards: one value per match, labelled by what ``*`` matched)."""
+    key = _alias(summary, key)
+    if isinstance(summary, Keys):  # before anything runs: the keys its step declares
+        return _declared(summary, key)
     if "*" in key:
         pattern = re.compile("^" + re.escape(key).replace(r"\*", "(.*)") + "$")
         found = {}
@@ -290,6 +338,15 @@ def _lookup(summary: dict, key: str) -> dict[str, float] | str:
             return f"{key!r} is {v!r}, not a number"
         out[k] = number
     return out
+
+
+def _declared(keys: Keys, key: str) -> dict[str, float] | str:
+    """What ``key`` reads among the keys a step declares (a value of 1.0 each), or why nothing."""
+    if "*" in key:
+        return keys.matching(key) or f"no key matches {key!r}"
+    if keys.has(key):
+        return {"": 1.0}
+    return f"no measurement {key!r}{suggest(key, keys.names())}"
 
 
 def _natural(label: str) -> list:
@@ -317,4 +374,14 @@ def _run_id_of(run_ids: Any, label: str) -> str | None:
     return None
 
 
-__all__ = ["Resolver", "Sample", "first_seeds", "is_matrixed", "json_number", "parse_label", "seed_values", "to_number"]
+__all__ = [
+    "ALIASES",
+    "Resolver",
+    "Sample",
+    "first_seeds",
+    "is_matrixed",
+    "json_number",
+    "parse_label",
+    "seed_values",
+    "to_number",
+]

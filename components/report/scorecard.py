@@ -59,6 +59,12 @@ SequentialDesign = Annotated[dict[str, Any] | None, _checked(sequential.validate
         "figures": "figures",
         "verdicts": "scorecard",
     },
+    # `check` resolves every claim's and row's reference against the keys the measured steps declare
+    references={
+        "sources": "measurements",
+        "in": ["expect", "architectures"],
+        "check": "components.report.references:unresolved",
+    },
 )
 def scorecard(
     ctx: Context,

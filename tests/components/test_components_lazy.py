@@ -46,6 +46,8 @@ def test_declaration_read_from_source_matches_the_imported_component(name):
     assert found.doc == inspect.getdoc(real.fn) and kw.get("config") is real.config
     lazy = reg._declared_params(name, found)
     assert lazy.model_json_schema() == real.params_model.model_json_schema()
+    assert reg._checked_summary(name, kw.get("summary"), lazy) == real.summary_keys  # what check resolves claims by
+    assert reg._checked_references(name, kw.get("references"), lazy) == real.references
     assert {k: (f.annotation, f.default) for k, f in lazy.model_fields.items()} == {
         k: (f.annotation, f.default) for k, f in real.params_model.model_fields.items()
     }

@@ -112,3 +112,42 @@ def test_absent_or_ambiguous_data_is_a_reason_not_an_error(r, ref, why):
 
 def test_a_source_that_did_not_run_is_missing():
     assert "is empty" in Resolver({"x": None}).resolve("x.y").missing
+
+
+@pytest.mark.parametrize(
+    "ref, why",
+    [
+        ("lag[arch=gru,lag=50].acc", r"\[arch=gru,lag=50\]; arch is one of rnn, lstm$"),
+        ("lag[arch=lstmm,lag=50].acc", r"\(did you mean 'arch=lstm'\?\); arch is one of rnn, lstm$"),
+        ("lag[archh=lstm].acc", r": it has no axis 'archh' \(did you mean 'arch'\?\); its axes: arch, lag, seed$"),
+        ("grad[lstn].rho", r"\(did you mean 'lstm'\?\); its labels: rnn, lstm$"),
+        ("lag[arch=rnn,lag=51].acc", r"lag is one of 15, 50$"),
+    ],
+)
+def test_a_selector_no_instance_matches_names_the_closest_label(r, ref, why):
+    s = r.resolve(ref)
+    assert not s.ok and __import__("re").search(why, s.missing), s.missing
+
+
+def test_a_training_value_may_be_named_as_mlflow_names_it():
+    r = Resolver({"train": {"0": {"test_acc": 0.9, "valid_loss": 0.3, "steps": 10}, "1": {"test_acc": 0.7}}})
+    assert r.resolve("train[*].test/acc").values == r.resolve("train[*].test_acc").values == {"0": 0.9, "1": 0.7}
+    assert r.resolve("train[0].valid/loss").values == {"": 0.3}
+    assert r.resolve("train[0].vitals/steps").values == {"": 10.0}
+    missing = r.resolve("train[0].test/accuracy").missing
+    assert "no measurement 'test/accuracy' (did you mean 'test_acc'?)" in missing
+    assert "did you mean 'test_acc'?" in r.resolve("train[0].test_accuracy").missing
+    # a summary holding the slash name itself reads it as written
+    assert Resolver({"p": {"test/acc": 0.5, "test_acc": 0.1}}).resolve("p.test/acc").values == {"": 0.5}
+
+
+def test_before_a_run_references_resolve_against_the_declared_keys():
+    from components.summary_keys import Keys
+
+    declared = {"train": {"arch=lstm,seed=0": Keys(["test_acc", "converged"]), "arch=rnn,seed=0": Keys(["test_acc"])}}
+    r = Resolver({**declared, "grad": Keys(["rho", "grad/d_*"]), "user": Keys(["*"])})
+    assert r.resolve("train[arch=lstm].test/acc").ok and r.resolve("train[*].test_acc").ok
+    assert r.resolve("grad.grad/d_5").ok and r.resolve("grad.grad/*").ok and r.resolve("user.anything").ok
+    assert r.resolve("train[arch=lstm].converged").trainings == {}  # no convergence record before it runs
+    assert "did you mean 'rho'" in r.resolve("grad.rhoo").missing
+    assert "no key matches 'loss/*'" in r.resolve("grad.loss/*").missing
