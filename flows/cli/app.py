@@ -62,14 +62,22 @@ def require_servers(code: int = 1, after: str = "") -> None:
         fail(str(e), code, after)
 
 
+def print_warnings(plan) -> None:
+    """Print the plan's warnings, ``FILE:LINE:COL: warning: ...`` (nothing stops for them)."""
+    for located in plan.warnings:
+        err.print(f"[yellow]{escape(str(located))}[/]", highlight=False)
+
+
 def plan_or_exit(path: Path, profile: str | None, sets: list[str] | None, what: str = "run"):
-    """Build a plan, or print every error and exit 2."""
+    """Build a plan and print its warnings, or print every error and exit 2."""
     from flows.language.errors import PipelineInvalid
     from flows.plan.build import build
 
     try:
-        return build(path, profile=profile, sets=sets)
+        plan = build(path, profile=profile, sets=sets)
     except PipelineInvalid as e:
         n = print_invalid(e)
         err.print(f"[red]{n} error(s); nothing was {what}.[/]")
         raise typer.Exit(2) from None
+    print_warnings(plan)
+    return plan

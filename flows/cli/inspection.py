@@ -12,7 +12,18 @@ from rich.markup import escape
 from rich.table import Table
 
 from flows import home
-from flows.cli.app import PipelineArg, ProfileOpt, SetOpt, app, err, fail, out, plan_or_exit, print_invalid
+from flows.cli.app import (
+    PipelineArg,
+    ProfileOpt,
+    SetOpt,
+    app,
+    err,
+    fail,
+    out,
+    plan_or_exit,
+    print_invalid,
+    print_warnings,
+)
 from flows.cli.run import FreshOpt, apply_fresh
 
 
@@ -34,6 +45,7 @@ def check(
             bad += 1
             print_invalid(e)
             continue
+        print_warnings(plan)
         out.print(
             f"[green]ok[/] {escape(str(path))}: {len(plan.pipeline.steps)} steps, {len(plan.instances)} step runs"
         )
@@ -211,6 +223,9 @@ def components(name: Annotated[Optional[str], typer.Argument(help="show one comp
         outputs = ", ".join(comp.outputs + ("run_id",))
         tag = f"  bottleneck: {comp.bottleneck}" if comp.bottleneck else ""
         out.print(f"    [dim]outputs: {outputs}{tag}[/]")
+        if name:  # what its summary holds, as claims reference it (docs/contracts.md)
+            keys = ", ".join(comp.summary_keys) if comp.summary_keys is not None else "not declared"
+            out.print(f"    [dim]summary keys: {escape(keys)}[/]")
 
 
 @app.command()

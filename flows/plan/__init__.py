@@ -7,6 +7,7 @@ private module of its own:
     _expand.py    matrix axes checked, and every step expanded into its instances
     _refs.py      the step order from references and ``needs``, and each ``${...}`` resolved
     _params.py    each step's component, and an instance's parameters checked against it
+    _summaries.py the summary keys each step declares, and the claims that read them resolved
     _place.py     how many GPUs each instance runs on (and re-placement at run start)
     _keys.py      every instance's cache key from its parts, why two keys' parts differ, the spec hash
     _libraries.py the libraries a component's results depend on and their installed versions

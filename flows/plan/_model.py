@@ -9,6 +9,7 @@ from typing import Any
 
 from components.imports import suggest as _suggest
 from components.registry import Component
+from flows.language.errors import Located
 from flows.language.spec import Pipeline, Step
 from flows.settings import Settings
 
@@ -49,6 +50,7 @@ class Plan:
     instances: dict[str, Instance]  # in topological order
     spec_hash: str
     overrides: list[str]
+    warnings: list[Located] = field(default_factory=list)  # what check, plan and run print; nothing stops
 
     @property
     def name(self) -> str:

@@ -17,6 +17,7 @@ from flows.plan._params import components, type_name
 from flows.plan._place import place, place_on
 from flows.plan._profiles import SetErrors, apply_overrides, apply_profile, check_params
 from flows.plan._refs import INVALID, RESERVED_OUTPUTS, order
+from flows.plan._summaries import check_references
 from flows.settings import Settings
 
 __all__ = ["Instance", "Plan", "build", "mark_fresh", "no_match", "place_on", "type_name"]
@@ -54,8 +55,9 @@ def build(
 
 
 def _plan(pipe: Pipeline, errors: SetErrors, profile: str | None, sets: list[str], axes_of: dict) -> Plan:
-    """The phases: profile and ``--set``s, matrix axes, step order, size, components, instances,
-    placement, steps asked fresh, cache keys; every error of a phase is collected before the next that needs it."""
+    """The phases: profile and ``--set``s, matrix axes, step order, size, components, instances, the
+    references of claims, placement, steps asked fresh, cache keys; every error of a phase is collected
+    before the next that needs it."""
     params, written = apply_profile(pipe, profile, errors)
     settings = Settings.resolve(written)
     apply_overrides(pipe, sets, params, errors)
@@ -70,10 +72,13 @@ def _plan(pipe: Pipeline, errors: SetErrors, profile: str | None, sets: list[str
     instances = expand(pipe, steps or list(pipe.steps), step_axes, comps, params, errors)  # on a cycle: file order
     refuse_overlap(pipe, instances, settings, errors)
     errors.raise_if_any()
+    warnings: list = []
+    check_references(instances, errors, warnings)  # claims against the keys their steps declare
+    errors.raise_if_any()
     place(instances, settings, errors)
     errors.raise_if_any()
     for pattern in mark_fresh(instances, settings.fresh, "settings.fresh"):
         errors.add(pipe.settings.vpos("fresh") if "fresh" in pipe.settings else None, no_match(pattern, instances))
     errors.raise_if_any()
     assign_keys(instances, settings)
-    return Plan(pipe, profile, params, settings, instances, spec_hash(pipe, profile, sets), sets)
+    return Plan(pipe, profile, params, settings, instances, spec_hash(pipe, profile, sets), sets, warnings)

@@ -1,10 +1,11 @@
 """Every scorecard reference (source, selector and key) resolves against what its step will measure.
 
-The plan gives each measurement source's producer instances and their resolved parameters; a key
-model per component lists the summary keys such an instance writes (from its parameters, e.g. the
-model labels and buckets of eval.bleu). The scorecard's own Resolver then looks every reference up in
-those would-be summaries, so a misspelt key, a selector no instance has, or a model label no step
-trains fails here instead of turning into `not measured` an hour into a run.
+Each component a shipped scorecard reads declares the keys its summary holds (``@component(...,
+summary=[...])``, expanded per step instance from its parameters: the model labels and buckets of
+eval.bleu, the lags of long_lag's data). `bottlenecks check` resolves every reference of the claims
+with the scorecard's own Resolver against those would-be summaries, so a misspelt key, a selector no
+instance has, or a model label no step trains is refused before anything runs instead of turning into
+`not measured` an hour into a run.
 """
 
 from pathlib import Path
@@ -12,10 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.probes.decode import bucket_names
-from components.report.refs import Resolver
-from flows.language.refs import Ref
-from flows.plan.build import Instance, Plan, build
+from components.report.references import references, unresolved
+from flows.language.errors import PipelineInvalid
+from flows.plan._summaries import _Declared
+from flows.plan.build import Plan, build
 
 PIPELINES = Path(__file__).resolve().parents[3] / "pipelines"
 SHIPPED = [
@@ -27,8 +28,6 @@ SHIPPED = [
     "vit_patches",
     "ablations",
 ]
-REF_KEYS = ("value", "a", "b", "base", "than", "to", "low", "high")
-LIST_KEYS = ("values", "minus", "y")
 
 
 def _profiles():
@@ -40,207 +39,43 @@ def _profiles():
                 yield pytest.param(name, profile, id=f"{name}-{profile}")
 
 
-# -- what each component writes into its summary, from an instance's resolved parameters ----------------
-
-
-def _labels(value) -> list[str]:
-    """Model labels of a ``checkpoints`` parameter: a dict, a matrixed reference, or a list of them."""
-    if isinstance(value, list):
-        return [lab for v in value for lab in _labels(v)]
-    if isinstance(value, Ref):
-        return [str(lab) for lab in value.sources if lab is not None]
-    if isinstance(value, dict):
-        return [str(k) for k in value]
-    return []
-
-
-def _producers(value, plan: Plan) -> list[Instance]:
-    """The instances a reference (or a dict / list of references) reads from."""
-    if isinstance(value, Ref):
-        return [plan.instances[i] for i in value.sources.values()]
-    if isinstance(value, dict):
-        return [p for v in value.values() for p in _producers(v, plan)]
-    if isinstance(value, list):
-        return [p for v in value for p in _producers(v, plan)]
-    return []
-
-
-def _lags(inst: Instance, plan: Plan) -> set[int]:
-    """Lags of long_lag's checkpoints: the ``lag`` (or ``seq_len``) of each training run's data."""
-    lags = set()
-    for train in _producers(inst.params["checkpoints"], plan):
-        for data in _producers(train.params["data"], plan):
-            lag = data.params.get("lag", data.params.get("seq_len"))
-            lags.add(int(lag if lag is not None else data.component.params_model.model_fields["lag"].default))
-    return lags
-
-
-def _bleu(inst, plan):
-    p = {**_defaults(inst), **inst.params}
-    names = bucket_names(p["buckets"])
-    keys = {"n"} | {f"count/len_{b}" for b in names}
-    for label in _labels(p["checkpoints"]):
-        for m in ("bleu", "chrf", "bleu_ci", "chrf_ci"):
-            keys |= {f"{m}/{label}"} | {f"{m}/{label}/len_{b}" for b in names}
-        keys |= {f"{m}/{label}/{alias}" for m in ("bleu", "chrf") for alias in ("shortest", "longest")}
-    return keys
-
-
-def _capacity(inst, plan):
-    p = {**_defaults(inst), **inst.params}
-    names = bucket_names(p["buckets"])
-    keys = {f"count/len_{b}" for b in names}
-    for label in _labels(p["checkpoints"]):
-        keys |= {f"acc/{label}", f"ratio/{label}"}
-        keys |= {f"{m}/{label}/len_{b}" for m in ("acc", "exact") for b in names}
-    return keys
-
-
-def _timing(inst, plan):
-    p = {**_defaults(inst), **inst.params}
-    keys = {"threads", "batch", "repeats", "memory_method"}
-    for label in p["models"]:
-        keys |= {
-            f"{m}/{label}/T_{T}"
-            for m in ("time_s", "memory_mb", "seq_steps", "seq_steps_per_layer", "flops_per_layer")
-            for T in p["lengths"]
-        }
-        keys |= {f"time_exp/{label}", f"memory_exp/{label}"}
-    return keys
-
-
-def _param_count(inst, plan):
-    p = {**_defaults(inst), **inst.params}
-    return {f"{m}/T_{T}" for m in ("params", "runs") for T in p["lengths"]} | {
-        "params_spread",
-        "params_constant",
-        "runs_all",
-    }
-
-
-def _entropy(inst, plan):
-    p = {**_defaults(inst), **inst.params}
-    return {f"entropy/{s}/dk_{d}" for s in ("scaled", "unscaled") for d in p["d_k"]} | {"unscaled_drop", "scaled_min"}
-
-
-def _train(inst, plan):
-    fixed = {"diverged", "diverged_step", "steps", "seconds", "params", "resumed_from_step", "tokens_per_s"}
-    fixed |= {"late_metric", "late_gain", "late_loss_change", "late_from_step", "converged"}
-    return fixed | {f"{split}_{m}" for split in ("valid", "test") for m in ("loss", "acc", "acc_all")}
-
-
-def _defaults(inst: Instance) -> dict:
-    fields = inst.component.params_model.model_fields
-    return {k: f.default for k, f in fields.items() if not f.is_required()}
-
-
-KEY_MODELS = {
-    "eval.bleu": _bleu,
-    "probe.capacity": _capacity,
-    "probe.timing": _timing,
-    "probe.param_count": _param_count,
-    "probe.attention_entropy": _entropy,
-    "probe.long_lag": lambda inst, plan: (
-        {f"{m}/lag_{L}" for m in ("acc", "acc_min") for L in _lags(inst, plan)}
-        | {"threshold", "longest_solved", "chance"}
-    ),
-    "probe.permutation": lambda inst, plan: {
-        f"{m}/{label}" for m in ("error", "rel_error") for label in inst.params["models"]
-    },
-    "probe.gradient_decay": lambda inst, plan: {"rho", "rho_init", "length"},
-    "probe.attention_maps": lambda inst, plan: {
-        "n",
-        "diag_mass",
-        "diag_mass_uniform",
-        "diag_ratio",
-        "gaze_on_digit",
-        "gaze_uniform",
-        "gaze_corr",
-    },
-    "probe.position_similarity": lambda inst, plan: {
-        "neighbour_cos",
-        "far_cos",
-        "neighbour_minus_far",
-        "distance_rank_corr",
-        "distance_rank_corr_null_sd",
-        "distance_rank_corr_p",
-        "grid_h",
-        "grid_w",
-    },
-    "eval.classify": lambda inst, plan: {"acc", "loss", "n", "chance"},
-    "train.model": _train,
-}
-
-
-# -- the would-be measurements and the references -------------------------------------------------------
-
-
-def would_be_measurements(plan: Plan, card: Instance) -> dict:
-    """Source -> the summary (or label -> summary) each measurement's producers will write, keys only."""
+def would_be_measurements(plan: Plan, card) -> dict:
+    """Source -> the keys (or label -> keys) each measurement's producers declare they will write."""
+    declared = _Declared(plan.instances)
     out = {}
     for source, ref in card.params["measurements"].items():
-        assert isinstance(ref, Ref), f"measurement {source!r} should be one ${{step.output}} reference"
-        summaries = {}
-        for label, iid in ref.sources.items():
-            inst = plan.instances[iid]
-            model = KEY_MODELS.get(inst.component.name)
-            assert model, (
-                f"no key model for {inst.component.name} (measurement {source!r}): add one to "
-                f"KEY_MODELS listing the summary keys it writes"
-            )
-            summaries[label] = dict.fromkeys(model(inst, plan), 1.0)
-        out[source] = summaries[None] if None in summaries else summaries
+        keys, silent = declared.of(ref)
+        assert keys is not None, f"measurement {source!r} should be one ${{step.summary}} reference"
+        assert not silent, f"{silent[0].component.name} (measurement {source!r}) declares no summary keys"
+        out[source] = keys
     return out
 
 
-def references(card_params: dict) -> list[str]:
-    """Every reference the claims and the architecture cells compare."""
-    found = []
-
-    def checks(entry):
-        for c in entry.get("checks") or [entry]:
-            found.extend(c[k] for k in REF_KEYS if isinstance(c.get(k), str))
-            found.extend(r for k in LIST_KEYS if isinstance(c.get(k), list) for r in c[k] if isinstance(r, str))
-
-    for claim in card_params["expect"]:
-        checks(claim)
-    for cells in (card_params.get("architectures") or {}).values():
-        for cell in cells.values():
-            if isinstance(cell, str):
-                found.append(cell)
-            else:
-                checks(cell)
-    return found
-
-
-def unresolved(plan: Plan) -> list[str]:
+def unresolved_in(plan: Plan) -> list[str]:
     """Why each reference of each scorecard in ``plan`` would not resolve (empty: all resolve)."""
     problems = []
     for inst in plan.instances.values():
         if inst.component.name != "report.scorecard":
             continue
-        resolver = Resolver(would_be_measurements(plan, inst))
-        for ref in references(inst.params):
-            if "{" in ref:
-                continue  # a "{arch}" row template, expanded per axis value at run time
-            sample = resolver.resolve(ref)
-            if not sample.ok:
-                problems.append(f"{inst.id}: {ref}: {sample.missing}")
+        params = {k: inst.params.get(k) for k in ("expect", "architectures")}
+        problems += [f"{inst.id}: {why}" for _, why in unresolved(params, would_be_measurements(plan, inst))]
     return problems
 
 
 @pytest.mark.parametrize("name,profile", list(_profiles()))
 def test_every_scorecard_reference_resolves_to_a_declared_measurement(name, profile):
-    plan = build(PIPELINES / f"{name}.yaml", profile=profile)
-    assert any(i.component.name == "report.scorecard" for i in plan.instances.values())
-    problems = unresolved(plan)
+    plan = build(PIPELINES / f"{name}.yaml", profile=profile)  # check resolves them too: it would refuse
+    cards = [i for i in plan.instances.values() if i.component.name == "report.scorecard"]
+    assert cards and plan.warnings == []
+    assert all(references({k: c.params.get(k) for k in ("expect", "architectures")}) for c in cards)
+    problems = unresolved_in(plan)
     assert not problems, "\n".join(problems)
 
 
 def test_the_transformer_is_in_the_shipped_comparison_and_its_references_resolve():
     plan = build(PIPELINES / "four_bottlenecks.yaml")
     card = next(i for i in plan.instances.values() if i.component.name == "report.scorecard")
-    refs = references(card.params)
+    refs = [ref for _, _, ref, _ in references(card.params)]
     assert "bleu_attention[*].bleu/transformer/longest" in refs
     assert "mt_transformer[*].tokens_per_s" in refs
     arch = card.params["architectures"]["transformer"]
@@ -262,11 +97,14 @@ def test_the_transformer_is_in_the_shipped_comparison_and_its_references_resolve
         ("timing.seq_steps_per_layer/rnn/T_256", "timing.seq_steps_per_layer/rnn/T_265"),  # a length
     ],
 )
-def test_a_typo_in_the_shipped_comparison_is_caught(typo, tmp_path):
+def test_a_typo_in_the_shipped_comparison_is_refused_at_its_line(typo, tmp_path):
     text = (PIPELINES / "four_bottlenecks.yaml").read_text()
     old, new = typo
     assert old in text
     path = tmp_path / "four_bottlenecks.yaml"
     path.write_text(text.replace(old, new, 1))
-    problems = unresolved(build(path))
-    assert len(problems) == 1 and new.strip('"') in problems[0], problems
+    with pytest.raises(PipelineInvalid) as e:
+        build(path)
+    [error] = e.value.errors
+    line = next(n for n, t in enumerate(path.read_text().splitlines(), 1) if new in t)
+    assert error.line == line and new.strip('"') in error.message, error

@@ -43,12 +43,14 @@ def test_scorecard_step_judges_matrixed_measurements_and_logs_to_mlflow(tmp_path
                 - {id: 4, claim: LSTM solves the lag the RNN fails, check: beats,
                    a: "lag[arch=lstm].acc", b: "lag[arch=rnn].acc"}
                 - {id: 5, claim: no run diverges, check: finite, value: "lag[arch=rnn].loss"}
-                - {id: 9, claim: a probe that is not in this pipeline, check: above, value: "align.mass", than: 0}
+                - {id: 9, claim: a key the probe does not write, check: above, value: "lag[arch=rnn].mass", than: 0}
               architectures:
                 lstm: {B2: {check: at_least, value: "lag[arch=lstm].acc", than: 0.95}}
         """)
     )
-    result = run(build(path))
+    plan = build(path)  # the probe declares no summary keys: its keys are read when it runs
+    assert [w.message.split(":")[0] for w in plan.warnings] == ["warning"]
+    result = run(plan)
     assert result.ok, result.status
     out = result.outputs["card"]
     card = json.loads(Path(out["scorecard"]).read_text())
