@@ -56,7 +56,9 @@ def history(
     lower: Annotated[
         Optional[list[str]], typer.Option("--lower", help="metrics matching this glob are better lower; repeatable")
     ] = None,
-    plot: Annotated[bool, typer.Option(help="log a trend plot to the judged run")] = True,
+    plot: Annotated[
+        bool, typer.Option(help="log a trend plot to the judged run (a write to MLflow: off unless asked)")
+    ] = False,
     notify: Annotated[
         Optional[str],
         typer.Option(
@@ -85,6 +87,15 @@ def history(
     except tell.NotifyError as e:
         fail(str(e), 2)
     name, frame, thresholds = _read(pipeline, last, threshold, metric)
+    shared = frame.attrs.get("files") or {}
+    if shared:  # one name, several files: runs of another file are not this pipeline's history
+        listed = ", ".join(f"{f} ({n} run{'s' if n != 1 else ''})" for f, n in shared.items())
+        err.print(
+            f"[yellow]warning:[/] {len(shared)} pipeline files share the name {name!r}: {listed}; pass the "
+            "file (`bottlenecks history FILE.yaml`) to follow one",
+            highlight=False,
+            soft_wrap=True,
+        )
     found = hist.judge(frame, thresholds, hist.directions(higher, lower))
     _show(frame, found, plot)
     told = target is None or _notify(tell, target, notify_on.value, name, found, frame)
@@ -111,7 +122,8 @@ def _read(pipeline: str, last: int, threshold: list[str] | None, metric: list[st
         fail(f"{print_invalid(e)} error(s); no history shown.", 2)
     try:
         thresholds = hist.parse_thresholds(threshold)  # a bad option is told before the store is read
-        return name, hist.table(name, last, metric), thresholds
+        path = str(Path(pipeline).resolve()) if Path(pipeline).suffix in (".yaml", ".yml") else None
+        return name, hist.table(name, last, metric, path), thresholds
     except hist.HistoryError as e:
         fail(str(e), 2)
 

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 from flows.execute._result import RunResult, counts, stopped
 from flows.plan.build import Plan
@@ -22,6 +23,7 @@ def open_parent(plan: Plan, tracker: Tracker, executor: str) -> str:
         "spec_hash": plan.spec_hash,
         "profile": plan.profile or "",
         "pipeline_file": os.path.basename(plan.pipeline.file),
+        "pipeline_path": str(Path(plan.pipeline.file).resolve()),  # `history FILE` follows this file's runs
         "git_commit": git_commit(),
         "overrides": " ".join(plan.overrides),
         "executor": executor,

@@ -120,8 +120,9 @@ def _run_until_decided(plan, pipeline: str, profile: str | None, sets: list[str]
 
 
 def history_command(pipeline: str, target: str, on: str) -> list[str]:
-    """The ``bottlenecks history`` command a slot runs to tell ``target`` (this interpreter's)."""
-    return [sys.executable, "-m", "flows.cli", "history", pipeline, "--notify", target, "--notify-on", on]
+    """The ``bottlenecks history`` command a slot runs to tell ``target`` (this interpreter's); a night
+    asks for the trend plot on the run it judged (`history` by hand writes nothing unless asked)."""
+    return [sys.executable, "-m", "flows.cli", "history", pipeline, "--plot", "--notify", target, "--notify-on", on]
 
 
 def tell(pipeline: str, target: str, on: str) -> int | None:

@@ -166,7 +166,7 @@ def test_a_run_still_running_is_named_and_nothing_is_logged_into_it():
     assert list(frame.index) == done
     judged = history.judge(frame, history.Thresholds())
     assert judged.notes[0] == f"run {live} is still running: judged the one before it, {done[-1]}"
-    result = cli(p)
+    result = cli(p, "--plot")
     assert result.exit_code == 0, result.output
     assert f"run {live} is still running" in result.output
     assert mlflow.MlflowClient().list_artifacts(live, "history") == []
@@ -201,7 +201,7 @@ def test_slots_that_did_not_run_are_shown_never_judged():
 def test_cli_exits_1_on_regression_and_logs_trend_plot():
     p = name()
     ids = seed(p, STEADY + [{"bleu": 14.0, "claim/b2": 0.0, "claims/holds": 2.0}])
-    result = cli(p, "--last", "5", "--threshold", "0.2")
+    result = cli(p, "--last", "5", "--threshold", "0.2", "--plot")
     assert result.exit_code == 1, result.output
     assert "REGRESSION claim/b2: holds -> fails" in result.output
     assert "REGRESSION bleu = 14 is 30% below the median" in result.output
@@ -322,3 +322,27 @@ def test_a_run_an_operator_stopped_is_named_with_who_stopped_it_and_never_a_regr
         f"REGRESSION the newest run {crashed[:8]} was KILLED: its process 12 on h is gone (killed or crashed)"
         in result.output
     )
+
+
+def test_history_writes_nothing_unless_asked():
+    p = name()
+    ids = seed(p, STEADY)
+    assert cli(p, "-m", "bleu").exit_code == 0
+    assert mlflow.MlflowClient().list_artifacts(ids[-1], "history") == []
+
+
+def test_two_files_sharing_a_name_are_told_apart_by_the_file(tmp_path):
+    p = name()
+    mine, other = tmp_path / "mine.yaml", tmp_path / "other.yaml"
+    for f in (mine, other):
+        f.write_text(f"name: {p}\nsteps:\n  d: {{uses: data.digits}}\n")
+    for i, bleu in enumerate((20.0, 20.4, 19.8, 20.1)):
+        night(p, i, own={"bleu": bleu}, tags={"pipeline_path": str(mine.resolve()), "pipeline_file": "mine.yaml"})
+    night(p, 4, own={"bleu": 3.0}, tags={"pipeline_path": str(other.resolve()), "pipeline_file": "other.yaml"})
+    by_name = cli(p, "-m", "bleu", "--threshold", "0.2")
+    assert by_name.exit_code == 1  # the other file's deliberate mistake is the newest run of the name
+    assert f"2 pipeline files share the name {p!r}: " in by_name.output
+    assert "pass the file (`bottlenecks history FILE.yaml`) to follow one" in by_name.output
+    by_file = cli(str(mine), "-m", "bleu", "--threshold", "0.2")
+    assert by_file.exit_code == 0, by_file.output  # its own four runs, steady
+    assert "share the name" not in by_file.output

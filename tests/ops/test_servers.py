@@ -218,7 +218,7 @@ def test_a_reader_sees_the_history_and_cannot_write(servers, tmp_path):
     api("POST", f"{servers.mlflow_url}/api/2.0/mlflow/users/create", {"username": "reader", "password": password})
     reader = {"MLFLOW_TRACKING_USERNAME": "reader", "MLFLOW_TRACKING_PASSWORD": password}
 
-    seen = cli(servers, home, "history", "srv-read", **reader)
+    seen = cli(servers, home, "history", "srv-read", "--plot", **reader)
     assert seen.returncode == 0, seen.stdout
     assert "no regression" in seen.stdout, seen.stdout
     assert "trend plot not logged: this MLflow login may only read run" in seen.stdout, seen.stdout

@@ -187,6 +187,7 @@ def test_a_slot_tells_its_target_through_the_history_command(monkeypatch):
     monkeypatch.setattr(schedule.subprocess, "run", run)
     assert schedule.tell("nightly", "https://hooks.example/x", "change") == 0
     assert seen[0] == [sys.executable, "-m", "flows.cli", "history", "nightly"] + [
+        "--plot",
         "--notify",
         "https://hooks.example/x",
         "--notify-on",

@@ -15,6 +15,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 
 import pandas as pd
 
@@ -106,8 +107,9 @@ def _quoted(text: str) -> str:
     return text.replace("'", "\\'")
 
 
-def all_parent_runs(pipeline: str, last: int) -> list:
-    """The newest parent runs of ``pipeline`` (at most ``4 * last``, 50 at least), newest first."""
+def all_parent_runs(pipeline: str, last: int, path: str | None = None) -> list:
+    """The newest parent runs of ``pipeline`` (at most ``4 * last``, 50 at least), newest first; with
+    ``path``, those of that pipeline file only (runs recorded before the file was tagged: by its name)."""
     client = _client(pipeline)
     exp = experiment_id(client, pipeline)
     q = _quoted(pipeline)
@@ -118,9 +120,30 @@ def all_parent_runs(pipeline: str, last: int) -> list:
         max_results=max(4 * last, 50),
     )
     runs = [r for r in runs if "mlflow.parentRunId" not in r.data.tags and SLOT_TAG not in r.data.tags]
+    if path is not None:
+        runs = [r for r in runs if _of_file(r, path)]
     if not runs:
-        raise HistoryError(f"pipeline {pipeline!r} has an experiment but no parent runs yet")
+        of = f" from {path}" if path else ""
+        raise HistoryError(f"pipeline {pipeline!r} has an experiment but no parent runs{of} yet")
     return runs
+
+
+def _of_file(run, path: str) -> bool:
+    """Whether a parent run ran the pipeline file ``path`` (a run recorded before the path was tagged:
+    one of a file with its base name)."""
+    tagged = run.data.tags.get("pipeline_path")
+    if tagged:
+        return tagged == path
+    return run.data.tags.get("pipeline_file", "") == Path(path).name
+
+
+def files_of(runs: list) -> dict[str, int]:
+    """Pipeline file -> its parent runs among ``runs`` (the files that share a ``name:``)."""
+    found: dict[str, int] = {}
+    for r in runs:
+        f = r.data.tags.get("pipeline_path") or r.data.tags.get("pipeline_file") or "?"
+        found[f] = found.get(f, 0) + 1
+    return found
 
 
 def parent_runs(pipeline: str, last: int) -> list:

@@ -45,7 +45,7 @@ def _cached(night: read.Night) -> str:
     return f"{night.cached}/{night.steps}" if night.steps else ""
 
 
-def table(pipeline: str, last: int = 10, metrics: list[str] | None = None) -> pd.DataFrame:
+def table(pipeline: str, last: int = 10, metrics: list[str] | None = None, path: str | None = None) -> pd.DataFrame:
     """One row per finished (or failed, killed, dead) parent run, oldest first, indexed by run id.
 
     ``metrics`` are globs over the parent runs' metrics and the step runs' (``train[arch=lstm]/test/acc``,
@@ -54,9 +54,11 @@ def table(pipeline: str, last: int = 10, metrics: list[str] | None = None) -> pd
     missing metric), ``why`` (why a run was killed or is dead), ``environment``, ``commit``, ``spec``
     (the pipeline's spec hash), ``flow_run`` (its Prefect flow run), ``experiment``, ``running`` (runs
     still running, left out), ``stopped`` (runs an operator stopped since the newest row, left out: who
-    stopped each) and ``slots`` (slots that did not run since the oldest row).
+    stopped each), ``slots`` (slots that did not run since the oldest row) and ``files`` (pipeline file
+    -> runs, where several files share the name and no ``path`` chose one).
     """
-    newest_first = read.all_parent_runs(pipeline, last)
+    newest_first = read.all_parent_runs(pipeline, last, path)
+    files = read.files_of(newest_first) if path is None else {}
     judged, live = read.split_running(newest_first)
     judged, stopped = read.split_stopped(judged)
     runs = judged[:last][::-1]
@@ -93,6 +95,7 @@ def table(pipeline: str, last: int = 10, metrics: list[str] | None = None) -> pd
             r.info.run_id: read.stopped_by(r) for r in stopped[::-1] if r.info.start_time >= runs[-1].info.start_time
         },
         slots=read.slots(pipeline, runs[0].info.start_time if len(runs) >= last else None),
+        files=files if len(files) > 1 else {},
     )
     return frame
 
