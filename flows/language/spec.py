@@ -73,6 +73,7 @@ class Pipeline:
     steps: dict[str, Step] = field(default_factory=dict)
     root: YMap | None = None
     text: str = ""
+    set_params: dict[str, str] = field(default_factory=dict)  # param -> the `--set` that gave its value
 
 
 def _unknown_keys(node: YMap, allowed, where: str, errors: Collector) -> None:

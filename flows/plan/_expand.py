@@ -71,6 +71,6 @@ def expand(
             inst.params = resolver.resolve(step, step.with_, bindings, inst)
             inst.deps = sorted(set(inst.deps) | needed)
             if comp is not None:
-                validate(step, comp, inst, errors)
+                validate(step, comp, inst, errors, pipe.set_params)
             instances[inst.id] = inst
     return instances

@@ -57,9 +57,11 @@ def _plain(ann) -> str:
     return f"{getattr(origin, '__name__', str(origin))}[{', '.join(_plain(a) for a in args)}]"
 
 
-def validate(step: Step, comp: Component, inst: Instance, errors: Collector) -> None:
+def validate(
+    step: Step, comp: Component, inst: Instance, errors: Collector, set_params: dict[str, str] | None = None
+) -> None:
     """Check ``inst``'s parameters against ``comp``; a parameter that holds a reference is checked
-    when it runs."""
+    when it runs. ``set_params``: the params a ``--set`` gave (named in an error where one is used)."""
     concrete = {k: v for k, v in inst.params.items() if not any_value(v, pending)}
     deferred = set(inst.params) - set(concrete)
     try:  # as JSON, strictly: a quoted '30' is no integer and true no number, as the JSON Schema says
@@ -75,9 +77,9 @@ def validate(step: Step, comp: Component, inst: Instance, errors: Collector) -> 
             if len(err["loc"]) > 1 and _union(comp, field_name):
                 unions[field_name] = {**err, "loc": (field_name,), "type": "union_type", "input": concrete[field_name]}
             else:
-                _refuse(step, comp, err, field_name, errors)
+                _refuse(step, comp, err, field_name, errors, set_params)
         for field_name, err in unions.items():
-            _refuse(step, comp, err, field_name, errors)
+            _refuse(step, comp, err, field_name, errors, set_params)
         if refused:
             return
     _disagreements(step, comp, concrete, deferred, errors)
@@ -116,7 +118,20 @@ def _json(value):
     return value
 
 
-def _refuse(step: Step, comp: Component, err: dict, field_name: str, errors: Collector) -> None:
+def _source(step: Step, field_name: str, set_params: dict[str, str] | None) -> str:
+    """`` (from ${params.steps}, set by --set steps=abc)``: where a refused value came from, when the
+    file writes a param reference there (and a ``--set`` gave that param)."""
+    written = step.with_.get(field_name)
+    if not isinstance(written, str) or "${" not in written:
+        return ""
+    name = written.strip()[len("${params.") : -1] if written.strip().startswith("${params.") else None
+    given = (set_params or {}).get(name) if name else None
+    return f" (from {written}, set by --set {given})" if given else f" (from {written})"
+
+
+def _refuse(
+    step: Step, comp: Component, err: dict, field_name: str, errors: Collector, set_params: dict | None = None
+) -> None:
     """Say, where the file sets it, why ``comp`` refused one parameter."""
     fields = comp.params_model.model_fields
     problem = err["type"]
@@ -137,8 +152,7 @@ def _refuse(step: Step, comp: Component, err: dict, field_name: str, errors: Col
         )
     elif (bound := refusal(err)) is not None:  # a value of the right type out of its declared range
         hint = suggest(str(err["input"]), choices(err["ctx"]["expected"])) if problem == "literal_error" else ""
-        written = step.with_.get(field_name)
-        source = f" (from {written})" if isinstance(written, str) and "${" in written else ""  # ${params.steps}
+        source = _source(step, field_name, set_params)  # ${params.steps}
         errors.add(step.with_.vpos(field_name), f"step {step.id!r} ({comp.name}): {bound}{source}{hint}")
     elif problem == "value_error" and isinstance(err.get("ctx", {}).get("error"), ParameterValueError):
         # a parameter type's own check (a model name, a scorecard's claims) says what is wrong in its own
@@ -155,7 +169,8 @@ def _refuse(step: Step, comp: Component, err: dict, field_name: str, errors: Col
         ann = fields[field_name].annotation if field_name in fields else None
         errors.add(
             _located(step, err["loc"]),
-            f"step {step.id!r}: parameter {loc!r} of {comp.name} expects {type_name(ann)}{_wrong(err)}",
+            f"step {step.id!r}: parameter {loc!r} of {comp.name} expects {type_name(ann)}{_wrong(err)}"
+            f"{_source(step, field_name, set_params) if len(err['loc']) == 1 else ''}",
         )
 
 

@@ -128,6 +128,7 @@ def apply_overrides(pipe: Pipeline, sets: list[str], params: dict, errors: Colle
         value = _at_set(value, i, arg.offset)
         if "." not in key.removeprefix("params."):
             _set_param(arg, value, params, errors)
+            pipe.set_params[key.removeprefix("params.")] = item  # an error where it is used names the --set
         else:
             _set_step_param(arg, value, pipe, params, errors)
 
