@@ -39,40 +39,6 @@ MODULES: dict[str, str] = {
     "train.model": "components.train.trainer",
 }
 
-# The summary keys of a shipped component whose ``@component`` does not declare ``summary=`` itself yet
-# (components/summary_keys.py; docs/metrics.md lists train.model's): its decorator's own declaration
-# takes precedence, and this entry goes once the decorator carries it.
-SUMMARIES: dict[str, list[str]] = {
-    "train.model": [
-        # the run's facts (components/train/finish.py)
-        "diverged",
-        "diverged_step",
-        "steps",
-        "seconds",
-        "cpu_seconds",
-        "passes_per_step",
-        "params",
-        "resumed_from_step",
-        "precision",
-        "tokens_per_s",
-        "eval_seconds",
-        "averaged_steps",  # with average_last
-        # the final evaluation of each split (MLflow's valid/<x> and test/<x>)
-        "valid_loss",
-        "valid_acc",
-        "valid_acc_all",  # tasks with several outputs a step, and generate tasks
-        "test_loss",
-        "test_acc",
-        "test_acc_all",
-        # how much it was still learning at the end (components/train/convergence.py)
-        "late_metric",
-        "late_gain",
-        "late_loss_change",
-        "late_from_step",
-        "converged",
-    ],
-}
-
 
 def import_all() -> None:
     """Import every shipped component module (and so register every component)."""

@@ -334,12 +334,7 @@ def _checked_group_by(name: str, group_by: Any, params_model: type[BaseModel]) -
 
 def _checked_summary(name: str, summary: Any, params_model: type[BaseModel]) -> tuple[str, ...] | None:
     """``summary`` as a tuple of key patterns, after checking each parses and its placeholders start at
-    one of the component's parameters; a shipped component whose decorator cannot say it yet takes it
-    from ``components.library.SUMMARIES``; None where nothing declares it."""
-    from components import library
-
-    if summary is None:
-        summary = library.SUMMARIES.get(name)
+    one of the component's parameters; None where the component declares none."""
     if summary is None:
         return None
     if isinstance(summary, str) or not isinstance(summary, (list, tuple)):

@@ -35,6 +35,34 @@ from components.train.phases import train
     ],
     renamed_before={"valid_": "valid/", "test_": "test/"},
     group_by={"architecture": "model", "task": "data"},  # tags of each run: MLflow's "Group by"
+    summary=[
+        # the run's facts (components/train/finish.py)
+        "diverged",
+        "diverged_step",
+        "steps",
+        "seconds",
+        "cpu_seconds",
+        "passes_per_step",
+        "params",
+        "resumed_from_step",
+        "precision",
+        "tokens_per_s",
+        "eval_seconds",
+        "averaged_steps",  # with average_last
+        # the final evaluation of each split (MLflow's valid/<x> and test/<x>)
+        "valid_loss",
+        "valid_acc",
+        "valid_acc_all",  # tasks with several outputs a step, and generate tasks
+        "test_loss",
+        "test_acc",
+        "test_acc_all",
+        # how much it was still learning at the end (components/train/convergence.py)
+        "late_metric",
+        "late_gain",
+        "late_loss_change",
+        "late_from_step",
+        "converged",
+    ],
 )
 def train_model(ctx: Context, cfg: TrainConfig) -> dict:
     """Train a model variant on a data folder; resume from the work dir's last checkpoint.
