@@ -62,7 +62,8 @@ def history(
     notify: Annotated[
         Optional[str],
         typer.Option(
-            help="tell someone: an http(s) URL (JSON POST), cmd:COMMAND (message on stdin) or block:TYPE/NAME"
+            help="tell someone: an http(s) URL (JSON POST), cmd:COMMAND (message on stdin), block:TYPE/NAME or an "
+            "Apprise URL (slack://, msteams://, mailto://, ...)"
         ),
     ] = None,
     notify_on: Annotated[NotifyOn, typer.Option(help=NOTIFY_ON_HELP)] = NotifyOn.regression,

@@ -4,7 +4,10 @@
 - ``cmd:COMMAND``: a shell command run with the message's text on stdin and ``BOTTLENECKS_PIPELINE``,
   ``BOTTLENECKS_VERDICT`` in its environment (``cmd:mail -s nightly team@example.org``);
 - ``block:TYPE/NAME``: a saved Prefect notification block (``block:slack-webhook/nightly``), through
-  Prefect's own Block API, so Slack, Teams, PagerDuty, e-mail and custom webhooks work as Prefect sends them.
+  Prefect's own Block API, so Slack, Teams, PagerDuty, e-mail and custom webhooks work as Prefect sends them;
+- any other ``SCHEME://...`` that Apprise (the library Prefect's notification blocks call) reads:
+  ``slack://``, ``msteams://``, ``mailto://``, ``discord://``, ``json://`` and the rest of its list,
+  checked by the same Apprise parser that sends to it.
 
 ``when`` chooses the verdicts that are sent: ``regression`` (the default), ``pipeline`` (a regression, or a
 changed pipeline that moved a judged metric or claim beyond its noise, either way: such a move is never a
@@ -30,20 +33,29 @@ class NotifyError(Exception):
     """A target that cannot be used, or a message that could not be delivered."""
 
 
+APPRISE_FORMS = (
+    "slack://TOKEN_A/TOKEN_B/TOKEN_C, msteams://..., mailto://USER:PASSWORD@HOST, discord://ID/TOKEN, json://HOST/PATH"
+)
+
+
 @dataclass(frozen=True)
 class Target:
-    kind: str  # "url", "cmd" or "block"
+    kind: str  # "url", "cmd", "block" or "apprise"
     value: str
 
     def __str__(self) -> str:
-        return self.value if self.kind == "url" else f"{self.kind}:{self.value}"
+        return self.value if self.kind in ("url", "apprise") else f"{self.kind}:{self.value}"
 
 
 def parse_target(raw: str) -> Target:
-    """``http(s)://...``, ``cmd:COMMAND`` or ``block:TYPE/NAME``; anything else is refused with the forms."""
+    """``http(s)://HOST/...``, ``cmd:COMMAND``, ``block:TYPE/NAME`` or an Apprise URL; anything else is
+    refused with the forms (the same parse `schedule --notify` checks with and `send` sends by)."""
     text = raw.strip()
-    if text.startswith(("http://", "https://")) and len(text.split("://", 1)[1]) > 0:
-        return Target("url", text)
+    scheme, sep, rest = text.partition("://")
+    if sep and scheme.lower() in ("http", "https"):
+        return Target("url", _http_url(raw, scheme.lower(), rest))
+    if sep and scheme:
+        return Target("apprise", _apprise_url(raw, text))
     kind, sep, value = text.partition(":")
     if sep and kind in ("cmd", "block") and value.strip():
         if kind == "block" and "/" not in value:
@@ -52,10 +64,34 @@ def parse_target(raw: str) -> Target:
                 "(`prefect block ls` lists them)"
             )
         return Target(kind, value.strip())
-    raise NotifyError(
-        f"--notify {raw!r}: expected an http(s) URL (a JSON POST), cmd:COMMAND (the message on its stdin) "
-        "or block:TYPE/NAME (a Prefect notification block)"
-    )
+    raise NotifyError(f"--notify {raw!r}: {FORMS}")
+
+
+FORMS = (
+    "expected an http(s) URL (a JSON POST), cmd:COMMAND (the message on its stdin), block:TYPE/NAME (a Prefect "
+    f"notification block) or an Apprise URL such as {APPRISE_FORMS}"
+)
+
+
+def _http_url(raw: str, scheme: str, rest: str) -> str:
+    """The URL of a JSON webhook with its scheme in lower case, or NotifyError saying what is wrong."""
+    from urllib.parse import urlsplit
+
+    url = f"{scheme}://{rest}"
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if not host or any(ch.isspace() for ch in parts.netloc) or not all(c.isalnum() or c in "-._[]:" for c in host):
+        raise NotifyError(f"--notify {raw!r}: the URL has no valid host ({parts.netloc!r}); {FORMS}")
+    return url
+
+
+def _apprise_url(raw: str, text: str) -> str:
+    """``text`` when Apprise reads it as one of its services, else NotifyError with the forms."""
+    import apprise
+
+    if not apprise.Apprise().add(text):
+        raise NotifyError(f"--notify {raw!r}: Apprise reads no service in this URL; {FORMS}")
+    return text
 
 
 def verdict(flags) -> str:
@@ -103,7 +139,19 @@ def send(target: Target, body: dict, timeout: float = TIMEOUT) -> str:
         return _post(target.value, body, timeout)
     if target.kind == "cmd":
         return _command(target.value, body, timeout)
+    if target.kind == "apprise":
+        return _apprise(target.value, body)
     return _block(target.value, body)
+
+
+def _apprise(url: str, body: dict) -> str:
+    import apprise
+
+    service = apprise.Apprise()
+    service.add(url)
+    if not service.notify(body=body["text"], title=f"bottlenecks history {body['pipeline']}: {body['verdict']}"):
+        raise NotifyError(f"notification to {url.split('://', 1)[0]}:// failed: Apprise could not deliver it")
+    return f"sent through Apprise ({url.split('://', 1)[0]}://)"
 
 
 def _post(url: str, body: dict, timeout: float) -> str:

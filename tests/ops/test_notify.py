@@ -66,6 +66,27 @@ def test_targets_are_urls_commands_or_blocks_and_anything_else_is_refused_with_t
         notify.parse_target("block:nightly")
 
 
+def test_an_http_url_is_checked_as_a_url_and_other_schemes_by_apprise():
+    assert notify.parse_target("HTTP://x.org/h") == notify.Target("url", "http://x.org/h")  # schemes ignore case
+    with pytest.raises(notify.NotifyError, match=r"the URL has no valid host \('exa mple.org'\)"):
+        notify.parse_target("https://exa mple.org/x")
+    assert notify.parse_target("slack://T0AA/B0BB/abcdefghij") == notify.Target(
+        "apprise", "slack://T0AA/B0BB/abcdefghij"
+    )
+    assert notify.parse_target("mailto://user:pw@example.org").kind == "apprise"
+    with pytest.raises(notify.NotifyError, match=r"Apprise reads no service in this URL; .*slack://.*mailto://"):
+        notify.parse_target("nonsense://x")
+
+
+def test_an_apprise_target_delivers_through_apprise():
+    body = notify.message("nightly", [WORSE], {}, [])
+    with Receiver() as hook:
+        done = notify.send(notify.parse_target(hook.url.replace("http://", "json://")), body)
+    assert done == "sent through Apprise (json://)"
+    (got,) = hook.bodies
+    assert got["title"] == "bottlenecks history nightly: regression" and "train/test/acc" in got["message"]
+
+
 def test_the_verdict_and_which_verdicts_are_sent():
     assert [notify.verdict(f) for f in ([WORSE, BETTER], [BETTER], [BETTER, MOVED], [])] == [
         "regression",
@@ -181,10 +202,7 @@ def test_a_prefect_notification_block_delivers_through_prefects_block_api():
         notify.send(notify.parse_target("block:custom-webhook/no-such"), notify.message("nightly", [], {}))
 
 
-FORMS = (
-    "--notify 'ftp://x': expected an http(s) URL (a JSON POST), cmd:COMMAND (the message on its stdin) "
-    "or block:TYPE/NAME (a Prefect notification block)"
-)
+FORMS = f"--notify 'ftp://x': Apprise reads no service in this URL; {notify.FORMS}"
 
 
 def test_schedule_refuses_a_target_as_history_does_with_the_same_message(tmp_path):
