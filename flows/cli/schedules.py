@@ -125,7 +125,8 @@ def schedule(
     notify: Annotated[
         Optional[str],
         typer.Option(
-            help="after each run, `bottlenecks history --notify TARGET` (a URL, cmd:COMMAND, block:TYPE/NAME, an Apprise URL)"
+            help="after each run, `bottlenecks history --notify TARGET` (a URL, cmd:COMMAND, block:TYPE/NAME, "
+            "an Apprise URL)"
         ),
     ] = None,
     notify_on: Annotated[NotifyOn, typer.Option(help=NOTIFY_ON_HELP)] = NotifyOn.regression,
