@@ -136,23 +136,38 @@ def _print_params(plan, selected: set[str], why: dict[str, list[str]]) -> None:
 
 def _print_table(plan, selected: set[str], why: dict[str, list[str]]) -> None:
     """Print the selected step runs as a table (why each would run), then the profile's description."""
+    console = _piped_wide()
+    narrow = console.width < WIDE  # an 80-column terminal: the step run, its cache and why, wrapped
     table = Table(title=f"{plan.name} (profile {plan.profile or '-'})")
     gpus = any(inst.gpu for inst in plan.instances.values())  # a gpu column only where a step holds one
-    for col in ("step run", "component", "after", *(("gpu",) if gpus else ()), "cache", "why", "key"):
-        table.add_column(col)
+    columns = ("step run", "cache", "why") if narrow else ("step run", "component", "after", "cache", "why", "key")
+    for col in columns:
+        table.add_column(col, overflow="fold", ratio=2 if col == "why" else None)
+        if col == "after" and gpus:
+            table.add_column("gpu")
     for iid, inst in plan.instances.items():
         if iid not in selected:
             continue
         status = "[yellow]will run" if why[iid] else "[blue]cached"
+        reason = escape("; ".join(why[iid]))
+        if narrow:
+            table.add_row(escape(iid), status, reason)
+            continue
         after = escape(", ".join(inst.deps)) or "-"
         held = (str(inst.gpu or "-"),) if gpus else ()
-        table.add_row(
-            escape(iid), inst.component.name, after, *held, status, escape("; ".join(why[iid])), inst.key[:12]
+        table.add_row(escape(iid), inst.component.name, after, *held, status, reason, inst.key[:12])
+    console.print(table)
+    if narrow:
+        out.print(
+            f"(under {WIDE} columns: components, inputs, keys left out; `plan --json` has them)",
+            highlight=False,
         )
-    _piped_wide().print(table)
     about = (plan.pipeline.profiles or {}).get(plan.profile) if plan.profile else None
     if about and about.get("description"):  # e.g. the full profile's link to its deviations from the papers
         out.print(f"profile {plan.profile}: {about['description']}", markup=False, highlight=False)
+
+
+WIDE = 120  # columns from which plan's table shows every column
 
 
 def _piped_wide():
