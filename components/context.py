@@ -126,6 +126,9 @@ class Context:
     # The physical GPU ids the step holds, in order (set by the engine): empty on a CPU worker, one
     # for an ordinary GPU step; with several, the step runs on the first and the others wait for it.
     gpus: tuple[str, ...] = ()
+    # Set by the engine: the command that runs this pipeline again as its user started it
+    # (``bottlenecks run p.yaml --profile quick``), for a report that suggests one; None without it.
+    run_command: str | None = None
 
     def __post_init__(self) -> None:
         self.work_dir = Path(self.work_dir)

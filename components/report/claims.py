@@ -72,8 +72,8 @@ def until_decided_command(seeds_command: str, max_seeds: int) -> str:
         words = shlex.split(seeds_command)
     except ValueError:
         words = []
-    if len(words) < 3 or words[:2] != ["bottlenecks", "run"]:
-        return f"bottlenecks run <pipeline> --until-decided --max-seeds {max_seeds}"
+    if len(words) < 3 or words[:2] != ["bottlenecks", "run"]:  # a report called without the engine
+        return f"bottlenecks run PIPELINE.yaml --until-decided --max-seeds {max_seeds}"
     kept, i = [], 0
     while i < len(words):
         w = words[i]

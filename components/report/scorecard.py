@@ -110,6 +110,7 @@ def scorecard(
             block (docs/scorecard.md, "Sequential decisions"). None: one look at the seeds given.
     """
     device = device or ctx.device
+    seeds_command = seeds_command or getattr(ctx, "run_command", None) or ""  # the user's own command, else none
     plan = sequential.validate_design(design) if design is not None else None
     claims, rows = _judge(measurements, expect, run_ids, architectures, device, min_seeds, seeds_command, plan)
     pngs, skipped = _plots(plots or {})

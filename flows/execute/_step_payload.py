@@ -4,6 +4,7 @@ producer files it reads, and the device it runs on, as a picklable ``StepPayload
 from __future__ import annotations
 
 import os
+import shlex
 from typing import Any
 
 from flows.execute.worker import StepPayload
@@ -58,4 +59,17 @@ def payload(plan: Plan, root: str, executor: str, inst: Instance, params: dict, 
         device=step_device(plan, executor, inst),
         module=inst.component.fn.__module__,
         inputs=sorted(set(files_under(params, root))),
+        run_command=rerun_command(plan),
     )
+
+
+def rerun_command(plan: Plan) -> str:
+    """``bottlenecks run FILE [--profile P] [--set ...]``: this run as its user started it (the seeds
+    ``--until-decided`` added left out), for a report that suggests a command."""
+    words = ["bottlenecks", "run", plan.pipeline.file]
+    if plan.profile and plan.profile != plan.pipeline.default_profile:
+        words += ["--profile", plan.profile]
+    for item in plan.overrides:
+        if ".matrix." not in item.partition("=")[0]:
+            words += ["--set", item]
+    return " ".join(shlex.quote(w) for w in words)

@@ -49,6 +49,7 @@ class StepPayload:
     inputs: list[str] = field(default_factory=list)  # producer files the step reads
     module: str = ""  # where the component is defined: imported first, so it registers
     gpus: list[str] = field(default_factory=list)  # the GPU ids the step holds, in order; the executor fills it
+    run_command: str = ""  # the command that runs the pipeline again as this run was started (ctx.run_command)
 
 
 @dataclass
@@ -141,6 +142,7 @@ def _context(payload: StepPayload, tracker, emit: Emit, stop: threading.Event | 
         seed=payload.seed,
         step_name=payload.instance,
         stop=stop,
+        run_command=payload.run_command or None,
     )
 
 

@@ -176,4 +176,23 @@ def test_claim_sources_and_the_command():
     assert until_decided_command(COMMAND, 10) == (
         "bottlenecks run pipelines/p.yaml --profile quick --until-decided --max-seeds 10"
     )
-    assert until_decided_command("", 8) == "bottlenecks run <pipeline> --until-decided --max-seeds 8"
+    assert until_decided_command("", 8) == "bottlenecks run PIPELINE.yaml --until-decided --max-seeds 8"
+
+
+def test_without_a_seeds_command_the_hint_uses_the_command_that_ran_the_pipeline(tmp_path):
+    ctx = Context(work_dir=tmp_path / "own", run_command="bottlenecks run mine/compare.yaml --set steps=300")
+    out = get("report.scorecard")(ctx, measurements=MEASUREMENTS, expect=EXPECT, design=DESIGN)
+    few = next(c for c in json.loads(open(out["scorecard"]).read())["claims"] if c["id"] == "few")
+    assert "`bottlenecks run mine/compare.yaml --set steps=300 --until-decided --max-seeds 10`" in few["reason"]
+    assert "<pipeline>" not in few["reason"] and "PIPELINE.yaml" not in few["reason"]
+
+
+def test_the_rerun_command_is_the_users_own_without_the_added_seeds(tmp_path):
+    from flows.execute._step_payload import rerun_command
+    from flows.plan.build import build
+    from tests.plan.test_plan import PIPE
+
+    path = tmp_path / "p.yaml"
+    path.write_text(PIPE)
+    plan = build(path, profile="big", sets=["n=4"], axes_of={"sum": {"seed": [0, 1, 2]}})
+    assert rerun_command(plan) == f"bottlenecks run {path} --profile big --set n=4"
