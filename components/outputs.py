@@ -74,7 +74,7 @@ def save_figure(ctx, fig, name: str) -> str:
 
     path = ctx.path(name)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")  # a title or legend past the axes' edge is kept, not clipped
     plt.close(fig)
     ctx.log_artifact(path)
     return str(path)
