@@ -49,6 +49,20 @@ def renderer(component) -> str | None:
     return declared[1] if isinstance(declared, (list, tuple)) else None
 
 
+def short_label(name: str) -> str:
+    """``long_lag_lstm[forget_bias=3,seed=0]`` -> ``long_lag_lstm_fb3_s0``: a matrixed plot's name with
+    each axis cut to its initials, so that MLflow's file list, which cuts long names, still shows
+    which seed a figure is."""
+    found = re.fullmatch(r"(.*)\[(.*)\]", name)
+    if not found:
+        return name
+    parts = []
+    for pair in found.group(2).split(","):
+        key, eq, value = pair.partition("=")
+        parts.append("".join(w[0] for w in key.strip().split("_") if w) + value.strip() if eq else pair.strip())
+    return "_".join([found.group(1), *parts])
+
+
 def figures(value: Any) -> dict[str, str]:
     """File name -> path of the image files a shown ``figures`` value names (a list of paths, or
     name -> path); names become file names, keeping the image's extension."""
@@ -61,7 +75,7 @@ def figures(value: Any) -> dict[str, str]:
     out = {}
     for name, path in named.items():
         if isinstance(path, str) and os.path.isfile(path):
-            stem = base = re.sub(r"[^A-Za-z0-9_.=-]+", "_", name).strip("_") or "figure"
+            stem = base = re.sub(r"[^A-Za-z0-9_.=-]+", "_", short_label(name)).strip("_") or "figure"
             ext, n = os.path.splitext(path)[1], 2
             while stem + ext in out:  # two steps' plot.png
                 stem, n = f"{base}-{n}", n + 1
