@@ -391,6 +391,7 @@ def _pairwise(
     low=0.0,
     high=None,
     level=rules.stats.ALPHA / 2,
+    quantity="margin",
 ):
     """Judge ``margin(a_s, b_s)`` per seed s (seeds paired by label; a single value broadcasts); a
     non-finite value is a diverged run, the worst outcome. Own standard errors add in quadrature
@@ -438,6 +439,7 @@ def _pairwise(
         own_df=min(_df_of(a), _df_of(b)),
         bounds=bounds,
         replicates=reps or None,
+        quantity=quantity,
     )
 
 
@@ -459,6 +461,7 @@ def _difference(a: Sample, b: Sample, tolerance, word, resolver, over, exact, le
         low=-tol,
         high=tol,
         level=level,
+        quantity="difference",  # A - B; the margin is its distance to the nearer bound, said after it
     )
 
 

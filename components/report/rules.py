@@ -199,9 +199,13 @@ def interval_text(d: stats.Decision, quantity: str = "margin") -> str:
     own_df = f", own {e.own_df:.3g} df" if e.own_se and math.isfinite(e.own_df) and e.method == "own" else ""
     shared = "; shared test-set error from the bootstrap replicates" if e.variance == "shared" else ""
     cover = stats._cover(d.level)
+    nearer = ""
+    if low is not None and high is not None:  # two bounds: the table's margin, to the nearer one, said here too
+        m_lo, m_hi = d.margin_interval
+        nearer = f"; margin to the nearer bound {sign(d.margin)} [{sign(m_lo)}, {sign(m_hi)}]"
     return (
-        f"mean {quantity} {sign(e.mean)}, {cover} CI [{sign(d.lo)}, {sign(d.hi)}] ({test}{own_df}{shared}){crit}, "
-        f"p = {d.p:.2g}"
+        f"mean {quantity} {sign(e.mean)}, {cover} CI [{sign(d.lo)}, {sign(d.hi)}] ({test}{own_df}{shared}){crit}"
+        f"{nearer}, p = {d.p:.2g}"
     )
 
 
