@@ -49,8 +49,11 @@ def shared_se(ev: dict, reason: str) -> float:
 def check_power(ev: dict, n: int, level: float, reason: str = "") -> float | None:
     """The power of one check's test at ``n`` seeds (per group), or None where it has no spread model."""
     method = ev.get("method")
-    if ev.get("interval") == "exact" or method in ("identical", "exact", "bounded"):
-        return 1.0 if (ev.get("margin") or 0) > 0 else 0.0
+    if ev.get("interval") == "exact" or method == "exact":  # a structural value: decided as measured
+        return 1.0
+    if method in ("identical", "bounded"):  # no spread: the exact test decides from the count it names
+        need = ev.get("seeds_needed")
+        return None if need is None else float(n >= need)
     if method in ("sign", "ranks", "median"):
         return 1.0 if 0.5**n <= level else 0.0
     if method not in ("t", "welch") or ev.get("sd") is None or ev.get("margin") is None:

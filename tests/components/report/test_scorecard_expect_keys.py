@@ -82,7 +82,7 @@ def test_the_transformer_is_in_the_shipped_comparison_and_its_references_resolve
     assert {"B2", "B3", "B4"} <= set(arch)
     trained = [i for i in plan.instances.values() if i.step.id == "mt_transformer"]
     rnn = [i for i in plan.instances.values() if i.step.id == "mt_attention"]
-    assert sorted(i.bindings["seed"] for i in trained) == sorted(i.bindings["seed"] for i in rnn) == [0, 1, 2, 3, 4, 5]
+    assert sorted(i.bindings["seed"] for i in trained) == sorted(i.bindings["seed"] for i in rnn) == [0, 1, 2, 3]
     for key in ("steps", "batch_size"):  # the same training budget as the attention RNN
         assert {i.params[key] for i in trained} == {i.params[key] for i in rnn}
 
