@@ -63,7 +63,7 @@ def test_check_refuses_a_value_out_of_bounds_at_its_line(tmp_path):
 
 def test_a_param_out_of_bounds_is_named_where_it_is_used(tmp_path):
     assert _check(tmp_path, TRAIN % "steps: '${params.steps}'", ["steps=-1"]) == [
-        "6:48: step 'a' (train.model): steps must be at least 0; got -1 (from ${params.steps})"
+        "6:48: step 'a' (train.model): steps must be at least 0; got -1 (from ${params.steps}, set by --set steps=-1)"
     ]
 
 
