@@ -214,13 +214,15 @@ def test_the_whole_full_profile_runs_end_to_end_at_toy_size_on_cpu(tmp_path, hom
     sets = [
         "seeds=[0]",
         "mt_steps=4",
+        "mt_seeds=[0]",
+        "attn_seeds=[0]",
         "recall_steps=4",
         "image_steps=4",
         "lookup_steps=4",
         "caption_steps=4",
         "vit_seeds=[0]",
         "recall_seeds=[0]",
-        "timing_lengths=[16,32]",
+        "timing_lengths=[16,256,1024]",  # the claims read T=256 and T=1024 (check resolves them)
         "timing.batch=1",
         "timing.repeats=1",
         "rnn_memory.batch=1",
@@ -241,6 +243,9 @@ def test_the_whole_full_profile_runs_end_to_end_at_toy_size_on_cpu(tmp_path, hom
         f"mt.overrides={TINY}",
         "mt.checkpoint_every=2",
         "mt.eval_every=2",
+        f"mt_attention.overrides={TINY}",
+        "mt_attention.checkpoint_every=2",
+        "mt_attention.eval_every=2",
         "mt_bahdanau.overrides={hidden_size: 16, embed_dim: 8, attention_dim: 16, maxout_dim: 8}",
         "mt_bahdanau.steps=4",
         "mt_bahdanau.checkpoint_every=2",
@@ -257,6 +262,8 @@ def test_the_whole_full_profile_runs_end_to_end_at_toy_size_on_cpu(tmp_path, hom
         "bleu_bahdanau.max_examples=12",
         "capacity.max_examples=12",
         "bleu.n_bootstrap=20",
+        "bleu_attention.max_examples=12",
+        "bleu_attention.n_bootstrap=20",
         "bleu_bahdanau.n_bootstrap=20",
     ]
     plan = build(PIPELINE, profile="full", sets=sets)
