@@ -193,7 +193,7 @@ def test_pipeline_runs_against_servers(servers, tmp_path):
     )
     assert any(a["data"].startswith(f"[MLflow parent run {parents[0]['id']}]") for a in shown), shown
 
-    seen = cli(servers, tmp_path / "home", "history", "srv-track")
+    seen = cli(servers, tmp_path / "home", "history", "srv-track", "--plot")  # a write: asked for
     assert seen.returncode == 0, seen.stdout
     assert "sum[offset=10]/enginetest/total/total" in seen.stdout and "no regression" in seen.stdout
     logged = api("GET", f"{servers.mlflow_url}/api/2.0/mlflow/artifacts/list?run_id={parents[0]['id']}&path=history")
