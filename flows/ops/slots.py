@@ -20,6 +20,7 @@ missed slot is recorded.
 from __future__ import annotations
 
 import os
+from collections import deque
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
@@ -87,18 +88,43 @@ def skipped(runs: list[dict], by: str | None = None) -> list[Slot]:
 
 
 def cron_slots(cron: str, tz: str, after: datetime, before: datetime, cap: int = 100_000) -> list[datetime]:
-    """The cron's slots strictly after ``after`` and before ``before`` (UTC), at most ``cap`` newest."""
-    from prefect._vendor.croniter import croniter  # Prefect's own reading of a cron
+    """The cron's slots strictly after ``after`` and before ``before`` (UTC), at most ``cap`` newest.
 
-    it = croniter(cron, after.astimezone(ZoneInfo(tz)))
-    found: list[datetime] = []
-    while True:
-        when = it.get_next(datetime).astimezone(timezone.utc)
+    Read as Prefect's scheduler reads a cron (its server ``CronSchedule``): the expression walks
+    the zone's wall clock, a wall time is placed in the zone at its first occurrence (``fold=0``:
+    once in the autumn's repeated hour; a time the spring skips lands as far after the jump as it
+    was after the hour), and a slot landing on an instant already found counts once.
+    """
+    from cronsim import CronSim
+
+    zone = ZoneInfo(tz)
+    # a day before: wall times in a spring gap just before ``after`` may land after it
+    wall = (after - timedelta(days=1)).astimezone(zone).replace(tzinfo=None)
+    found: deque[datetime] = deque()
+    seen: set[datetime] = set()
+    for when in CronSim(prefect_reading(cron), wall):
+        when = when.replace(tzinfo=zone, fold=0).astimezone(timezone.utc)
         if when >= before:
-            return found
-        found.append(when)
-        if len(found) > cap:
-            del found[0]
+            break
+        if when > after and when not in seen:
+            seen.add(when)
+            found.append(when)
+            if len(found) > cap:
+                seen.discard(found.popleft())
+    return sorted(found)  # a spring gap's slots land after the jump, out of wall order
+
+
+def prefect_reading(cron: str) -> str:
+    """``cron`` as cronsim reads it the way Prefect does: with both day fields restricted a day
+    matches either (Prefect's ``day_or``), where cronsim follows Debian cron and asks for both
+    when one field starts with ``*`` (``*/2``); an explicit range (``1-31/2``) is read alike by both."""
+    fields = cron.split()
+    if len(fields) != 5 or "*" in (fields[2], fields[4]):
+        return cron
+    dom, dow = fields[2], fields[4]
+    fields[2] = "1-31" + dom[1:] if dom.startswith("*") else dom
+    fields[4] = "0-6" + dow[1:] if dow.startswith("*") else dow
+    return " ".join(fields)
 
 
 def missed(dep: dict, cron: str, tz: str, runs: list[dict], now: datetime) -> list[Slot]:

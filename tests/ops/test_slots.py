@@ -59,6 +59,42 @@ def test_missed_slots_are_late_runs_and_the_slots_no_server_was_up_to_make():
     assert slots.missed(dep(created_hours=5.5), "0 * * * *", "UTC", [], now=at(6.5))[0].time == at(6)  # not before
 
 
+# clocks that change: an hour at 02:00 (Berlin), at 02:00 local after midnight UTC (New York), half
+# an hour (Lord Howe), a whole skipped day (Apia, 2011-12-30)
+DST_CHANGES = [
+    ("Europe/Berlin", datetime(2026, 3, 28, tzinfo=UTC)),
+    ("Europe/Berlin", datetime(2026, 10, 24, tzinfo=UTC)),
+    ("America/New_York", datetime(2026, 3, 7, tzinfo=UTC)),
+    ("America/New_York", datetime(2026, 10, 31, tzinfo=UTC)),
+    ("Australia/Lord_Howe", datetime(2026, 4, 3, tzinfo=UTC)),
+    ("Australia/Lord_Howe", datetime(2026, 10, 2, tzinfo=UTC)),
+    ("Pacific/Apia", datetime(2011, 12, 28, tzinfo=UTC)),
+]
+CRONS = ["0 2 * * *", "30 2 * * *", "*/20 * * * *", "45 1-3 * * *", "0 0 */2 * 1", "0 9 * * 0#1", "15 2 L * *"]
+
+
+@pytest.mark.parametrize("cron", CRONS)
+def test_the_slots_are_the_ones_prefects_scheduler_makes_across_a_clock_change(cron):
+    """The slots that had no flow run are the cron's slots as Prefect's scheduler reads them: a
+    reading of our own would record a slot Prefect never meant, or miss one it did (croniter's
+    zone-aware walk, used before, differed on 209 of 388,951 such slots)."""
+    import asyncio
+
+    from prefect.server.schemas.schedules import CronSchedule
+
+    for tz, start in DST_CHANGES:
+        end = start + timedelta(days=3, hours=7)
+        for after in (start, start + timedelta(hours=25, minutes=10)):  # before the change; inside it
+            dates = asyncio.run(CronSchedule(cron=cron, timezone=tz).get_dates(n=1000, start=after, end=end))
+            prefects = [d.astimezone(UTC) for d in dates if after < d < end]
+            assert slots.cron_slots(cron, tz, after, end) == prefects, (cron, tz, after)
+
+
+def test_a_long_downtime_keeps_the_newest_slots():
+    every_minute = slots.cron_slots("* * * * *", "Europe/Berlin", T0, T0 + timedelta(days=30), cap=1000)
+    assert len(every_minute) == 1000 and every_minute[-1] == T0 + timedelta(days=30, minutes=-1)
+
+
 DOWNTIMES = [((10, 20), None), ((10, 30), (15, 30)), ((0, 30), (0, 30)), ((5, 30), (8, 12)), ((5, 12), (8, 12))]
 
 
