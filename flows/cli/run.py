@@ -86,12 +86,21 @@ def run(
     options = (fresh, workers, executor, cluster)
     _with_options(plan, *options)  # a bad option is refused before anything starts
     require_servers(after="nothing was run.")
+    _warm_for_next()
     _component_logs_to(err)
     if design is None:
         result = _run_once(plan, no_cache)
     else:
         plan, result = _run_looks(pipeline, profile, list(set_ or []), design, options, no_cache)
     _summarise(plan, result)
+
+
+def _warm_for_next() -> None:
+    """Start the warm process the next run here is handed to, now that this one does work (a run
+    refused above, invalid or without its servers, starts none)."""
+    from flows.services import daemon
+
+    daemon.start_wanted()
 
 
 def _with_options(plan, fresh, workers, executor, cluster):

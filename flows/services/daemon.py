@@ -1,8 +1,9 @@
 """A warm process that `bottlenecks run` hands its work to, so a run does not pay for importing
 Prefect, MLflow and the engine every time.
 
-The first `bottlenecks run` with a given environment runs in its own process as before and starts,
-in the background, a *zygote*: a process that imports the engine and its libraries once, creates
+The first `bottlenecks run` with a given environment runs in its own process as before and, once
+its pipeline is valid and its servers answer (``start_wanted``: a refused run starts nothing), starts
+in the background a *zygote*: a process that imports the engine and its libraries once, creates
 nothing (no client, thread, connection or file handle) and waits on a Unix socket in a private
 folder. Later `run` commands connect, pass their arguments, environment, working folder and their
 own stdin/stdout/stderr (as file descriptors), and the zygote forks a child that runs the command
@@ -16,7 +17,9 @@ The zygote serves one folder and one environment: the socket's name is a hash of
 command starts in, the Python executable, its import path and the environment (less variables a shell
 changes between commands, such as PWD), so a command in another folder, of another virtualenv or with
 other settings gets its own zygote and never another's (the zygote refuses one whose folder or
-interpreter differs from its own, should two keys ever collide). Before each fork it
+interpreter differs from its own, should two keys ever collide). A folder has one zygote: a new one
+(another environment or interpreter) retires the folder's others as it starts serving; a retired
+zygote takes no more commands and exits once the commands it is running have ended. Before each fork it
 checks that no source file it imported has changed since it started (an edited engine or an
 upgraded library); if one has, it answers "stale", exits, and the command runs in its own process
 and starts a fresh zygote. It exits after ``BOTTLENECKS_DAEMON_IDLE`` seconds without a command
@@ -82,6 +85,7 @@ VOLATILE = {
 }
 _HEADER = struct.Struct("!I")
 _in_child = False  # this process is a zygote's child running a command: never hand over again
+_wanted: list[tuple[Path, str, tuple[str, ...]]] = []  # a zygote to start once the command is sure to work
 
 
 def in_child() -> bool:
@@ -172,7 +176,8 @@ def _recv(sock: socket.socket, with_fds: bool = False) -> tuple[dict, list[int]]
 def hand_over(argv: list[str], entry: str, preload: tuple[str, ...] = ()) -> int | None:
     """Run ``entry`` (``module:function``, the command's own main) with ARGV in a warm zygote and
     return its exit status, or None when no zygote serves this environment (then the caller runs
-    the command itself; a zygote that imports ``preload`` is started for the next command)."""
+    the command itself, and ``start_wanted`` starts a zygote that imports ``preload`` for the next
+    command once this one is known to do work)."""
     if not enabled() or _in_child:
         return None
     path = socket_path()
@@ -192,11 +197,11 @@ def hand_over(argv: list[str], entry: str, preload: tuple[str, ...] = ()) -> int
         reply, _ = _recv(sock)
     except (OSError, EOFError, ValueError):
         sock.close()
-        start(path, entry, preload)
+        _wanted[:] = [(path, entry, preload)]
         return None
-    if "pid" not in reply:  # stale (an edited source file): it has exited; start a fresh one
+    if "pid" not in reply:  # stale (an edited source file): it has exited; a fresh one is wanted
         sock.close()
-        start(path, entry, preload)
+        _wanted[:] = [(path, entry, preload)]
         return None
     child = int(reply["pid"])
     return _follow(sock, child)
@@ -231,6 +236,15 @@ def _follow(sock: socket.socket, child: int) -> int:
         return 1
     finally:
         sock.close()
+
+
+def start_wanted() -> bool:
+    """Start the zygote ``hand_over`` found missing, now that the command will do work (its pipeline is
+    valid, its servers answer); a command refused before that starts none. Whether one was started."""
+    if not _wanted:
+        return False
+    start(*_wanted.pop())
+    return True
 
 
 def start(path: Path, entry: str, preload: tuple[str, ...] = ()) -> None:
@@ -439,6 +453,9 @@ def serve(path: Path, entry: str, modules: list[str], served: str | None = None)
     if threads:  # forking with other threads alive could copy a held lock into every child
         print(f"zygote: not serving, threads started at import: {threads}", flush=True)
         return
+    retired = retire_others(path)  # one per folder: this one replaces those of another environment
+    if retired:
+        print(f"zygote: retired this folder's other warm process(es) {retired}", flush=True)
     server = _listen(path)
     try:
         _serve_loop(server, lock, files, env, main)
@@ -448,6 +465,38 @@ def serve(path: Path, entry: str, modules: list[str], served: str | None = None)
                 path.unlink()
         except OSError:
             pass
+
+
+def retire_others(path: Path) -> list[int]:
+    """Ask the other zygotes serving this zygote's folder (another environment or interpreter) to
+    retire: one warm process per folder. Their pids."""
+    served = _served.get("folder") or folder()
+    pids = []
+    for other in sockets():
+        if other == path:
+            continue
+        reply = _request(other, {"status": True}, timeout=5.0)
+        if not reply or reply.get("folder") != served:
+            continue
+        answer = _request(other, {"retire": True}, timeout=5.0)
+        if answer and answer.get("retiring"):
+            pids.append(int(answer["retiring"]))
+    return pids
+
+
+def _retire(server: socket.socket, lock) -> None:
+    """Take no more commands (the socket and the lock go, so a fresh zygote may take this key), then
+    wait for the commands still running in children to end."""
+    name = server.getsockname()
+    server.close()
+    try:
+        os.unlink(name)
+    except OSError:
+        pass
+    lock.close()
+    print(f"zygote: retired (another serves this folder), {len(_children)} command(s) still running", flush=True)
+    while _children:
+        time.sleep(0.2)
 
 
 def _listen(path: Path) -> socket.socket:
@@ -485,6 +534,11 @@ def _serve_loop(server: socket.socket, lock, files: dict, env: dict[str, str], m
         if request.get("stop"):
             _send(conn, {"stopped": os.getpid()})
             conn.close()
+            return
+        if request.get("retire"):
+            _send(conn, {"retiring": os.getpid()})
+            _let_go(conn, fds)
+            _retire(server, lock)
             return
         if request.get("status"):
             _answer_status(conn, fds, last)
