@@ -62,6 +62,25 @@ def require_servers(code: int = 1, after: str = "") -> None:
         fail(str(e), code, after)
 
 
+def close_dead_runs() -> None:
+    """Before a command reads this folder's stores: close the runs a killed process left open, in MLflow
+    and Prefect (``flows/execute/sweep.py``), and say so. A directory listing when none was left."""
+    from flows.track import open_runs
+
+    if not open_runs.dead():
+        return
+    from flows.execute.sweep import close_dead_runs as close
+    from flows.track.zombies import summary
+
+    try:
+        closed = close()
+    except Exception as e:  # a store that does not answer: the next command tries again
+        err.print(f"[yellow]could not close the runs a killed process left open: {escape(str(e))}[/]")
+        return
+    if closed:
+        err.print(f"[yellow]{escape(summary(closed))}[/]", highlight=False)
+
+
 def print_warnings(plan) -> None:
     """Print the plan's warnings, ``FILE:LINE:COL: warning: ...`` (nothing stops for them)."""
     for located in plan.warnings:

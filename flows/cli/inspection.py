@@ -17,6 +17,7 @@ from flows.cli.app import (
     ProfileOpt,
     SetOpt,
     app,
+    close_dead_runs,
     err,
     fail,
     out,
@@ -83,6 +84,7 @@ def plan_cmd(
     profile and --set (all step runs, one step's or one step run's); --json prints them for a program."""
     home.configure(create=False)  # reads only: leaves no folder behind
     plan = plan_or_exit(pipeline, profile, set_)
+    close_dead_runs()  # a killed run's steps: closed, and the cache says which finished
     apply_fresh(plan, fresh)
     selected = _select(plan, only)
     why = _why(plan)

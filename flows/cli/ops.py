@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 from flows import home
-from flows.cli.app import app, err, fail, print_invalid, require_servers
+from flows.cli.app import app, close_dead_runs, err, fail, print_invalid, require_servers
 
 
 class NotifyOn(str, Enum):
@@ -80,6 +80,7 @@ def history(
     exit 0. Exit 3: no regression, but --notify could not deliver (a regression exits 1 either way).
     """
     home.configure(create=False)  # reads only: leaves no folder behind
+    close_dead_runs()  # a run a kill left RUNNING is judged KILLED, as it is in both stores
     from flows.ops import history as hist
     from flows.ops import notify as tell
 

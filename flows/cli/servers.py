@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 
 from flows import home
-from flows.cli.app import app, err, out
+from flows.cli.app import app, close_dead_runs, err, out
 
 
 @app.command()
@@ -146,6 +146,7 @@ def ui(
     """Open the MLflow UI on this project's store (or print where the configured server is);
     `--prefect`: the folder's Prefect UI, where the flow runs of its pipelines are."""
     home.configure()
+    close_dead_runs()  # the UIs show no run left RUNNING by a process that is gone
     if prefect:
         raise typer.Exit(_prefect_ui())
     uri = os.environ["MLFLOW_TRACKING_URI"]

@@ -15,11 +15,13 @@ from flows.execute._executor_choice import choose, to_compute
 from flows.execute._flow import call_flow, pipeline_flow
 from flows.execute._parent import close_parent, open_parent, promote_reports
 from flows.execute._result import RunResult
-from flows.execute._signals import Signals
+from flows.execute._signals import Signals, kill_point
 from flows.execute._steps import StepRunner
 from flows.execute.cache import StepCache
+from flows.execute.sweep import close_dead_runs, recorded
 from flows.plan.build import Plan
 from flows.services import mlflow_db
+from flows.track import open_runs
 from flows.track.runs import Tracker
 
 
@@ -33,10 +35,12 @@ def run(plan: Plan, *, use_cache: bool = True, view=None, executor=None, in_flow
     computing = to_compute(plan, cache, use_cache)
     executor = executor or choose(plan, computing)
     tracker = Tracker(plan.name)
-    swept = tracker.sweep_zombies()
+    swept = close_dead_runs(prefect_url=lambda: None)  # this folder's, whatever pipeline (Prefect is set up)
+    swept += tracker.sweep_zombies(finished=recorded(cache))  # this pipeline's, wherever they ran
     if use_cache:  # the runs the cached steps copy their results from, in one query
         tracker.read_ahead([_origin(cache, inst) for inst in plan.instances.values() if inst.cacheable])
     result = RunResult(plan.name, open_parent(plan, tracker, executor.name), zombies=swept)
+    note = open_runs.record(result.parent_run_id, tracker.experiment_id)  # dropped once the run is closed
     runner = StepRunner(plan, tracker, result.parent_run_id, cache, use_cache, view, result, executor)
     signals = Signals(runner.stop)
     flow = pipeline_flow(plan, runner, signals)
@@ -44,6 +48,7 @@ def run(plan: Plan, *, use_cache: bool = True, view=None, executor=None, in_flow
     with view, signals, prefect_tags(*prefect_view.run_tags(plan)):
         try:
             call_flow(flow, plan.params, in_flow_run, heartbeats=any(computing))
+            kill_point("flow-ended")
             if not runner.stopping.is_set():
                 promote_reports(plan, result, tracker)
         except KeyboardInterrupt:  # a second Ctrl-C while stopping
@@ -60,6 +65,7 @@ def run(plan: Plan, *, use_cache: bool = True, view=None, executor=None, in_flow
             prefect_view.flush(0.0 if result.prefect_gone else 2.0 if result.stopped_by is not None else 10.0)
             result.seconds = time.monotonic() - started
             close_parent(plan, result, tracker, interrupted)
+            open_runs.remove(note)
     return result
 
 

@@ -2,8 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
+
+KILL_AT = "BOTTLENECKS_TEST_KILL_AT"
+
+
+def kill_point(name: str, step: str = "") -> None:
+    """Die here by SIGKILL when ``BOTTLENECKS_TEST_KILL_AT`` names this point (``NAME`` or ``NAME:STEP``):
+    tests of what a kill leaves in the stores, at moments a timed signal could not hit."""
+    asked = os.environ.get(KILL_AT)
+    if asked and asked in (name, f"{name}:{step}"):
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 class Signals:

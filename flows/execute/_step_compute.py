@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flows.execute._result import RunResult, StepFailed
+from flows.execute._signals import kill_point
 from flows.execute._step_cache import record
 from flows.execute._step_events import StepEvents
 from flows.execute._step_payload import payload
@@ -51,8 +52,12 @@ class Computation:
         if result.status != "done":
             self._failed(inst, run_id, result)
         outputs = {**result.outputs, "run_id": run_id}
-        self.runs.close(inst.id, run_id, "FINISHED")
+        # the result before the run's end: a process killed between the two leaves a result a sweep
+        # can tell finished (``flows/execute/sweep.py``), never a FINISHED run without its result
         record(self.cache, inst, outputs, str(work), result, self.plan.name)
+        kill_point("step-recorded", inst.id)
+        self.runs.close(inst.id, run_id, "FINISHED")
+        kill_point("step-finished", inst.id)  # before Prefect hears of it
         if forced:  # the earlier outputs' files, now that the new ones are recorded
             self.cache.retire_work_dirs(inst.step.id, inst.key, keep=work)
         self.result.status[inst.id] = "done"

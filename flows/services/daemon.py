@@ -227,8 +227,10 @@ def _follow(sock: socket.socket, child: int) -> int:
             if message.get("signal"):  # killed outright: the zygote reaped it
                 sys.stderr.write(
                     f"bottlenecks: the run's process (pid {child}) was killed by {message['signal']}: nothing could "
-                    "close its runs; the next command in this folder marks them KILLED (MLflow) and Crashed (Prefect), "
-                    "and a rerun resumes from the cache\n"
+                    "close its runs. The next `bottlenecks run`, `plan`, `history` or `ui` in this folder closes "
+                    "them: the pipeline run KILLED in MLflow and Crashed in Prefect, each step run whose result "
+                    "was recorded FINISHED (its task run Completed), the others KILLED (Crashed). A rerun "
+                    "resumes from the cache\n"
                 )
             return int(message["rc"])
     except (OSError, EOFError, ValueError, KeyError):

@@ -177,9 +177,9 @@ class Tracker:
             markdown = markdown[:NOTE_MAX].rsplit("\n", 1)[0] + "\n\n(cut here; the full text is an artifact)\n"
         self.client.set_tag(run_id, "mlflow.note.content", markdown)
 
-    def sweep_zombies(self) -> list[zombies.Killed]:
-        """Mark runs of this experiment that a dead process left RUNNING as KILLED."""
-        return zombies.sweep(self.client, self.experiment_id)
+    def sweep_zombies(self, finished=None) -> list[zombies.Killed]:
+        """Close runs of this experiment that a dead process left RUNNING (``zombies.sweep``)."""
+        return zombies.sweep(self.client, self.experiment_id, finished)
 
     def read_ahead(self, run_ids: list[str]) -> None:
         """Read the runs ``copy_results`` will copy from in one query per 100 (a cached rerun's

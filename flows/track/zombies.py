@@ -6,10 +6,18 @@ host and is no longer alive (or whose pid now belongs to another process) is a z
 on another host cannot be asked, so its run counts as a zombie only once it is older than
 ``STALE_HOURS`` (no pipeline run here takes that long); neither can a run without owner tags.
 
-The same sweep closes the Prefect side: the flow run a killed parent run recorded (tag
-``prefect_flow_run_id``) and its unfinished task runs are set Crashed with the reason, so no flow run
-stays RUNNING in Prefect after its process died. ``close_flow_runs`` also finds Prefect flow runs left
-RUNNING whose MLflow run a sweep closed before (``bottlenecks serve`` calls it on start).
+The two stores are made to agree, whatever moment the process died at:
+
+- a parent run is KILLED, and its Prefect flow run (tag ``prefect_flow_run_id``) Crashed, even one that
+  had reached COMPLETED or FAILED: the process died before the run was closed (its note, its reports);
+- a step run whose result the cache holds (``finished``, given by the caller that knows the cache) is
+  FINISHED, the process having died between recording the result and closing the run; any other
+  step run left RUNNING is KILLED;
+- each task run the flow run left unfinished takes its step run's end: Completed for FINISHED, Failed
+  for FAILED, else (KILLED, or never started) Crashed, each with the reason.
+
+``close_flow_runs`` also finds Prefect flow runs left RUNNING whose MLflow run a sweep closed before
+(``bottlenecks serve`` calls it on start). Which commands sweep: ``flows/execute/sweep.py``.
 """
 
 from __future__ import annotations
@@ -40,6 +48,14 @@ def _start_token(pid: int) -> str | None:
         return f"psutil:{psutil.Process(pid).create_time():.3f}"
     except Exception:  # not installed, or no such process
         return None
+
+
+def alive(pid: int, started: str = "") -> bool:
+    """Whether process ``pid`` on this host is alive and is the one that recorded ``started``."""
+    if not _alive(pid):
+        return False
+    token = _start_token(pid)
+    return not (started and token and token != started)
 
 
 def _alive(pid: int) -> bool:
@@ -115,64 +131,116 @@ class Killed:
     run_id: str
     name: str
     reason: str
+    status: str = "KILLED"  # FINISHED: a step whose result was recorded before its process died
+    flow_run: str = ""  # a parent's Prefect flow run
+    prefect_closed: bool = False  # that flow run and its task runs now agree with the MLflow runs
 
 
-def sweep(client, experiment_id: str) -> list[Killed]:
-    """Mark the experiment's zombie runs KILLED (end time now, reason tag) and close the Prefect flow
-    runs of those that recorded one (Crashed, with the reason); return them."""
+def sweep(client, experiment_id: str, finished=None) -> list[Killed]:
+    """Close the experiment's runs that a dead process left RUNNING (end time now, reason tag): step runs
+    whose result was recorded (``finished(run)`` true) FINISHED, the others KILLED; then bring the Prefect
+    flow runs of the parents closed into agreement (``close_prefect``). The runs closed."""
     now = int(time.time() * 1000)
     killed, flows = [], {}
     for run in _running(client, experiment_id):
         reason = why_dead(run, now)
         if reason is None:
             continue
+        parent = run.data.tags.get("mlflow.parentRunId")
+        status = "FINISHED" if parent and finished is not None and finished(run) else "KILLED"
         client.set_tag(run.info.run_id, REASON, reason)
-        client.set_terminated(run.info.run_id, "KILLED", end_time=now)
-        killed.append(Killed(run.info.run_id, run.info.run_name or run.info.run_id[:8], reason))
-        if run.data.tags.get(FLOW_RUN):
-            flows[run.data.tags[FLOW_RUN]] = reason
-    crash_flow_runs(flows)
+        client.set_terminated(run.info.run_id, status, end_time=now)
+        killed.append(Killed(run.info.run_id, run.info.run_name or run.info.run_id[:8], reason, status))
+        if not parent and run.data.tags.get(FLOW_RUN):
+            flows[run.data.tags[FLOW_RUN]] = (reason, run.info.run_id)
+    agreed = set(close_prefect(client, experiment_id, flows))
+    for k in killed:
+        k.flow_run = next((f for f, (_, parent) in flows.items() if parent == k.run_id), "")
+        k.prefect_closed = k.flow_run in agreed
     return killed
 
 
 FLOW_RUN = "prefect_flow_run_id"
 UNFINISHED = ["RUNNING", "PENDING", "SCHEDULED", "PAUSED", "CANCELLING"]
+STOPPED_TYPES = ("CRASHED", "CANCELLED")  # a flow run's end that agrees with a KILLED parent run
 
 
-def crash_flow_runs(reasons: dict[str, str]) -> list[str]:
-    """Set each Prefect flow run (id -> reason) that is not final yet, and its unfinished task runs,
-    Crashed with the reason (through the Prefect API the command uses); the flow runs closed. A Prefect
-    API that cannot be reached leaves them as they are (the next sweep tries again)."""
-    if not reasons:
+def close_prefect(client, experiment_id: str, flows: dict[str, tuple[str, str]]) -> list[str]:
+    """Bring each Prefect flow run (id -> (reason, its MLflow parent run)) into agreement with its closed
+    MLflow runs, through the Prefect API the command uses: each unfinished task run takes its step run's
+    end (``task_state``); the flow run is set Crashed unless it already reads Crashed or Cancelled. The
+    flow runs now in agreement. A Prefect API that cannot be reached leaves them as they are (the next sweep
+    of a RUNNING flow run, `bottlenecks serve`'s, tries again)."""
+    if not flows:
         return []
     try:
         from prefect.client.orchestration import get_client
         from prefect.client.schemas.filters import FlowRunFilter, TaskRunFilter
-        from prefect.states import Crashed
 
         closed = []
         with get_client(sync_client=True) as prefect:
-            for flow_run_id, reason in reasons.items():
+            for flow_run_id, (reason, parent_id) in flows.items():
                 try:
                     flow_run = prefect.read_flow_run(flow_run_id)
                 except Exception:  # not in this Prefect API (another server, a deleted run)
                     continue
                 message = f"its process died: {reason}"
+                steps = _step_runs(client, experiment_id, parent_id)
                 tasks = prefect.read_task_runs(
                     flow_run_filter=FlowRunFilter(id={"any_": [flow_run_id]}),
                     task_run_filter=TaskRunFilter(state={"type": {"any_": UNFINISHED}}),
                 )
                 for task in tasks:
-                    prefect.set_task_run_state(task.id, Crashed(message=message), force=True)
-                if flow_run.state is None or not flow_run.state.is_final():
-                    prefect.set_flow_run_state(flow_run_id, Crashed(message=message), force=True)
-                    closed.append(flow_run_id)
+                    state = task_state(steps.get(task.name), message)
+                    prefect.set_task_run_state(task.id, state, force=True)
+                if flow_run.state is None or flow_run.state.type.value not in STOPPED_TYPES:
+                    if flow_run.state is not None and flow_run.state.is_final():
+                        message = (
+                            f"its process died after the flow run ended {flow_run.state.type.value}, before "
+                            f"its MLflow run was closed (now KILLED): {reason}"
+                        )
+                    _crash(prefect, flow_run_id, message)
+                closed.append(flow_run_id)
         return closed
     except Exception:  # the Prefect API is gone or refuses: the MLflow side is closed all the same
         return []
 
 
-def close_flow_runs(client, limit: int = 200) -> list[str]:
+def crash_flow_runs(reasons: dict[str, str]) -> list[str]:
+    """Set each Prefect flow run (id -> reason) and its unfinished task runs Crashed (no MLflow runs
+    to agree with); the flow runs closed."""
+    return close_prefect(None, "", {flow_run_id: (reason, "") for flow_run_id, reason in reasons.items()})
+
+
+def task_state(step_run, message: str):
+    """The Prefect state of a task run left unfinished, from its step's MLflow run (None: never started)."""
+    from prefect.states import Completed, Crashed, Failed
+
+    status = step_run.info.status if step_run is not None else None
+    if status == "FINISHED":
+        return Completed(message=f"its step finished (MLflow run {step_run.info.run_id}) before {message}")
+    if status == "FAILED":
+        return Failed(message=f"its step failed (MLflow run {step_run.info.run_id}); then {message}")
+    return Crashed(message=message)
+
+
+def _crash(prefect, flow_run_id: str, message: str) -> None:
+    from prefect.states import Crashed
+
+    prefect.set_flow_run_state(flow_run_id, Crashed(message=message), force=True)
+
+
+def _step_runs(client, experiment_id: str, parent_id: str) -> dict:
+    """The newest MLflow step run of each step run name under ``parent_id`` (a retry makes another)."""
+    if client is None or not parent_id:
+        return {}
+    runs = client.search_runs(
+        [experiment_id], f"tags.mlflow.parentRunId = '{parent_id}'", order_by=["attributes.start_time ASC"]
+    )
+    return {run.info.run_name: run for run in runs}
+
+
+def close_flow_runs(client, limit: int = 200, finished=None) -> list[str]:
     """Close the Prefect flow runs left RUNNING whose MLflow parent run is closed or whose process is
     gone (marking that run KILLED first): for `bottlenecks serve` on start and any command that wants
     every record closed. The flow runs set Crashed."""
@@ -188,7 +256,7 @@ def close_flow_runs(client, limit: int = 200) -> list[str]:
     except Exception:  # no Prefect API here: nothing to close
         return []
     experiments = [e.experiment_id for e in client.search_experiments()]
-    reasons = {}
+    closed = []
     now = int(time.time() * 1000)
     for flow_run in flow_runs:
         found = (
@@ -203,28 +271,39 @@ def close_flow_runs(client, limit: int = 200) -> list[str]:
             if reason is None:
                 continue  # still running somewhere
             client.set_tag(run.info.run_id, REASON, reason)
-            kill_children(client, run.info.experiment_id, run.info.run_id, reason)
+            kill_children(client, run.info.experiment_id, run.info.run_id, reason, finished)
             client.set_terminated(run.info.run_id, "KILLED", end_time=now)
         else:
             reason = run.data.tags.get(REASON) or f"its MLflow run ended {run.info.status}"
-        reasons[str(flow_run.id)] = reason
-    return crash_flow_runs(reasons)
+        flows = {str(flow_run.id): (reason, run.info.run_id)}
+        closed += close_prefect(client, run.info.experiment_id, flows)
+    return closed
 
 
-def kill_children(client, experiment_id: str, parent_id: str, reason: str) -> None:
-    """Mark a parent run's RUNNING step runs KILLED (the parent was interrupted)."""
+def kill_children(client, experiment_id: str, parent_id: str, reason: str, finished=None) -> None:
+    """Mark a parent run's RUNNING step runs KILLED (the parent was interrupted), or FINISHED where
+    ``finished(run)`` says the step's result was recorded."""
     now = int(time.time() * 1000)
     for run in _running(client, experiment_id, f" and tags.mlflow.parentRunId = '{parent_id}'"):
+        status = "FINISHED" if finished is not None and finished(run) else "KILLED"
         client.set_tag(run.info.run_id, REASON, reason)
-        client.set_terminated(run.info.run_id, "KILLED", end_time=now)
+        client.set_terminated(run.info.run_id, status, end_time=now)
 
 
 def summary(killed: list[Killed]) -> str:
     """One line for the terminal."""
-    first = killed[0]
+    ended = [k for k in killed if k.status == "KILLED"]
+    first = (ended or killed)[0]
+    done = len(killed) - len(ended)
+    also = f", and {done} step run(s) FINISHED whose results were recorded" if done else ""
+    flows = [k for k in killed if k.flow_run]
+    agreed = sum(k.prefect_closed for k in flows)
+    prefect = f"; {agreed} Prefect flow run(s) set Crashed, their unfinished task runs ended as their step runs"
+    if agreed < len(flows):
+        prefect += f" ({len(flows) - agreed} not: the Prefect API did not answer; the next command retries)"
     return (
-        f"marked {len(killed)} run(s) KILLED that a dead process had left RUNNING, e.g. {first.name} "
-        f"{first.run_id[:8]}: {first.reason} (tag {REASON})"
+        f"marked {len(ended)} run(s) KILLED that a dead process had left RUNNING{also}, e.g. {first.name} "
+        f"{first.run_id[:8]}: {first.reason} (tag {REASON})" + (prefect if flows else "")
     )
 
 

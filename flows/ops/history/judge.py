@@ -92,7 +92,7 @@ def _status(frame: pd.DataFrame) -> list[Flag]:
     if status == "KILLED":
         return [Flag("status", "killed", None, None, f"the newest run {rid[:8]} was KILLED: {why}")]
     if status == "RUNNING" and why:
-        text = f"the newest run {rid[:8]} never finished: {why}; the next run marks it KILLED"
+        text = f"the newest run {rid[:8]} never finished: {why}; the next `run` of it marks it KILLED"
         return [Flag("status", "killed", None, None, text)]
     return []
 
