@@ -8,6 +8,7 @@
     order.py       the submission order that keeps workers busy
     cache.py       the content-addressed step cache and its leases
     why.py         why each step of a plan would be computed rather than served from the cache
+    sweep.py       what a killed run left open, closed in both stores before a command reads them
     view.py        the live terminal view
     threadsafe.py  locks around matplotlib and tqdm for ``executor: threads``
 
