@@ -36,8 +36,8 @@ COPY components ./components
 COPY pipelines ./pipelines
 RUN pip install --no-deps -e . \
     && useradd --create-home --uid 1000 bottlenecks \
-    && mkdir -p /state /data /mlartifacts \
-    && chown bottlenecks /state /mlartifacts
+    && mkdir -p /state /data /mlartifacts /tls \
+    && chown bottlenecks /state /mlartifacts /tls
 
 USER bottlenecks
 ENTRYPOINT ["tini", "--"]

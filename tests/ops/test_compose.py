@@ -1,5 +1,6 @@
 """The team deployment's compose file: validated by docker-compose, and its safety defaults (loopback
-ports, and logins to MLflow and Prefect whose secrets come from .env or the environment)."""
+ports, logins to MLflow and Prefect whose secrets come from .env or the environment, no start on
+.env.example unchanged or on its old placeholders)."""
 
 import os
 import shutil
@@ -23,7 +24,22 @@ SERVICES = {
     "dask-gpu-0",
     "dask-gpu-1",
     "dask-cpu",
+    "dask-tls",
+    "prefect-setup",
 }
+ONE_SHOT = {"dask-tls", "prefect-setup"}  # run once at `up` and exit: no health check
+FILLED = {
+    "POSTGRES_PASSWORD": "pg-3f9a0c1d2e",
+    "MLFLOW_ADMIN_PASSWORD": "ml-7b2e4d6f8a1c",
+    "PREFECT_AUTH_STRING": "admin:pf-5c8e1a",
+}
+# what .env.example held before it left the secrets empty
+OLD_PLACEHOLDERS = {
+    "POSTGRES_PASSWORD": "change-me-to-a-long-random-string",
+    "MLFLOW_ADMIN_PASSWORD": "change-me-to-another-long-random-string",
+    "PREFECT_AUTH_STRING": "admin:change-me-to-a-third-long-random-string",
+}
+GUARDED = ("postgres", "mlflow", "prefect-server")
 needs_compose = pytest.mark.skipif(
     shutil.which("docker-compose") is None,
     reason="docker-compose absent (Debian package 'docker-compose'; CI installs it)",
@@ -38,18 +54,36 @@ def compose_config(env_file: str | None, **env) -> subprocess.CompletedProcess:
     return subprocess.run([*cmd, "config"], cwd=REPO, env={**base, **env}, capture_output=True, text=True, timeout=60)
 
 
+def env_file(tmp_path, secrets: dict[str, str]) -> str:
+    """.env.example with ``secrets`` filled in, as an operator's .env."""
+    lines = [
+        f"{line.split('=', 1)[0]}={secrets[line.split('=', 1)[0]]}" if line.split("=", 1)[0] in secrets else line
+        for line in (REPO / ".env.example").read_text().splitlines()
+    ]
+    path = tmp_path / ".env"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
 @needs_compose
-def test_compose_file_validates_with_the_example_env():
-    done = compose_config(".env.example")
+def test_the_example_copied_unchanged_is_refused(tmp_path):
+    unchanged = tmp_path / ".env"
+    unchanged.write_text((REPO / ".env.example").read_text())
+    done = compose_config(str(unchanged))
+    assert done.returncode != 0
+    assert "set POSTGRES_PASSWORD in .env to a secret of your own (openssl rand -hex 32 makes one" in done.stderr
+
+
+@needs_compose
+def test_compose_file_validates_with_the_example_filled_in(tmp_path):
+    done = compose_config(env_file(tmp_path, FILLED))
     assert done.returncode == 0, done.stderr
     config = yaml.safe_load(done.stdout)
     services = config["services"]
     assert set(services) == SERVICES
-    assert set(config["volumes"]) == {"pgdata", "mlartifacts", "state"}
+    assert set(config["volumes"]) == {"pgdata", "mlartifacts", "state", "dask-tls"}
     mlflow = services["mlflow"]
-    assert (
-        "postgresql+psycopg2://bottlenecks:change-me-to-a-long-random-string@postgres:5432/mlflow" in mlflow["command"]
-    )
+    assert "postgresql+psycopg2://bottlenecks:pg-3f9a0c1d2e@postgres:5432/mlflow" in mlflow["command"]
     # MLflow's basic-auth app, configured by docker/mlflow-auth.sh from these variables
     assert mlflow["command"][:4] == ["mlflow", "server", "--app-name", "basic-auth"]
     assert mlflow["entrypoint"][-1] == "/opt/bottlenecks/mlflow-auth.sh"
@@ -58,26 +92,31 @@ def test_compose_file_validates_with_the_example_env():
     assert mlflow["environment"]["MLFLOW_AUTH_DEFAULT_PERMISSION"] == "READ"
     assert mlflow["environment"]["MLFLOW_AUTH_CACHE_SECONDS"] == "60"
     assert mlflow["environment"]["MLFLOW_AUTH_ADMIN_USERNAME"] == "admin"
-    assert mlflow["environment"]["MLFLOW_AUTH_ADMIN_PASSWORD"] == "change-me-to-another-long-random-string"
-    prefect_login = "admin:change-me-to-a-third-long-random-string"
+    assert mlflow["environment"]["MLFLOW_AUTH_ADMIN_PASSWORD"] == "ml-7b2e4d6f8a1c"
+    prefect_login = "admin:pf-5c8e1a"
     assert services["prefect-server"]["environment"]["PREFECT_SERVER_API_AUTH_STRING"] == prefect_login
     for client in CLIENTS:  # every service that talks to the servers logs in to both
         env = services[client]["environment"]
         assert env["MLFLOW_TRACKING_USERNAME"] == "admin", client
-        assert env["MLFLOW_TRACKING_PASSWORD"] == "change-me-to-another-long-random-string", client
+        assert env["MLFLOW_TRACKING_PASSWORD"] == "ml-7b2e4d6f8a1c", client
         assert env["PREFECT_API_AUTH_STRING"] == prefect_login, client
+        assert env["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"] == "30", client  # the heartbeats the automation watches
     assert services["prefect-server"]["environment"]["PREFECT_API_DATABASE_CONNECTION_URL"].startswith(
         "postgresql+asyncpg://bottlenecks:"
     )
     published = [p for s in services.values() for p in s.get("ports", [])]
     assert published and all(str(p).startswith("127.0.0.1:") for p in published)
+    setup = services["prefect-setup"]  # installs the heartbeat automation once the server answers
+    assert setup["command"] == ["python", "-m", "flows.ops.heartbeats"]
+    assert setup["environment"]["PREFECT_API_AUTH_STRING"] == prefect_login
+    assert setup["depends_on"]["prefect-server"]["condition"] == "service_healthy"
     gpu = services["worker"]["deploy"]["resources"]["reservations"]["devices"]
     assert gpu == [{"driver": "nvidia", "count": "all", "capabilities": ["gpu"]}]
-    assert all("healthcheck" in s for s in services.values())
+    assert all("healthcheck" in s for name, s in services.items() if name not in ONE_SHOT)
     for i in (0, 1):  # one Dask worker per GPU, pinned, offering the resource steps ask for
         worker = services[f"dask-gpu-{i}"]
         assert worker["environment"]["CUDA_VISIBLE_DEVICES"] == str(i)
-        assert "GPU=1" in worker["command"] and "tcp://dask-scheduler:8786" in worker["command"]
+        assert "GPU=1" in worker["command"] and "tls://dask-scheduler:8786" in worker["command"]
         assert worker["deploy"]["resources"]["reservations"]["devices"][0]["device_ids"] == [str(i)]
         assert worker["volumes"][0].endswith(":/state:rw") or "/state" in str(worker["volumes"][0])
     assert services["dask-cpu"]["environment"]["CUDA_VISIBLE_DEVICES"] == ""
@@ -94,7 +133,7 @@ def test_compose_refuses_to_start_without_a_secret(missing):
     given = {name: "a-long-secret-for-tests" for name in SECRETS if name != missing}
     done = compose_config(None, **given)
     assert done.returncode != 0
-    assert f"set {missing} in .env (see .env.example)" in done.stderr
+    assert f"set {missing} in .env to " in done.stderr and "openssl rand -hex 32" in done.stderr
 
 
 @needs_compose
@@ -116,16 +155,16 @@ def test_compose_file_publishes_on_loopback_and_takes_credentials_from_env():
     assert set(config["services"]) == SERVICES
     for name, service in config["services"].items():
         for port in service.get("ports", []):
-            assert port.startswith("${BIND_ADDRESS:-127.0.0.1}:"), f"{name} publishes {port}"
+            loopback = port.startswith("127.0.0.1:")  # the Dask dashboard, which has no login
+            assert port.startswith("${BIND_ADDRESS:-127.0.0.1}:") or loopback, f"{name} publishes {port}"
     assert all(f"{name}:?" in text for name in SECRETS) and "change-me" not in text
     example = dict(
         line.split("=", 1)
         for line in (REPO / ".env.example").read_text().splitlines()
         if line and not line.startswith("#")
     )
-    assert example["BIND_ADDRESS"] == "127.0.0.1" and all(example[name] for name in SECRETS)
-    assert len(example["MLFLOW_ADMIN_PASSWORD"]) >= 12  # MLflow refuses a shorter admin password
-    assert ":" in example["PREFECT_AUTH_STRING"]  # user:password
+    # empty: a copy left unchanged does not start (compose asks for each)
+    assert example["BIND_ADDRESS"] == "127.0.0.1" and not any(example[name] for name in SECRETS)
     init = (REPO / "docker" / "postgres-init.sh").read_text()
     assert "mlflow_auth" in init  # the database MLFLOW_AUTH_DATABASE_URI names
 
@@ -159,3 +198,33 @@ def test_the_mlflow_entrypoint_writes_a_login_cache_that_mlflow_reads(tmp_path):
     read = subprocess.run([sys.executable, "-c", reader, *paths], capture_output=True, text=True)
     assert read.returncode == 0, read.stderr
     assert read.stdout.splitlines() == [f"{expected} READ admin" for _, expected in cases.values()]
+
+
+@needs_compose
+def test_the_servers_refuse_an_old_examples_placeholders(tmp_path):
+    """Compose cannot judge a value, so Postgres, MLflow and Prefect start through
+    docker/refuse-placeholders.sh, run here with the environment compose gives each."""
+    done = compose_config(env_file(tmp_path, OLD_PLACEHOLDERS))
+    assert done.returncode == 0, done.stderr  # compose sees three values
+    services = yaml.safe_load(done.stdout)["services"]
+    guard = str(REPO / "docker" / "refuse-placeholders.sh")
+    said = {}
+    for name in GUARDED:
+        service = services[name]
+        assert "/opt/bottlenecks/refuse-placeholders.sh" in service["entrypoint"], name
+        assert any(v.startswith(guard + ":") for v in service["volumes"]), name
+        env = {"PATH": os.environ["PATH"], **{k: str(v) for k, v in service["environment"].items()}}
+        refused = subprocess.run(["sh", guard, "echo", "started"], env=env, capture_output=True, text=True)
+        assert refused.returncode == 78 and "started" not in refused.stdout, (name, refused.stdout)
+        said[name] = refused.stderr
+    assert "refusing to start: POSTGRES_PASSWORD is still the placeholder of .env.example" in said["postgres"]
+    assert "MLFLOW_ADMIN_PASSWORD (in MLFLOW_AUTH_ADMIN_PASSWORD)" in said["mlflow"]
+    assert "POSTGRES_PASSWORD (in MLFLOW_AUTH_DATABASE_URI)" in said["mlflow"]
+    assert "PREFECT_AUTH_STRING (in PREFECT_SERVER_API_AUTH_STRING) is still the placeholder" in said["prefect-server"]
+    assert "set it in .env to admin:SECRET, SECRET from openssl rand -hex 32" in said["prefect-server"]
+    assert all("openssl rand -hex 32" in text for text in said.values())
+    services = yaml.safe_load(compose_config(env_file(tmp_path, FILLED)).stdout)["services"]
+    for name in GUARDED:  # secrets of the operator's own: the server's command runs
+        env = {"PATH": os.environ["PATH"], **{k: str(v) for k, v in services[name]["environment"].items()}}
+        started = subprocess.run(["sh", guard, "echo", "started"], env=env, capture_output=True, text=True)
+        assert started.returncode == 0 and started.stdout == "started\n", (name, started.stderr)
