@@ -98,8 +98,14 @@ def _prefect_idle(folder) -> str:
         return "?"
 
 
+def _limit(seconds) -> str:
+    """The idle time a process exits after, "?" from one of an older version that does not say."""
+    return "?" if seconds is None else _duration(float(seconds))
+
+
 def _list_processes() -> None:
-    """``stop --list``: one line per warm process and background server: pid, memory, idle time, where."""
+    """``stop --list``: one line per warm process and background server: pid, memory, idle time, the idle
+    time it exits after, where."""
     from flows.services import daemon, prefect_server
 
     rows = [
@@ -108,6 +114,7 @@ def _list_processes() -> None:
             z["pid"],
             _memory(z["rss_kib"]),
             _duration(z["idle"]),
+            _limit(z.get("idle_limit")),
             f"{z['folder']} ({z['python']})" if z.get("folder") else f"? (an older version; {z['socket']})",
         )
         for z in daemon.zygotes()
@@ -117,13 +124,16 @@ def _list_processes() -> None:
         if record and record.get("pid") and prefect_server._ours(int(record["pid"])):
             pid = int(record["pid"])
             where = f"{folder} ({record.get('url', '')})"
-            rows.append(("Prefect server", pid, _memory(daemon.resident_kib(pid)), _prefect_idle(folder), where))
+            memory, limit = _memory(daemon.resident_kib(pid)), _limit(record.get("idle_limit"))
+            rows.append(("Prefect server", pid, memory, _prefect_idle(folder), limit, where))
     if not rows:
         out.print("no warm process or background server is running")
         return
-    out.print(f"{'process':<15} {'pid':>8} {'memory':>9} {'idle':>8}  serves the folder", highlight=False)
-    for what, pid, memory, idle, where in rows:
-        out.print(f"{what:<15} {pid:>8} {memory:>9} {idle:>8}  {escape(where)}", highlight=False)
+    head = f"{'process':<15} {'pid':>8} {'memory':>9} {'idle':>8} {'exits idle':>10}  serves the folder"
+    out.print(head, highlight=False)
+    for what, pid, memory, idle, limit, where in rows:
+        out.print(f"{what:<15} {pid:>8} {memory:>9} {idle:>8} {limit:>10}  {escape(where)}", highlight=False)
+    out.print("(each exits after its idle time without a command, or on `bottlenecks stop`)", highlight=False)
 
 
 @app.command()

@@ -353,7 +353,8 @@ def resident_kib(pid: int) -> int | None:
 
 def zygotes() -> list[dict]:
     """Each zygote of this user that answers: ``socket``, ``pid``, ``rss_kib``, ``idle`` (seconds
-    since it last served a command, or since it started), ``folder`` and ``python`` (what it serves;
+    since it last served a command, or since it started), ``idle_limit`` (the idle seconds it exits
+    after), ``folder`` and ``python`` (what it serves;
     None from a zygote of an older version). Asking does not reset its idle timeout."""
     found = []
     for path in sockets():
@@ -367,6 +368,7 @@ def zygotes() -> list[dict]:
                 "pid": pid,
                 "rss_kib": resident_kib(pid),
                 "idle": reply.get("idle"),
+                "idle_limit": reply.get("idle_limit"),
                 "folder": reply.get("folder"),
                 "python": reply.get("python"),
             }
@@ -567,7 +569,8 @@ def _let_go(conn: socket.socket, fds: list[int]) -> None:
 def _answer_status(conn: socket.socket, fds: list[int], last: float) -> None:
     """Say this zygote's pid and how long since it last served a command."""
     try:
-        _send(conn, {"pid": os.getpid(), "idle": round(time.monotonic() - last, 1), **_served})
+        idle = round(time.monotonic() - last, 1)
+        _send(conn, {"pid": os.getpid(), "idle": idle, "idle_limit": idle_seconds(), **_served})
     except OSError:
         pass
     _let_go(conn, fds)

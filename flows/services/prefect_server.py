@@ -213,7 +213,14 @@ def _spawn(home: Path) -> tuple[subprocess.Popen, dict]:
             cwd=str(home),
             start_new_session=True,
         )
-    record = {"pid": proc.pid, "port": port, "url": url, "prefect_home": _prefect_home(), "started": time.time()}
+    record = {
+        "pid": proc.pid,
+        "port": port,
+        "url": url,
+        "prefect_home": _prefect_home(),
+        "started": time.time(),
+        "idle_limit": idle_seconds(),  # `stop --list` says when it stops itself
+    }
     tmp = home / (RECORD + ".tmp")
     tmp.write_text(json.dumps(record))
     tmp.replace(home / RECORD)

@@ -1,5 +1,5 @@
-"""`bottlenecks stop` ends the warm processes that serve its folder, whatever environment started
-them, and leaves other folders' serving; `stop --all` ends every one of the user's; `bottlenecks stop
+"""`bottlenecks stop` ends the warm process that serves its folder (one per folder: another environment's
+retires it), and leaves other folders' serving; `stop --all` ends every one of the user's; `bottlenecks stop
 --list` shows them and their folders without stopping anything; make's own variables do not split one
 environment into two zygotes."""
 
@@ -57,30 +57,35 @@ def _cli(env, folder, *args):
     )
 
 
-def test_one_stop_ends_the_zygotes_of_two_environments_and_list_shows_them(base_env, tmp_path):
+def test_another_environment_retires_the_folders_zygote_and_list_shows_the_one_left(base_env, tmp_path):
     one = {**base_env, "BN_TEST_SETTING": "one"}
     two = {**base_env, "BN_TEST_SETTING": "two"}
-    sock_one, sock_two = _start_zygote(one, tmp_path), _start_zygote(two, tmp_path)
+    sock_one = _start_zygote(one, tmp_path)
+    first = _pid(sock_one)
+    sock_two = _start_zygote(two, tmp_path)  # one variable changed: it replaces the first
     assert sock_one != sock_two
-    pids = [_pid(sock_one), _pid(sock_two)]
-    assert all(_alive(p) for p in pids)
+    second = _pid(sock_two)
+    deadline = time.monotonic() + 10
+    while _alive(first) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(first) and not sock_one.exists(), sock_one.with_suffix(".log").read_text()
+    assert _alive(second)
 
     listed = _cli(base_env, tmp_path, "stop", "--list")  # a third environment: neither zygote's own
     assert listed.returncode == 0, listed.stderr
-    for pid in pids:
-        (line,) = [x for x in listed.stdout.splitlines() if str(pid) in x.split()]
-        assert line.startswith("warm process") and "MiB" in line and str(tmp_path.resolve()) in line, listed.stdout
-    assert all(_alive(p) for p in pids), "--list stopped something"
+    rows = [x for x in listed.stdout.splitlines() if x.startswith("warm process")]
+    assert len(rows) == 1 and str(second) in rows[0].split(), listed.stdout
+    assert "MiB" in rows[0] and "15m00s" in rows[0] and str(tmp_path.resolve()) in rows[0], listed.stdout
+    assert "exits idle" in listed.stdout  # the idle time it exits after, beside its memory
+    assert _alive(second), "--list stopped something"
 
     stopped = _cli(base_env, tmp_path, "stop")
     assert stopped.returncode == 0, stopped.stderr
-    for pid in pids:
-        assert f"pid {pid}" in stopped.stdout, stopped.stdout
+    assert f"pid {second}" in stopped.stdout, stopped.stdout
     deadline = time.monotonic() + 10
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+    while _alive(second) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not any(_alive(p) for p in pids)
-    assert not sock_one.exists() and not sock_two.exists()
+    assert not _alive(second) and not sock_two.exists()
     again = _cli(base_env, tmp_path, "stop", "--list")
     assert "no warm process" in again.stdout, again.stdout
 
@@ -238,9 +243,11 @@ def test_a_command_whose_run_was_killed_outright_names_the_signal_and_exits_137(
     out, err = client.communicate(timeout=30)
     assert client.returncode == 137, (out, err)
     assert err == (
-        f"bottlenecks: the run's process (pid {child}) was killed by SIGKILL: nothing could close its runs; the next "
-        "command in this folder marks them KILLED (MLflow) and Crashed (Prefect), and a rerun resumes from the cache\n"
-    )
+        f"bottlenecks: the run's process (pid {child}) was killed by SIGKILL: nothing could close its runs. The next "
+        "`bottlenecks run`, `plan`, `history` or `ui` in this folder closes them: the pipeline run KILLED in MLflow "
+        "and Crashed in Prefect, each step run whose result was recorded FINISHED (its task run Completed), the "
+        "others KILLED (Crashed). A rerun resumes from the cache\n"
+    )  # what flows/execute/sweep.py does (tests/track/test_kill_moments.py)
     assert daemon_status(sock)["folder"] == str(tmp_path.resolve())  # the zygote serves on
 
 
