@@ -1,6 +1,7 @@
 """Operations: nightly runs and what they show over time.
 
 deployments.py  schedules as Prefect deployments with a cron: made, read back, listed, removed (no Prefect import)
+heartbeats.py   Prefect's automation that marks a flow run Crashed when its heartbeats stop
 prefect_api.py  the few Prefect REST calls that needs, over the standard library
 schedule.py     the flow each schedule's slot runs (``run_pipeline``), and its ``RunnerDeployment``
 serve.py        ``serve``: a Prefect runner for the schedules, stopped in one line

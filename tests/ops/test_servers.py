@@ -501,3 +501,60 @@ def test_deploy_to_a_work_pool_and_a_worker_runs_it(servers, tmp_path):
     assert flow_run_state(servers, run["id"]) == "COMPLETED", log[-3000:]
     parents = [r for r in mlflow_runs(servers, "srv-pool") if "mlflow.parentRunId" not in r["tags"]]
     assert len(parents) == 1 and parents[0]["status"] == "FINISHED"
+
+
+def test_a_flow_run_whose_host_died_is_marked_crashed_by_the_heartbeat_automation(servers, tmp_path, monkeypatch):
+    """The compose file's prefect-setup installs Prefect's heartbeat automation (once, however often
+    it runs); a run killed with SIGKILL, as a host that loses power, is Crashed once its heartbeats
+    stop, with nobody running a command. Installed here with the shortest silence Prefect allows (10 s)
+    for the test's sake, then put back as the deployment has it."""
+    from datetime import datetime, timedelta, timezone
+
+    from flows.ops import heartbeats
+
+    monkeypatch.setenv("PREFECT_API_AUTH_STRING", servers.credentials()["PREFECT_API_AUTH_STRING"])
+    url = servers.prefect_url
+    assert heartbeats.install(url).startswith("installed the heartbeat automation")
+    assert heartbeats.install(url).startswith("the heartbeat automation is installed")
+    assert len(heartbeats.installed(url)) == 1
+    started, release = tmp_path / "started", tmp_path / "release"
+    path = write(
+        tmp_path,
+        f"""\
+        name: srv-heartbeat
+        steps:
+          wait: {{uses: {H}:hold, with: {{started: "{started}", release: "{release}"}}}}
+        """,
+    )
+    proc = None
+    try:
+        assert heartbeats.install(url, within=10).startswith("replaced the heartbeat automation")
+        assert [a["trigger"]["within"] for a in heartbeats.installed(url)] == [10.0]
+        proc = cli(
+            servers, tmp_path / "home", "run", str(path), wait=False, PREFECT_FLOWS_HEARTBEAT_FREQUENCY="30", **THREADS
+        )
+        wait_for(started.exists, 120, "the step to start")
+        body = {"flow_runs": {"tags": {"all_": ["pipeline:srv-heartbeat"]}, "state": {"type": {"any_": ["RUNNING"]}}}}
+        run = wait_for(lambda: api("POST", f"{url}/flow_runs/filter", body), 30, "the flow run")[0]
+        since = (datetime.now(timezone.utc) - timedelta(minutes=10)).isoformat()
+        beats = {
+            "filter": {
+                "event": {"name": ["prefect.flow-run.heartbeat"]},
+                "resource": {"id": [f"prefect.flow-run.{run['id']}"]},
+                "occurred": {"since": since},
+            },
+            "limit": 5,
+        }
+        wait_for(lambda: api("POST", f"{url}/events/filter", beats)["events"], 60, "a heartbeat to reach the server")
+        os.killpg(proc.pid, signal.SIGKILL)  # the host dies: no final state is ever sent
+        proc.wait(timeout=30)
+        crashed = wait_for(
+            lambda: (r := api("GET", f"{url}/flow_runs/{run['id']}"))["state_type"] == "CRASHED" and r,
+            120,
+            "the automation to mark the run Crashed",
+        )
+        assert "no heartbeat for 10 s" in crashed["state"]["message"], crashed["state"]
+    finally:
+        if proc is not None and proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        heartbeats.install(url)  # as the deployment has it, for the tests after this one
