@@ -85,7 +85,9 @@ VOLATILE = {
 }
 _HEADER = struct.Struct("!I")
 _in_child = False  # this process is a zygote's child running a command: never hand over again
-_wanted: list[tuple[Path, str, tuple[str, ...]]] = []  # a zygote to start once the command is sure to work
+# a zygote to start once the command is sure to work, with the environment the command started with
+# (the command then changes its own: ``home.configure``)
+_wanted: list[tuple[Path, str, tuple[str, ...], dict[str, str]]] = []
 
 
 def in_child() -> bool:
@@ -197,11 +199,11 @@ def hand_over(argv: list[str], entry: str, preload: tuple[str, ...] = ()) -> int
         reply, _ = _recv(sock)
     except (OSError, EOFError, ValueError):
         sock.close()
-        _wanted[:] = [(path, entry, preload)]
+        _wanted[:] = [(path, entry, preload, dict(os.environ))]
         return None
     if "pid" not in reply:  # stale (an edited source file): it has exited; a fresh one is wanted
         sock.close()
-        _wanted[:] = [(path, entry, preload)]
+        _wanted[:] = [(path, entry, preload, dict(os.environ))]
         return None
     child = int(reply["pid"])
     return _follow(sock, child)
@@ -249,8 +251,9 @@ def start_wanted() -> bool:
     return True
 
 
-def start(path: Path, entry: str, preload: tuple[str, ...] = ()) -> None:
-    """Start a zygote for this environment in the background (it exits at once if one runs)."""
+def start(path: Path, entry: str, preload: tuple[str, ...] = (), env: dict[str, str] | None = None) -> None:
+    """Start a zygote for this environment (``env``, default this process's) in the background (it exits
+    at once if one runs)."""
     log = path.with_suffix(".log")
     cmd = [
         sys.executable,
@@ -273,7 +276,7 @@ def start(path: Path, entry: str, preload: tuple[str, ...] = ()) -> None:
                 stdout=fh,
                 stderr=fh,
                 start_new_session=True,
-                env=dict(os.environ),
+                env=dict(os.environ if env is None else env),
                 close_fds=True,
             )
     except OSError:

@@ -84,6 +84,20 @@ def _key(env: dict, folder: Path) -> str:
     ).stdout.strip()
 
 
+def _newest_parent_pid(folder: Path) -> str:
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{folder / '.bottlenecks' / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("warm-one")
+    (run,) = client.search_runs(
+        [experiment.experiment_id],
+        "attributes.run_name = 'warm-one'",
+        order_by=["attributes.start_time DESC"],
+        max_results=1,
+    )
+    return run.data.tags["bottlenecks.pid"]
+
+
 def test_another_environment_replaces_the_folders_warm_process(tmp_path):
     folder = tmp_path / "project"
     folder.mkdir()
@@ -113,6 +127,17 @@ def test_another_environment_replaces_the_folders_warm_process(tmp_path):
         )
         assert done.returncode == 0, done.stderr
         wait_serving(second)
+        third = subprocess.Popen(  # handed to the new warm process: its environment is the command's
+            [sys.executable, "-m", "flows.cli", "run", str(path)],
+            cwd=folder,
+            env=other,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        stderr = third.communicate(timeout=300)[1]
+        assert third.returncode == 0, stderr
+        assert "stale" not in second.with_suffix(".log").read_text(), second.with_suffix(".log").read_text()
+        assert _newest_parent_pid(folder) != str(third.pid)  # ran in the warm process's child
         deadline = time.monotonic() + 30
         while first.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
