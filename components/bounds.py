@@ -12,6 +12,9 @@ component refuses it too. ``refusal`` words pydantic's error the way a person re
 from __future__ import annotations
 
 import re
+import types
+import typing
+from pathlib import PurePath
 from typing import Annotated, Any
 
 import annotated_types as at
@@ -144,3 +147,58 @@ def _length(found: dict[str, Any]) -> str:
     if n_max is None:
         return "(non-empty)" if n_min == 1 else f"(at least {n_min} items)"
     return f"({n_min} to {n_max} items)"
+
+
+# a plain type as YAML's reader names one value of it, and several
+_NAMES: dict[type, tuple[str, str]] = {
+    int: ("an integer", "integers"),
+    float: ("a number", "numbers"),
+    bool: ("true or false", "true/false values"),
+    str: ("a string", "strings"),
+    type(None): ("null", "nulls"),
+    dict: ("a mapping", "mappings"),
+    list: ("a list", "lists"),
+    tuple: ("a list", "lists"),
+}
+
+
+def _words(ann, plural: bool) -> str:
+    """``ann`` in words, one value (``an integer``) or several (``integers``)."""
+    origin, args = typing.get_origin(ann), typing.get_args(ann)
+    if origin is typing.Annotated:  # a validated type (a model name) reads as its plain type, with its bounds
+        bounds = described(args[1:])
+        return f"{_words(args[0], plural)} {bounds}" if bounds else _words(args[0], plural)
+    if ann is typing.Any:
+        return "any values" if plural else "any value"
+    if origin in (typing.Union, types.UnionType):
+        members = [a for a in args if a is not type(None)]
+        text = " or ".join(_words(a, plural) for a in members)
+        return f"{text} or null" if len(members) < len(args) else text
+    if origin is typing.Literal:
+        return ("each one of " if plural else "one of ") + ", ".join(repr(a) for a in args)
+    if origin in (list, tuple, set, frozenset) and args:
+        items = [a for a in args if a is not Ellipsis]
+        if origin is tuple and len(items) > 1 and Ellipsis not in args:  # a fixed-length tuple
+            inner = ", ".join(_words(a, False) for a in items)
+            return f"lists of {len(items)} ({inner})" if plural else f"a list of {len(items)} ({inner})"
+        return f"lists of {_words(items[0], True)}" if plural else f"a list of {_words(items[0], True)}"
+    if origin is dict and len(args) == 2:
+        body = f"of {_words(args[0], True)} to {_words(args[1], True)}"
+        return f"mappings {body}" if plural else f"a mapping {body}"
+    plain = origin or ann
+    if isinstance(plain, type):
+        for kind, names in _NAMES.items():
+            if plain is kind:
+                return names[plural]
+        if issubclass(plain, PurePath):
+            return "file paths" if plural else "a file path"
+        for kind, names in _NAMES.items():  # a subclass (an IntEnum, a str-based name) as its base
+            if issubclass(plain, kind):
+                return names[plural]
+    name = getattr(plain, "__name__", str(plain).replace("typing.", ""))
+    return f"{name} values" if plural else f"a {name}"
+
+
+def in_words(ann) -> str:
+    """A type in a pipeline author's words, as YAML writes its values (one value of it)."""
+    return _words(ann, plural=False)

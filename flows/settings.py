@@ -13,6 +13,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from components.bounds import in_words
+
 EXECUTORS = ("threads", "processes", "dask")
 CLUSTER_KEYS = ("address",)
 
@@ -259,7 +261,9 @@ NAMES = tuple(f.name for f in FIELDS)
 
 
 def type_names(f: dataclasses.Field) -> str:
-    return " or ".join(t.__name__ for t in f.metadata["types"])
+    """A setting's types in a pipeline author's words: ``an integer or a string``."""
+    kinds = [t for t in f.metadata["types"] if not (t is int and float in f.metadata["types"])]  # a number
+    return " or ".join(in_words(t) for t in kinds)
 
 
 def problems(written: dict[str, Any]) -> dict[str, str]:

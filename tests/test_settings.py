@@ -44,8 +44,8 @@ def test_a_plan_reads_defaults_and_written_values_by_attribute(tmp_path, monkeyp
 @pytest.mark.parametrize(
     "block, message",
     [
-        ("{workers: two}", "2:21: settings.workers must be int, got 'two'"),
-        ("{lease_timeout: soon}", "2:27: settings.lease_timeout must be int or float, got 'soon'"),
+        ("{workers: two}", "2:21: settings.workers must be an integer, got 'two'"),
+        ("{lease_timeout: soon}", "2:27: settings.lease_timeout must be a number, got 'soon'"),
         (
             "{executor: proceses}",
             "2:22: settings.executor must be one of threads, processes, dask, got 'proceses' "

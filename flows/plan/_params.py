@@ -4,14 +4,13 @@ parameter model), with one located error per refused parameter."""
 from __future__ import annotations
 
 import json
-import re
 import types
 import typing
 
 import yaml
 from pydantic import ValidationError
 
-from components.bounds import choices, described, refusal, where, written
+from components.bounds import choices, in_words, refusal, where, written
 from components.registry import Component, ComponentError, ParameterValueError, get
 from flows.language.errors import Collector, kind
 from flows.language.spec import Pipeline, Step
@@ -31,30 +30,12 @@ def components(pipe: Pipeline, errors: Collector) -> dict[str, Component]:
 
 
 def type_name(ann) -> str:
-    """A parameter's annotation as a person reads it (``int``, ``list[int]``, ``int | null``)."""
+    """A parameter's annotation in a pipeline author's words, as YAML writes values: ``an integer``,
+    ``a list of integers >= 1``, ``a mapping of strings to lists of lists of strings``, ``a string or
+    null``, ``one of 'sum', 'mean'``; never Python's ``dict[str, list[list[str]]]``."""
     if ann is None:
         return "a value"
-    if "Annotated[" in str(ann):  # a validated type (a model name): its plain type, not its validator's repr
-        return _plain(ann)
-    if typing.get_args(ann) or not hasattr(ann, "__name__"):
-        return re.sub(r"\bNone(Type)?\b", "null", str(ann).replace("typing.", ""))
-    return ann.__name__
-
-
-def _plain(ann) -> str:
-    """``ann`` written without ``Annotated`` metadata but its bounds: ``dict[str, Annotated[str, ...]]``
-    is ``dict[str, str]``, ``list[Annotated[int, Field(ge=1)]]`` is ``list[int >= 1]``."""
-    origin, args = typing.get_origin(ann), typing.get_args(ann)
-    if origin is typing.Annotated:
-        bounds = described(args[1:])
-        return f"{_plain(args[0])} {bounds}" if bounds else _plain(args[0])
-    if not args:
-        return getattr(ann, "__name__", str(ann).replace("typing.", ""))
-    if origin in (typing.Union, types.UnionType):
-        return " | ".join("null" if a is type(None) else _plain(a) for a in args)
-    if origin is typing.Literal:
-        return str(ann).replace("typing.", "")
-    return f"{getattr(origin, '__name__', str(origin))}[{', '.join(_plain(a) for a in args)}]"
+    return in_words(ann)
 
 
 def validate(

@@ -62,5 +62,16 @@ def test_each_parameter_type_is_read_as_check_and_run_read_it(row, tmp_path):
     assert is_path == ("pathlib.Path" in row["what the component receives"])
 
 
+@pytest.mark.parametrize("row", TYPES, ids=lambda row: row["annotation"])
+def test_check_names_each_type_as_the_doc_says(row):
+    """An error names a type in a pipeline author's words (``a list of integers``), not Python's."""
+    from components.bounds import in_words
+
+    annotation = eval(
+        row["annotation"], {"Annotated": Annotated, "Literal": Literal, "Field": Field, "Path": Path, "Size": Size}
+    )
+    assert in_words(annotation) == row["named in messages as"]
+
+
 def test_the_doc_says_path_is_a_parameter_type():
     assert "Path" in {row["annotation"] for row in TYPES}

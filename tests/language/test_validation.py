@@ -45,11 +45,11 @@ CASES = {
     ),
     "wrong parameter type": (
         HEAD + "    with: {n: lots}\n",
-        "5:15: step 'a': parameter 'n' of enginetest.numbers expects int, got a string ('lots')",
+        "5:15: step 'a': parameter 'n' of enginetest.numbers expects an integer, got a string ('lots')",
     ),
     "missing required parameter": (
         HEAD + f"  b: {{uses: {C}:total}}\n",
-        "5:7: step 'b': missing required parameter 'values' (list[int]) for enginetest.total",
+        "5:7: step 'b': missing required parameter 'values' (a list of integers) for enginetest.total",
     ),
     "unknown step reference": (
         HEAD + f"  b: {{uses: {C}:total, with: {{values: '${{aa.values}}'}}}}\n",
@@ -62,7 +62,7 @@ CASES = {
     ),
     "a number in quotes": (
         HEAD + "    with: {n: '3'}\n",
-        "5:16: step 'a': parameter 'n' of enginetest.numbers expects int, got a string ('3'); write it without quotes",
+        "5:16: step 'a': parameter 'n' of enginetest.numbers expects an integer, got a string ('3'); write it without quotes",
     ),
     "a value below its bound": (
         "name: t\nsteps:\n  a: {uses: train.model, with: {data: x, model: lstm-small, steps: -1}}\n",
@@ -166,4 +166,4 @@ def test_unknown_override_and_profile(cli, tmp_path, home):
     assert f"{path}:3:1: unknown profile 'quik' (did you mean 'quick'?) (profiles: quick)" in result.output
     result = cli.invoke(app, ["check", str(path), "--set", "size=notanint"])
     assert result.exit_code == 2
-    assert "expects int" in result.output
+    assert "expects an integer" in result.output

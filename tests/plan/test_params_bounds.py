@@ -76,10 +76,11 @@ def test_an_unknown_choice_gets_a_did_you_mean(tmp_path):
 def test_a_value_is_read_as_json_reads_it(tmp_path):
     base = "name: t\nsteps:\n  a: {uses: data.adding, with: {seq_len: %s}}\n"
     assert _check(tmp_path, base % "'30'") == [
-        "3:43: step 'a': parameter 'seq_len' of data.adding expects int, got a string ('30'); write it without quotes"
+        "3:43: step 'a': parameter 'seq_len' of data.adding expects an integer, got a string ('30');"
+        " write it without quotes"
     ]
     assert _check(tmp_path, base % "true") == [
-        "3:42: step 'a': parameter 'seq_len' of data.adding expects int, got true"
+        "3:42: step 'a': parameter 'seq_len' of data.adding expects an integer, got true"
     ]
     (tmp_path / "p.yaml").write_text(base % "30.0")
     assert len(build(tmp_path / "p.yaml").instances) == 1  # 30.0 is the integer 30, as JSON Schema says
@@ -103,8 +104,8 @@ def test_a_parameter_is_listed_with_its_bounds():
     from flows.plan.build import type_name
 
     listed = {name: type_name(ann) for name, (ann, _, _) in get("train.model").parameters().items()}
-    assert listed["steps"] == "int >= 0" and listed["lr"] == "float > 0"
-    assert listed["label_smoothing"] == "float in [0, 1]" and listed["prefetch"] == "int >= 0 | null"
-    assert listed["betas"] == "list[float in [0, 1)] (2 items)"
-    assert type_name(get("probe.param_count").parameters()["lengths"][0]) == "list[int >= 1] (non-empty)"
-    assert type_name(Sizes) == "list[int >= 1] (non-empty)" and type_name(list[int]) == "list[int]"
+    assert listed["steps"] == "an integer >= 0" and listed["lr"] == "a number > 0"
+    assert listed["label_smoothing"] == "a number in [0, 1]" and listed["prefetch"] == "an integer >= 0 or null"
+    assert listed["betas"] == "a list of numbers in [0, 1) (2 items)"
+    assert type_name(get("probe.param_count").parameters()["lengths"][0]) == "a list of integers >= 1 (non-empty)"
+    assert type_name(Sizes) == "a list of integers >= 1 (non-empty)" and type_name(list[int]) == "a list of integers"

@@ -20,7 +20,7 @@ PIPE = """\
 @pytest.mark.parametrize(
     "given, said",
     [
-        ("abc", "expects int, got a string ('abc') (from ${params.steps}, set by --set steps=abc)"),
+        ("abc", "expects an integer, got a string ('abc') (from ${params.steps}, set by --set steps=abc)"),
         ("-3", "steps must be at least 0; got -3 (from ${params.steps}, set by --set steps=-3)"),
     ],
 )

@@ -3,8 +3,10 @@
 validator's repr or memory address in the message."""
 
 import typing
+from pathlib import Path
 
 import pytest
+from pydantic import Field
 
 from flows.language.errors import PipelineInvalid
 from flows.plan._params import type_name
@@ -17,15 +19,35 @@ def test_a_missing_model_map_is_named_as_a_dict_of_strings(tmp_path):
     with pytest.raises(PipelineInvalid) as e:
         build(path)
     message = str(e.value)
-    assert "missing required parameter 'models' (dict[str, str]) for probe.timing" in message
+    assert "missing required parameter 'models' (a mapping of strings to strings) for probe.timing" in message
     assert "Annotated" not in message and "0x" not in message
 
 
-def test_plain_names_of_validated_and_ordinary_types():
+def test_types_are_named_in_a_pipeline_authors_words():
+    """The issue's example: a WMT file map was named ``dict[str, list[list[str]]]``."""
     checked = typing.Annotated[str, "a validator"]
-    assert type_name(checked) == "str"
-    assert type_name(list[checked]) == "list[str]"
-    assert type_name(dict[str, checked] | list[dict[str, checked]]) == "dict[str, str] | list[dict[str, str]]"
-    assert type_name(typing.Optional[checked]) == "str | null"
-    assert type_name(list[int]) == "list[int]"  # unvalidated types print as before
-    assert type_name(int) == "int"
+    assert type_name(dict[str, list[list[str]]]) == "a mapping of strings to lists of lists of strings"
+    assert type_name(checked) == "a string"
+    assert type_name(list[checked]) == "a list of strings"
+    assert type_name(dict[str, checked] | list[dict[str, checked]]) == (
+        "a mapping of strings to strings or a list of mappings of strings to strings"
+    )
+    assert type_name(typing.Optional[checked]) == "a string or null"
+    assert type_name(list[typing.Annotated[int, Field(ge=1)]]) == "a list of integers >= 1"
+    assert type_name(typing.Annotated[float, Field(gt=0, lt=1)]) == "a number in (0, 1)"
+    assert type_name(typing.Literal["sum", "mean"]) == "one of 'sum', 'mean'"
+    assert type_name(Path) == "a file path"
+    assert type_name(bool) == "true or false"
+    assert type_name(int) == "an integer"
+
+
+def test_the_wmt_file_map_error_reads_in_yaml_words(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text("name: t\nsteps:\n  d: {uses: data.wmt, with: {files: {test: null}}}\n")
+    with pytest.raises(PipelineInvalid) as e:
+        build(path)
+    message = str(e.value)
+    assert (
+        "parameter 'files.test' of data.wmt expects a mapping of strings to lists of lists of strings,"
+        " got nothing (null)"
+    ) in message
