@@ -1,5 +1,11 @@
 """Write the scorecard as one self-contained HTML page (inline CSS, plots as base64 PNG): the verdicts
-first, in a table narrow enough for a side pane, then the evidence."""
+first, in a table narrow enough for a side pane, then the evidence.
+
+Its links work in a browser as written. MLflow's artifact preview shows the page in a frame sandboxed
+to ``allow-scripts`` (no ``allow-popups``, no ``allow-top-navigation``), loaded from a ``blob:`` URL:
+there a link to ``#claim-4`` moves nothing and a run link opens nothing. A short script (``_FRAMED``)
+does what the sandbox allows, and only inside a frame: it scrolls to the claim, and opens a run page
+in a new tab where the frame may, else copies the page's address and says so beside the link."""
 
 from __future__ import annotations
 
@@ -21,7 +27,41 @@ table.verdicts{width:auto;max-width:46em} .verdicts td:nth-child(n+2){white-spac
 .holds{background:#d8f3dc}.fails{background:#ffd6d6}.inconclusive{background:#e7dcff}
 .device-dependent{background:#fff3bf}.not-measured{background:#e9ecef}
 figure{display:inline-block;margin:1em;max-width:45%} figure img{max-width:100%}
-small{color:#666}
+small{color:#666} .said{color:#a33;font-size:.85em}
+"""
+
+
+# inside a frame only (a browser follows the links itself): claim links scroll, run links open a tab or
+# copy their address (docs/scorecard.md, "Links")
+_FRAMED = """
+(function () {
+  if (window.top === window) return;
+  document.addEventListener('click', function (e) {
+    var a = e.target.closest && e.target.closest('a[href]');
+    if (!a) return;
+    var href = a.getAttribute('href');
+    if (href.charAt(0) === '#') {
+      var to = document.getElementById(decodeURIComponent(href.slice(1)));
+      if (to) { e.preventDefault(); to.scrollIntoView(); }
+      return;
+    }
+    if (a.getAttribute('target') !== '_blank') return;
+    e.preventDefault();
+    var opened = null;
+    try { opened = window.open(a.href, '_blank'); } catch (err) {}
+    if (opened) { opened.opener = null; return; }
+    var box = document.createElement('textarea');
+    box.value = a.href; document.body.appendChild(box); box.select();
+    var copied = false;
+    try { copied = document.execCommand('copy'); } catch (err) {}
+    box.remove();
+    var said = a.parentNode.querySelector('.said') || document.createElement('span');
+    said.className = 'said';
+    said.textContent = (copied ? ' address copied: ' : ' ') + 'this preview cannot open pages; paste ' +
+      (copied ? 'it' : a.href) + ' in the address bar';
+    a.after(said);
+  });
+})();
 """
 
 
@@ -56,7 +96,7 @@ def to_html(card: dict[str, Any], plots: dict[str, str]) -> str:
         h += _examples(ex)
     if plots:
         h += _plots(plots)
-    h.append("</body></html>")
+    h.append(f"<script>{_FRAMED}</script></body></html>")
     return "\n".join(h) + "\n"
 
 

@@ -3,7 +3,14 @@ view, Prefect's markdown artifact): first a narrow table, a row per claim of sho
 bottleneck linked to the claim further down, verdict, margin, interval, seeds), then each claim's
 sentence and evidence as a list, the architecture matrix with short cells, and the rest as lists.
 No table holds a sentence: the panes do not wrap table cells, so one long cell widens the whole table.
-Every text from the claims is escaped for the renderer (``md``), and nothing is raw HTML."""
+Every text from the claims is escaped for the renderer (``md``).
+
+Two copies, for what each renderer does with a link to a heading (docs/scorecard.md, "Links"):
+``scorecard.md`` (MLflow's artifact preview, GitHub) holds no such link and no raw HTML: MLflow's
+preview shows raw HTML as text, gives headings no id, and reads ``#claim-4`` as a page of its own
+router ("Page Not Found"), so its lead table names each claim in plain text, in the order of the
+headings below. ``anchored=True`` (Prefect's markdown artifact, which keeps raw HTML and its ids)
+links each label to an explicit ``<a id="claim-4"></a>`` in the claim's heading."""
 
 from __future__ import annotations
 
@@ -35,8 +42,9 @@ _MARGIN = (
 _SAFE_LABEL = re.compile(r"^[A-Za-z0-9 .·:-]+$")  # a link's text that every renderer shows as written
 
 
-def to_markdown(card: dict[str, Any]) -> str:
-    """Render a scorecard dict (the JSON's content) as a Markdown document."""
+def to_markdown(card: dict[str, Any], *, anchored: bool = False) -> str:
+    """Render a scorecard dict (the JSON's content) as a Markdown document; ``anchored``: each claim
+    label links to an explicit id on its claim's heading (for renderers that keep raw HTML ids)."""
     s = card["summary"]
     out = [
         f"# {md(card['title'])}",
@@ -47,8 +55,8 @@ def to_markdown(card: dict[str, Any]) -> str:
         "device-independent claims hold.",
         "",
     ]
-    out += verdicts(card["claims"])
-    out += _claims(card["claims"], card.get("links") or {})
+    out += verdicts(card["claims"], linked=anchored)
+    out += _claims(card["claims"], card.get("links") or {}, anchored=anchored)
     if card["architectures"]:
         out += _architectures(card["architectures"])
     ex = card.get("examples") or {}
@@ -60,7 +68,8 @@ def to_markdown(card: dict[str, Any]) -> str:
 
 
 def anchor(claim_id: Any) -> str:
-    """The id a claim's heading ``Claim <id>`` gets (GitHub's and marked's slug of the heading)."""
+    """The id of a claim's heading ``Claim <id>``: the explicit one of the anchored copy, and GitHub's
+    slug of the heading."""
     slug = re.sub(r"[^\w\- ]", "", f"claim {claim_id}".lower())
     return slug.replace(" ", "-")
 
@@ -83,13 +92,15 @@ def verdicts(claims: list[dict[str, Any]], *, linked: bool = True) -> list[str]:
     return out + ["", _MARGIN, ""]
 
 
-def _claims(claims: list[dict[str, Any]], links: dict[str, str]) -> list[str]:
-    """Each claim under its own heading (the lead table's links land there): the sentence, then its
-    evidence as a list, which wraps in any pane."""
+def _claims(claims: list[dict[str, Any]], links: dict[str, str], *, anchored: bool = False) -> list[str]:
+    """Each claim under its own heading (the lead table's links land there, on the heading's explicit
+    id when ``anchored``): the sentence, then its evidence as a list, which wraps in any pane."""
     out = ["## Claims"]
     for c in claims:
         b = f"{md(c['bottleneck'])} · " if c.get("bottleneck") else ""
-        out += ["", f"### Claim {md(c['id'])}", "", f"**{b}{MARKS[c['verdict']]} {c['verdict']}** {md(c['claim'])}", ""]
+        target = f'<a id="{anchor(c["id"])}"></a>' if anchored else ""
+        verdict = f"**{b}{MARKS[c['verdict']]} {c['verdict']}** {md(c['claim'])}"
+        out += ["", f"### {target}Claim {md(c['id'])}", "", verdict, ""]
         out.append(f"- expected: {md(c['expected'])}")
         lines = [f"  - {code(ref)}: {md(seeds(vals))}" for ref, vals in (c.get("measured") or {}).items()]
         out += ["- measured:", *lines] if lines else ["- measured: —"]

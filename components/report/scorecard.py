@@ -49,12 +49,12 @@ SequentialDesign = Annotated[dict[str, Any] | None, _checked(sequential.validate
 
 @component(
     "report.scorecard",
-    outputs=["scorecard", "summary", "markdown", "html", "headline", "note", "figures"],
+    outputs=["scorecard", "summary", "markdown", "html", "headline", "note", "anchored", "figures"],
     promote=True,
     shows={
         "headline": "headline",
         "description": "note",
-        "artifact": "markdown",
+        "artifact": "anchored",  # Prefect's renderer keeps the claims' explicit ids (docs/scorecard.md)
         "console": ["scorecard", "components.report.console:render"],
         "figures": "figures",
         "verdicts": "scorecard",
@@ -122,7 +122,7 @@ def scorecard(
     card = _card(ctx, settings, claims, rows, pngs, skipped, examples)
     paths, markdown = _write(ctx, card, pngs)
     _log(ctx, card)
-    return _outputs(card["summary"], paths, markdown, pngs)
+    return _outputs(card, paths, markdown, pngs)
 
 
 def _judge(measurements, expect, run_ids, architectures, device, min_seeds, seeds_command, design=None):
@@ -259,9 +259,10 @@ def _log(ctx, card) -> None:
     ctx.log_params(params)
 
 
-def _outputs(summary, paths, markdown, pngs) -> dict[str, Any]:
+def _outputs(card, paths, markdown, pngs) -> dict[str, Any]:
     """The component's outputs, in its declared order."""
     json_path, md_path, html_path = paths
+    summary = card["summary"]
     return {
         "scorecard": str(json_path),
         "summary": summary,
@@ -269,6 +270,7 @@ def _outputs(summary, paths, markdown, pngs) -> dict[str, Any]:
         "html": str(html_path),
         "headline": headline(summary) + (f" · {summary['open']} open" if "open" in summary else ""),
         "note": note_of(markdown),  # the parent run's description
+        "anchored": to_markdown(card, anchored=True),  # the Prefect artifact: text, so not a file on the run
         "figures": pngs,  # the plots its HTML embeds, by name
     }
 
