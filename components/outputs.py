@@ -68,11 +68,49 @@ def pyplot():
     return plt
 
 
+def _fit_title(ax) -> None:
+    """Wrap an axes' title to the axes' width, so that two panels' titles neither meet nor leave the figure."""
+    import textwrap
+
+    title = ax.get_title()
+    if not title:
+        return
+    points = ax.get_position().width * ax.figure.get_figwidth() * 72
+    chars = max(int(points / (0.55 * ax.title.get_fontsize())), 12)  # an average character's width
+    if len(title) > chars:
+        ax.set_title("\n".join(textwrap.wrap(title, chars)))
+
+
+def _legend_of_drawn(ax) -> None:
+    """Keep in an axes' legend only the lines that draw something: a series with no finite value
+    (a model not measured) is named nowhere else on the plot, so it is left out of the legend."""
+    legend = ax.get_legend()
+    if legend is None:
+        return
+    handles, labels = ax.get_legend_handles_labels()
+    kept = [(h, label) for h, label in zip(handles, labels) if _draws(h)]
+    if not kept:
+        legend.remove()
+    elif len(kept) < len(handles):
+        ax.legend(*zip(*kept), fontsize=legend.get_texts()[0].get_fontsize())
+
+
+def _draws(artist) -> bool:
+    ys = getattr(artist, "get_ydata", None)
+    if ys is None:
+        return True  # a band or a patch: drawn
+    values = np.asarray(ys(), dtype=float)
+    return bool(values.size and np.isfinite(values).any())
+
+
 def save_figure(ctx, fig, name: str) -> str:
     """Write a matplotlib figure as PNG in the work dir, log it, close it; return the path."""
     import matplotlib.pyplot as plt
 
     path = ctx.path(name)
+    for ax in fig.axes:
+        _fit_title(ax)
+        _legend_of_drawn(ax)
     fig.tight_layout()
     fig.savefig(path, dpi=110, bbox_inches="tight")  # a title or legend past the axes' edge is kept, not clipped
     plt.close(fig)

@@ -12,6 +12,7 @@ import numpy as np
 
 from components import Context, component
 from components.bounds import Count, Edges, NonNegative, Size
+from components.colours import colours
 from components.data.io import detokenize, load_translation
 from components.models.decoding import translate
 from components.probes import common as P
@@ -285,8 +286,9 @@ def _plot(summary: dict, curves: dict[str, list], names: list[str], tokenize: st
     plt = P.pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
     x = np.arange(len(names))
+    colour = colours(curves)  # each architecture's colour in every figure
     for label, ys in curves.items():
-        (line,) = ax.plot(x, ys, "o-", label=label)
+        (line,) = ax.plot(x, ys, "o-", color=colour[label], label=label)
         ci = [summary.get(P.key("bleu_ci", label, f"len_{b}")) for b in names]
         if all(isinstance(c, (int, float)) for c in ci):  # sacrebleu's 95% bootstrap over the bucket's sentences
             lo, hi = np.array(ys, float) - ci, np.array(ys, float) + ci

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from components import Context, component
 from components.bounds import Count, Edges, Size
+from components.colours import colours
 from components.data.io import load_translation
 from components.models.decoding import translate
 from components.probes import common as P
@@ -58,8 +59,9 @@ def _plot(curves: dict[str, list[float]], names: list[str]):
     """Draw token recall against source length, one line per model."""
     plt = P.pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
+    colour = colours(curves)  # each architecture's colour in every figure
     for label, ys in curves.items():
-        ax.plot(range(len(names)), ys, "o-", label=label)
+        ax.plot(range(len(names)), ys, "o-", color=colour[label], label=label)
     ax.set_xticks(range(len(names)), names)
     ax.set(xlabel="source length (tokens)", ylabel="token recall", ylim=(0, 1.02), title="recall against input length")
     ax.legend()

@@ -16,6 +16,7 @@ import torch
 
 from components import Context, component
 from components.bounds import Count, Size, Sizes
+from components.colours import colours
 from components.model_names import ModelName
 from components.probes import common as P
 from components.probes.timing_worker import EXACT_MALLOC_ENV
@@ -244,11 +245,13 @@ def _plot(curves: dict[str, list[dict]], summary: dict, device: str, threads: in
     """Draw time and memory against T on log-log axes, each model labelled with its exponent."""
     plt = P.pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    colour = colours(curves)  # each architecture's colour in every figure
     for label, rs in curves.items():
         Ts = [r["T"] for r in rs]
-        axes[0].loglog(Ts, [r["seconds"] for r in rs], "o-", label=f"{label} (k={summary[P.key('time_exp', label)]})")
+        k_time, k_memory = summary[P.key("time_exp", label)], summary[P.key("memory_exp", label)]
+        axes[0].loglog(Ts, [r["seconds"] for r in rs], "o-", color=colour[label], label=f"{label} (k={k_time})")
         mem = [max(r["memory_mb"], 1e-3) for r in rs]
-        axes[1].loglog(Ts, mem, "o-", label=f"{label} (k={summary[P.key('memory_exp', label)]})")
+        axes[1].loglog(Ts, mem, "o-", color=colour[label], label=f"{label} (k={k_memory})")
     axes[0].set(
         xlabel="sequence length T",
         ylabel="fwd+bwd seconds (best of repeats)",

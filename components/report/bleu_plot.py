@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from components import outputs as P  # keys, summaries, figures (matplotlib when a plot is drawn)
+from components.colours import colours
 from components.context import Context
 from components.registry import component
 from components.report.refs import is_matrixed
@@ -91,9 +92,10 @@ def draw(data: dict[str, Any], title: str):
     plt = P.pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5))
     x = np.arange(len(data["buckets"]))
+    colour = colours(data["models"])  # each architecture's colour in every figure
     for label, m in data["models"].items():
         n = len(m["seeds"])
-        (line,) = ax.plot(x, m["mean"], "o-", label=f"{label} ({n} seed{'s' * (n != 1)})")
+        (line,) = ax.plot(x, m["mean"], "o-", color=colour[label], label=f"{label} ({n} seed{'s' * (n != 1)})")
         ax.fill_between(x, m["low"], m["high"], color=line.get_color(), alpha=0.15, linewidth=0)
         for ys in m["seeds"].values():
             ax.plot(x, ys, ".", color=line.get_color(), alpha=0.5)
