@@ -5,6 +5,7 @@ and `bottlenecks ui` takes MLflow's server down with it."""
 import io
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -97,7 +98,7 @@ def test_a_piped_runs_scorecard_has_each_claim_on_one_line(tmp_path, capsys):
     text = capsys.readouterr().out
     lines = text.splitlines()
     for n, verdict in ((1, "holds"), (2, "fails"), (3, "not measured")):
-        (first,) = [x for x in lines if x.startswith(f"| [{n} · B{n}](#claim-{n}) |")]  # the verdicts table
+        (first,) = [x for x in lines if x.startswith(f"| {n} · B{n} |")]  # the verdicts table
         assert f" {verdict} |" in first and LONG not in first, first
         (line,) = [x for x in lines if x.startswith(f"**B{n} · ")]  # the claim below it, on one line
         assert line.endswith(f"{verdict}** claim {n}: {LONG}"), line
@@ -120,7 +121,7 @@ def test_the_piped_scorecard_of_a_run_goes_through_the_cli_as_markdown(tmp_path)
     result = runner.invoke(probe, [])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert sum(1 for x in lines if x.startswith("| [") and "](#claim-" in x) == 3, result.output  # verdicts
+    assert sum(1 for x in lines if re.match(r"\| \d · B\d \|", x)) == 3, result.output  # verdicts
     assert sum(1 for x in lines if x.startswith("**B") and x.endswith(LONG)) == 3, result.output  # a claim a line
 
 
