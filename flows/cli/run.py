@@ -141,58 +141,31 @@ def _design(plan, flag: bool, max_seeds: int | None, budget: str | None) -> dict
 
 
 def _run_looks(pipeline: Path, profile, sets: list[str], design: dict, options, no_cache: bool):
-    """The looks of ``--until-decided``; each is one run. Returns the last plan and its result."""
-    from components import stats
-    from flows.ops.decide import NothingToDecide, continue_command, until_decided
+    """The looks of ``--until-decided`` (``flows/ops/looks.py`` takes them), each run and shown here.
+    Returns the last plan and its result."""
+    from flows.cli.app import print_invalid
+    from flows.language.errors import PipelineInvalid
+    from flows.ops.decide import NothingToDecide
+    from flows.ops.looks import run_looks
 
-    def build(look_sets, axes_of):
-        from flows.language.errors import PipelineInvalid
-        from flows.plan.build import build as build_plan
+    fresh, *rest = options
 
-        try:
-            return build_plan(pipeline, profile=profile, sets=look_sets, axes_of=axes_of)
-        except PipelineInvalid:  # the first build passed: only what the looks add can be refused
-            return plan_or_exit(pipeline, profile, look_sets)
-
-    looks = []
-
-    def run_look(plan):  # --no-cache and --fresh apply to the first look; later looks reuse what it ran
-        first = not looks
-        looks.append(plan)
-        fresh, *rest = options
+    def run_look(plan, first: bool):  # --no-cache and --fresh apply to the first look
         return _run_once(_with_options(plan, fresh if first else None, *rest), no_cache and first)
 
-    say = lambda line: err.print(f"[bold cyan]until decided:[/] {escape(line)}")  # noqa: E731
     try:
-        done = until_decided(
-            build,
-            run_look,
-            file=str(pipeline),
+        done = run_looks(
+            pipeline,
             profile=profile,
             sets=sets,
-            max_seeds=design["max_seeds"],
-            budget=design["budget"],
-            spending=design.get("spending", "pocock"),
-            say=say,
+            design=design,
+            run=run_look,
+            say=lambda line: err.print(f"[bold cyan]until decided:[/] {escape(line)}"),
         )
     except NothingToDecide as e:
         fail(str(e), 2, after="nothing was run.")
-    if done.left:
-        stopped = {str(c["id"]): (c.get("sequential") or {}).get("stopped") for c in done.card.get("claims", [])}
-        reasons = {
-            stats.FUTILE: "futile: at the observed effect even the last look would very likely not decide them",
-            stats.MAX_SEEDS: f"they reached --max-seeds {design['max_seeds']}",
-            stats.OPEN: {
-                "budget": "the budget ends here",
-                "no_seeds": "their seeds are not whole numbers to count on from",
-            }.get(done.why, "no seed could be added"),
-        }
-        for kind, why in reasons.items():
-            ids = [i for i in done.left if stopped.get(i) == kind]
-            if ids:
-                say(f"{len(ids)} claim(s) still undecided ({', '.join(ids)}): {why}")
-        if done.why == "budget":
-            say(f"go on where this stopped: {continue_command(str(pipeline), profile, sets, design['max_seeds'])}")
+    except PipelineInvalid as e:  # the first build passed: only what the looks add can be refused
+        fail(f"{print_invalid(e)} error(s); nothing was run.", 2)
     return done.plan, done.result
 
 

@@ -119,6 +119,50 @@ def test_bad_options_and_a_pipeline_without_a_judge_exit_2(folder):
     assert none.exit_code == 2 and "--until-decided has nothing to decide" in none.output
 
 
+def test_the_looks_run_without_the_command_line_through_the_callers_runner(folder):
+    from flows.execute.runner import run
+    from flows.ops.decide import NothingToDecide
+    from flows.ops.looks import run_looks
+
+    said, firsts = [], []
+
+    def run_look(plan, first):
+        firsts.append(first)
+        return run(plan, use_cache=True)
+
+    done = run_looks(
+        "p.yaml", profile=None, sets=[], design={"max_seeds": 6, "budget": None}, run=run_look, say=said.append
+    )
+    lines = [re.sub(r"; \d+(h\d+m|m\d+s)\)", ")", line) for line in said]
+    assert lines == [
+        "look 1 (the planned seeds): 1 of 2 claims decided; still open: a",
+        "look 2 (a, a2: 6 seeds): 1 of 2 claims decided; undecided at their last look: a",
+        "1 claim(s) still undecided (a): they reached --max-seeds 6",
+    ]
+    assert firsts == [True, False] and done.why == "max_seeds" and done.left == ["a"] and done.result.ok
+    assert "a2[seed=5]" in done.plan.instances and "b[seed=3]" not in done.plan.instances
+
+    (folder / "q.yaml").write_text("name: q\nsteps:\n  a: {uses: mysteps:measure, with: {seed: 0, level: 1.0}}\n")
+    with pytest.raises(NothingToDecide, match="--until-decided has nothing to decide"):
+        run_looks("q.yaml", profile=None, sets=[], design={"max_seeds": 6, "budget": None}, run=run_look)
+    assert firsts == [True, False]  # refused before a look ran
+
+
+def test_a_stop_on_the_budget_names_the_open_claims_and_the_command_that_goes_on():
+    from flows.ops.decide import Decided
+    from flows.ops.looks import left_undecided
+
+    card = {"claims": [{"id": 7, "sequential": {"stopped": "open"}}, {"id": 8, "sequential": {"stopped": "futile"}}]}
+    done = Decided(why="budget", left=["7", "8"], card=card)
+    assert left_undecided(done, "p.yaml", "quick", ["x=1"], 10) == [
+        "1 claim(s) still undecided (8): futile: at the observed effect even the last look would very likely not "
+        "decide them",
+        "1 claim(s) still undecided (7): the budget ends here",
+        "go on where this stopped: bottlenecks run p.yaml --profile quick --set 'x=1' --until-decided --max-seeds 10",
+    ]
+    assert left_undecided(Decided(why="decided"), "p.yaml", None, [], 10) == []
+
+
 @pytest.mark.slow
 def test_a_scheduled_night_takes_its_looks_from_the_settings_and_the_next_night_goes_on(folder):
     from flows.ops.schedule import run_pipeline
