@@ -25,8 +25,8 @@ def test_components_lists_params_types_defaults_and_outputs(cli):
     assert "train.model" in result.output
     one = cli.invoke(app, ["components", f"{C}:total"])
     assert one.exit_code == 0
-    assert "values: list[int] required" in one.output
-    assert "scale: float = 1.0" in one.output
+    assert "values: a list of integers required" in one.output
+    assert "scale: a number = 1.0" in one.output
     assert "outputs: total, run_id" in one.output
 
 
