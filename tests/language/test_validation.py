@@ -62,7 +62,8 @@ CASES = {
     ),
     "a number in quotes": (
         HEAD + "    with: {n: '3'}\n",
-        "5:16: step 'a': parameter 'n' of enginetest.numbers expects an integer, got a string ('3'); write it without quotes",
+        "5:16: step 'a': parameter 'n' of enginetest.numbers expects an integer, got a string ('3');"
+        " write it without quotes",
     ),
     "a value below its bound": (
         "name: t\nsteps:\n  a: {uses: train.model, with: {data: x, model: lstm-small, steps: -1}}\n",
