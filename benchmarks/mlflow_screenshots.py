@@ -8,10 +8,10 @@ parent run by the link ``bottlenecks run`` prints, and clicks as a user would (`
 drives Chromium through the DevTools protocol). It saves, under ``--out``:
 
     mlflow-parent-run.png        the printed link: the parent run's page, its "About this run" column
-    mlflow-grouped-bleu.png      from there: Runs (breadcrumb), Load more (until every run is in),
-                                 Group by -> architecture, the eye above the runs -> Show all runs,
-                                 the chart view, "valid/bleu" in the chart search: one line per
-                                 architecture
+    mlflow-grouped-bleu.png      the printed comparison link of valid/bleu (flows/track/compare.py):
+                                 chart view, this run's trainings grouped by architecture, every run
+                                 shown, the charts filtered to valid/bleu; no click but closing the
+                                 Assistant panel a first visit opens
     mlflow-grouped-bleu-large.png  the same chart enlarged (its expand icon)
     mlflow-training-curves.png   a training run's Model metrics tab as it opens: the learning curves
 
@@ -35,8 +35,8 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from cdp import Page, stop_group  # noqa: E402
 
-# the clicks from the printed link to one valid/bleu line per architecture (docs/metrics.md lists them)
-CLICKS = ("Runs", "Group by", "architecture", "chart view", "valid/bleu")
+# the clicks from the printed comparison link to the enlarged valid/bleu chart (docs/metrics.md lists them)
+CLICKS = ("Close (the Assistant panel, first visit only)", "the chart's expand icon")
 
 
 def serve(state: Path, log) -> tuple[str, subprocess.Popen]:
@@ -66,11 +66,16 @@ def serve(state: Path, log) -> tuple[str, subprocess.Popen]:
             time.sleep(1)
 
 
-def newest(state: Path, experiment: str):
-    """The experiment id, its newest parent run and a training run of that parent that logged valid/bleu."""
+def _client(state: Path):
     from mlflow.tracking import MlflowClient
 
-    client = MlflowClient(tracking_uri=f"sqlite:///{state / 'mlflow.db'}")
+    return MlflowClient(tracking_uri=f"sqlite:///{state / 'mlflow.db'}")
+
+
+def newest(state: Path, experiment: str):
+    """The experiment id, its newest parent run and a training run of that parent that logged valid/bleu."""
+
+    client = _client(state)
     exp = client.get_experiment_by_name(experiment)
     if exp is None:
         raise SystemExit(f"no experiment {experiment!r} in {state}")
@@ -111,31 +116,27 @@ def main() -> None:
         page.wait_for("About this run")
         page.click("Close", selector="button")  # the MLflow Assistant's side panel, open on a first visit
         page.shot(args.out / "mlflow-parent-run.png")
-        page.click("Runs", selector="a")  # 1. the breadcrumb above the run's name
+        from flows.track import compare
+
+        views = compare.compared_metrics(_client(state), experiment_id, parent.info.run_id)
+        if "valid/bleu" not in views:
+            raise SystemExit(f"parent run {parent.info.run_id} has no valid/bleu comparison (it has {views})")
+        link = compare.url(experiment_id, compare.share_key(parent.info.run_id, "valid/bleu"))
+        link = link.replace(link.split("/#/")[0], ui)  # this script's UI, on its own port
+        print(f"compare: valid/bleu by architecture {link}")
+        page.open(link, args.wait_s)
         page.wait_for("Group by")
-        for _ in range(20):  # the table loads 100 runs at a time, and groups only the runs it has loaded
-            if not page.shows("Load more", "button"):
-                break
-            page.click("Load more", selector="button")  # 2. at the table's foot, until every run is in
-            time.sleep(args.wait_s / 4)
-        # 3. the eye above the runs: charts draw the first 10 runs or groups until told to show them all
-        page.trigger("button[aria-label='Toggle visibility of runs']")  # an icon that shows on hover
-        time.sleep(2)
-        page.click("Show all runs", selector="[role=menuitem], [role=menuitemradio], [role=option], button, span")
-        page.key("Escape", 27)
-        page.click("Group by", selector="button")  # 4.
-        page.type("architecture")
-        page.click("architecture", selector="div, [role=menuitem], [role=option]")  # a tag under Tags
-        page.key("Escape", 27)
-        page.click_nth("[role=radiogroup] label", 1)  # 5. the chart view (the middle icon above the table)
-        page.wait_for("Search metric charts")
-        page.click("Search metric charts", selector="input")
-        page.type("valid/bleu")  # 6. the chart search
+        clicks = 0
+        if page.shows("Close", "button"):  # the Assistant panel, open until closed once (a fresh profile)
+            page.click("Close", selector="button")
+            clicks += 1
         time.sleep(args.wait_s)
         page.shot(args.out / "mlflow-grouped-bleu.png")
         page.click_nth("button[data-component-id=fullscreen_button_chartcard]", 0)  # the chart's expand icon
+        clicks += 1
         time.sleep(args.wait_s / 2)
         page.shot(args.out / "mlflow-grouped-bleu-large.png")
+        print(f"clicks from the printed comparison link to the enlarged valid/bleu chart: {clicks}")
         if trained is not None:
             tab = f"{ui}/#/experiments/{experiment_id}/runs/{trained.info.run_id}/model-metrics{MODEL_TRAINING_VIEW}"
             page.open(tab, args.wait_s)

@@ -247,6 +247,8 @@ def _summarise(plan, result) -> None:
     err.print(
         f"MLflow parent run {result.parent_run_id} (experiment {escape(plan.name)}); browse with `bottlenecks ui`"
     )
+    for metric, link in result.comparisons.items():  # the trainings side by side (flows/track/compare.py)
+        err.print(f"compare: {metric} by architecture {link}", highlight=False, soft_wrap=True)
     if result.stopped_by is not None:
         import signal
 

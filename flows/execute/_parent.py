@@ -11,7 +11,7 @@ from pathlib import Path
 
 from flows.execute._result import RunResult, counts, stopped
 from flows.plan.build import Plan
-from flows.track import reports
+from flows.track import compare, reports
 from flows.track.note import run_note
 from flows.track.runs import Tracker, flatten, git_commit
 
@@ -69,6 +69,15 @@ def _log_figures(tracker: Tracker, run_id: str, named: dict[str, str]) -> None:
         tracker.client.log_artifacts(run_id, folder, "figures")
 
 
+def _comparisons(tracker: Tracker, parent: str) -> dict[str, str]:
+    """The shared MLflow views that compare this run's trainings (flows/track/compare.py); none when
+    the tracking server refuses them: a comparison link is never worth failing a run for."""
+    try:
+        return compare.save_views(tracker.client, tracker.experiment_id, parent)
+    except Exception:  # an older server, a permission refused: the runs table still has every run
+        return {}
+
+
 def close_parent(plan: Plan, result: RunResult, tracker: Tracker, interrupted: str | None) -> None:
     """Give the parent run its step counts, its description and its status: KILLED for a run a
     signal or an exception stopped, else FINISHED or FAILED. A lost tracking server is an error
@@ -77,7 +86,9 @@ def close_parent(plan: Plan, result: RunResult, tracker: Tracker, interrupted: s
     why = interrupted or stopped(result)
     try:
         tracker.log(parent, tags={"status_counts": json.dumps(counts(result))})
-        tracker.note(parent, run_note(plan, result, why, tracker.experiment_id))
+        result.comparisons = _comparisons(tracker, parent)
+        note = run_note(plan, result, why, tracker.experiment_id)
+        tracker.note(parent, note.rstrip("\n") + "\n" + compare.note_section(result.comparisons))
         if result.stopped_by is not None or interrupted:
             tracker.kill(parent, why)
         else:

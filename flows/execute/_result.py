@@ -26,6 +26,7 @@ class RunResult:
     stopped_by: int | None = None  # the signal that stopped the run
     zombies: list = field(default_factory=list)  # runs a dead process had left RUNNING, now KILLED
     prefect_gone: bool = False  # the Prefect server stopped answering: its queued logs and events cannot go
+    comparisons: dict[str, str] = field(default_factory=dict)  # validation metric -> MLflow link comparing trainings
 
     @property
     def ok(self) -> bool:

@@ -200,3 +200,28 @@ def test_the_digest_follows_the_data(tmp_path):
     ]
     (folder / "train.pt").write_bytes(b"abd")
     assert describe(folder, {"task": "t"})["digest"] != first["digest"]
+
+
+def test_one_link_compares_the_trainings_by_architecture(result):
+    """The run's comparison link opens MLflow's runs page in chart view on a shared view: this run's
+    trainings that logged the metric, grouped by architecture, every run shown, the charts filtered
+    to the metric (flows/track/compare.py); the parent's description names it."""
+    from flows.track import compare
+
+    client = mlflow.MlflowClient()
+    exp = client.get_experiment_by_name("mlflow-view")
+    assert list(result.comparisons)[:2] == ["valid/acc", "valid/loss"]  # the headline metric first, loss after
+    link = result.comparisons["valid/acc"]
+    key = compare.share_key(result.parent_run_id, "valid/acc")
+    assert link.endswith(
+        f"/#/experiments/{exp.experiment_id}/runs?viewStateShareKey={key}&compareRunsMode=CHART"
+        "&workflowType=machine_learning"
+    )
+    state = json.loads(exp.tags[f"mlflow.sharedViewState.{key}"])
+    assert state["groupBy"]["groupByKeys"] == [{"mode": "tag", "groupByData": "architecture"}]
+    assert state["runsHiddenMode"] == "CUSTOM" and state["runsHidden"] == []  # not MLflow's first ten
+    assert state["chartsSearchFilter"] == "valid/acc"
+    shown = client.search_runs([exp.experiment_id], filter_string=state["searchFilter"])
+    assert sorted(r.data.tags["step"] for r in shown) == ["luong", "rnn"]  # the trainings, not the probe or report
+    note = client.get_run(result.parent_run_id).data.tags["mlflow.note.content"]
+    assert f"- [`valid/acc` by architecture]({link})" in note

@@ -1,0 +1,98 @@
+"""One link to the comparison of a pipeline run's trainings, per validation metric.
+
+The link opens MLflow's runs page of the experiment in chart view with: the step runs of this
+pipeline run that logged the metric (a search filter on the parent run and the metric), grouped by
+their ``architecture`` tag (one line per architecture, the mean over seeds with its band), every run
+shown (not MLflow's first ten), and the charts filtered to that metric; another metric is two
+clicks away (clear the charts' search box, pick the chart). MLflow keeps such a page as a *shared
+view*: an experiment tag ``mlflow.sharedViewState.<key>`` whose value is the page's state as JSON,
+opened by ``#/experiments/<id>/runs?viewStateShareKey=<key>`` (what its "Share" button makes). The run
+writes one per metric when it closes, names them in the parent run's description, and ``run``
+prints them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from flows.track import links
+
+SHARED_VIEW_TAG = "mlflow.sharedViewState."  # MLflow 3's experiment-tag prefix of a shared view
+GROUP_TAG = "architecture"  # each step run's tag of the model it trained (flows/execute/_step_runs.py)
+VALIDATION = "valid/"  # the trainings' validation metrics (components/train/curves.py)
+_FIRST = ("valid/bleu", "valid/acc")  # the headline metrics first; the loss last
+
+
+def share_key(parent_run_id: str, metric: str) -> str:
+    """The view's key: the same pipeline run and metric always give the same key (a rerun of the
+    close rewrites the same tag)."""
+    return "bottlenecks-" + hashlib.sha256(f"{parent_run_id}:{metric}".encode()).hexdigest()[:16]
+
+
+def search_filter(parent_run_id: str, metric: str) -> str:
+    """The runs of one pipeline run that logged ``metric`` (MLflow's search syntax)."""
+    return f"tags.mlflow.parentRunId = '{parent_run_id}' and metrics.`{metric}` > -1e300"
+
+
+def view_state(parent_run_id: str, metric: str) -> dict:
+    """The runs page's state as MLflow's shared view stores it: its search facets and its UI state."""
+    return {
+        "searchFilter": search_filter(parent_run_id, metric),
+        "orderByKey": "attributes.start_time",
+        "orderByAsc": False,
+        "runsHiddenMode": "CUSTOM",  # with nothing in runsHidden: every run and group shown
+        "runsHidden": [],
+        "runsVisibilityMap": {},
+        "groupBy": {"aggregateFunction": "average", "groupByKeys": [{"mode": "tag", "groupByData": GROUP_TAG}]},
+        "groupsExpanded": {},
+        "useGroupedValuesInCharts": True,  # one line per architecture: the mean over its seeds, with a band
+        "hideEmptyCharts": True,
+        "chartsSearchFilter": metric,
+    }
+
+
+def compared_metrics(client, experiment_id: str, parent_run_id: str) -> list[str]:
+    """The validation metrics that trainings of at least two architectures logged in this run."""
+    runs = client.search_runs(
+        [experiment_id], filter_string=f"tags.mlflow.parentRunId = '{parent_run_id}'", max_results=5000
+    )
+    by_metric: dict[str, set[str]] = {}
+    for run in runs:
+        arch = run.data.tags.get(GROUP_TAG)
+        if not arch:
+            continue
+        for key in run.data.metrics:
+            if key.startswith(VALIDATION):
+                by_metric.setdefault(key, set()).add(arch)
+    shared = [key for key, archs in by_metric.items() if len(archs) >= 2]
+    return sorted(shared, key=lambda k: (k not in _FIRST, _FIRST.index(k) if k in _FIRST else 0, k.endswith("loss"), k))
+
+
+def url(experiment_id: str, key: str) -> str:
+    """The link that opens the shared view ``key`` in chart view (on `bottlenecks ui` for a local store)."""
+    base = links._mlflow_server() or links.local_ui()
+    view = links.MODEL_TRAINING_VIEW.lstrip("?")  # else the page opens in the GenAI view
+    return f"{base}/#/experiments/{experiment_id}/runs?viewStateShareKey={key}&compareRunsMode=CHART&{view}"
+
+
+def save_views(client, experiment_id: str, parent_run_id: str) -> dict[str, str]:
+    """Write one shared view per compared metric; metric -> its link."""
+    found = {}
+    for metric in compared_metrics(client, experiment_id, parent_run_id):
+        key = share_key(parent_run_id, metric)
+        client.set_experiment_tag(experiment_id, SHARED_VIEW_TAG + key, json.dumps(view_state(parent_run_id, metric)))
+        found[metric] = url(experiment_id, key)
+    return found
+
+
+def note_section(views: dict[str, str]) -> str:
+    """The parent run's description's part that names the comparisons (Markdown), '' for none."""
+    if not views:
+        return ""
+    items = "\n".join(f"- [`{metric}` by architecture]({link})" for metric, link in views.items())
+    return (
+        "\n## The trainings side by side\n\n"
+        "Each link opens this run's trainings in chart view, one line per architecture (the mean over seeds):\n\n"
+        f"{items}\n"
+    )
