@@ -59,6 +59,8 @@ class StepRuns:
         try:
             if error:
                 self.tracker.log(run_id, tags={"error": error[:4000]})
+            if status == "FINISHED":
+                _describe_training(self.tracker.client, run_id)
             self.tracker.client.set_terminated(run_id, status)
         except Exception:  # the tracking server itself may be what failed
             pass
@@ -76,3 +78,14 @@ class StepRuns:
             self.tracker.client.set_terminated(run_id, "KILLED")
         except Exception:
             pass
+
+
+def _describe_training(client, run_id: str) -> None:
+    """A finished training's run opens on its convergence and curves (flows/track/training_note.py);
+    a figure that cannot be drawn never fails the step."""
+    from flows.track import training_note
+
+    try:
+        training_note.describe(client, run_id)
+    except Exception:  # a figure is no reason to lose a finished step
+        pass

@@ -225,3 +225,21 @@ def test_one_link_compares_the_trainings_by_architecture(result):
     assert sorted(r.data.tags["step"] for r in shown) == ["luong", "rnn"]  # the trainings, not the probe or report
     note = client.get_run(result.parent_run_id).data.tags["mlflow.note.content"]
     assert f"- [`valid/acc` by architecture]({link})" in note
+
+
+def test_a_training_run_opens_on_its_convergence_and_curves(result, tmp_path):
+    """The run page's first block is the description: whether the training converged, then its curves
+    (flows/track/training_note.py), not the one-point test/ charts the metrics tab lists first."""
+    client = mlflow.MlflowClient()
+    for step in ("rnn", "luong"):
+        run = client.get_run(result.outputs[step]["run_id"])
+        metrics = run.data.metrics
+        note = run.data.tags["mlflow.note.content"]
+        state = "converged" if metrics["vitals/converged"] == 1 else "still improving"
+        assert note.startswith(f"**{state}**: valid/") and f"{metrics['vitals/late_gain']:+.3g}" in note, note
+        assert f"/get-artifact?path=figures/curves.png&run_uuid={run.info.run_id})" in note
+        assert [a.path for a in client.list_artifacts(run.info.run_id, "figures")] == ["figures/curves.png"]
+        with open(client.download_artifacts(run.info.run_id, "figures/curves.png", str(tmp_path)), "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    probe = client.get_run(result.outputs["decay"]["run_id"])
+    assert "mlflow.note.content" not in probe.data.tags  # a probe is no training: no curves
