@@ -12,7 +12,7 @@ from pathlib import Path
 from flows.execute._result import RunResult, counts, stopped
 from flows.plan.build import Plan
 from flows.track import compare, reports
-from flows.track.note import run_note
+from flows.track.note import artifact_links, run_note
 from flows.track.runs import Tracker, flatten, git_commit
 
 
@@ -88,7 +88,8 @@ def close_parent(plan: Plan, result: RunResult, tracker: Tracker, interrupted: s
         tracker.log(parent, tags={"status_counts": json.dumps(counts(result))})
         result.comparisons = _comparisons(tracker, parent)
         note = run_note(plan, result, why, tracker.experiment_id)
-        tracker.note(parent, note.rstrip("\n") + "\n" + compare.note_section(result.comparisons))
+        section = artifact_links(compare.note_section(result.comparisons), tracker.experiment_id, parent)
+        tracker.note(parent, note.rstrip("\n") + "\n" + section if section else note)
         if result.stopped_by is not None or interrupted:
             tracker.kill(parent, why)
         else:

@@ -8,7 +8,10 @@ clicks away (clear the charts' search box, pick the chart). MLflow keeps such a 
 view*: an experiment tag ``mlflow.sharedViewState.<key>`` whose value is the page's state as JSON,
 opened by ``#/experiments/<id>/runs?viewStateShareKey=<key>`` (what its "Share" button makes). The run
 writes one per metric when it closes, names them in the parent run's description, and ``run``
-prints them.
+prints them. Beside each view the parent run gets a figure drawn here, in the project's colours
+(``components/colours.py``: one per architecture, the same in every figure): the metric against the
+step, one line per architecture (the mean over its seeds) with its seeds' range shaded, and a
+legend naming each architecture drawn with its seed count (``figures/compare_valid_bleu.png``).
 """
 
 from __future__ import annotations
@@ -52,11 +55,15 @@ def view_state(parent_run_id: str, metric: str) -> dict:
     }
 
 
-def compared_metrics(client, experiment_id: str, parent_run_id: str) -> list[str]:
-    """The validation metrics that trainings of at least two architectures logged in this run."""
-    runs = client.search_runs(
+def _trainings(client, experiment_id: str, parent_run_id: str) -> list:
+    return client.search_runs(
         [experiment_id], filter_string=f"tags.mlflow.parentRunId = '{parent_run_id}'", max_results=5000
     )
+
+
+def compared_metrics(client, experiment_id: str, parent_run_id: str, runs: list | None = None) -> list[str]:
+    """The validation metrics that trainings of at least two architectures logged in this run."""
+    runs = _trainings(client, experiment_id, parent_run_id) if runs is None else runs
     by_metric: dict[str, set[str]] = {}
     for run in runs:
         arch = run.data.tags.get(GROUP_TAG)
@@ -76,13 +83,69 @@ def url(experiment_id: str, key: str) -> str:
     return f"{base}/#/experiments/{experiment_id}/runs?viewStateShareKey={key}&compareRunsMode=CHART&{view}"
 
 
+def figure_name(metric: str) -> str:
+    """``valid/bleu`` -> ``compare_valid_bleu.png`` (under the parent run's ``figures/``)."""
+    return "compare_" + metric.replace("/", "_") + ".png"
+
+
+def curves_by_architecture(client, runs: list, metric: str) -> dict[str, list[list[tuple[int, float]]]]:
+    """Architecture -> one curve of ``metric`` (sorted (step, value) points) per training run."""
+    found: dict[str, list[list[tuple[int, float]]]] = {}
+    for run in runs:
+        arch = run.data.tags.get(GROUP_TAG)
+        if arch and metric in run.data.metrics:
+            points = sorted((m.step, m.value) for m in client.get_metric_history(run.info.run_id, metric))
+            found.setdefault(arch, []).append(points)
+    return found
+
+
+def draw(curves: dict[str, list[list[tuple[int, float]]]], metric: str, path: str) -> None:
+    """One line per architecture: the mean over its seeds at each step all of them logged, the seeds'
+    range shaded; one colour per architecture (components/colours.py)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from components.colours import colours
+
+    palette = colours(curves)
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for arch in sorted(curves):
+        runs = [dict(points) for points in curves[arch]]
+        steps = sorted(set.intersection(*(set(r) for r in runs)))
+        if not steps:
+            continue
+        values = [[r[s] for r in runs] for s in steps]
+        mean = [sum(v) / len(v) for v in values]
+        ax.plot(steps, mean, color=palette[arch], label=f"{arch} ({len(runs)} seed{'s' if len(runs) > 1 else ''})")
+        if len(runs) > 1:
+            ax.fill_between(steps, [min(v) for v in values], [max(v) for v in values], color=palette[arch], alpha=0.15)
+    ax.set_xlabel("step")
+    ax.set_ylabel(metric)
+    ax.set_title(f"{metric} by architecture: mean over seeds, their range shaded")
+    if ax.lines:
+        ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100, bbox_inches="tight")
+    plt.close(fig)
+
+
 def save_views(client, experiment_id: str, parent_run_id: str) -> dict[str, str]:
-    """Write one shared view per compared metric; metric -> its link."""
+    """Write one shared view per compared metric, and its figure on the parent run; metric -> its link."""
+    import os
+    import tempfile
+
+    runs = _trainings(client, experiment_id, parent_run_id)
     found = {}
-    for metric in compared_metrics(client, experiment_id, parent_run_id):
+    for metric in compared_metrics(client, experiment_id, parent_run_id, runs):
         key = share_key(parent_run_id, metric)
         client.set_experiment_tag(experiment_id, SHARED_VIEW_TAG + key, json.dumps(view_state(parent_run_id, metric)))
         found[metric] = url(experiment_id, key)
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, figure_name(metric))
+            draw(curves_by_architecture(client, runs, metric), metric, path)
+            client.log_artifact(parent_run_id, path, "figures")
     return found
 
 
@@ -90,7 +153,11 @@ def note_section(views: dict[str, str]) -> str:
     """The parent run's description's part that names the comparisons (Markdown), '' for none."""
     if not views:
         return ""
-    items = "\n".join(f"- [`{metric}` by architecture]({link})" for metric, link in views.items())
+    items = "\n".join(
+        f"- [`{metric}` by architecture]({link}) (the same as a figure: "
+        f"[{figure_name(metric)}](artifacts/figures/{figure_name(metric)}))"
+        for metric, link in views.items()
+    )
     return (
         "\n## The trainings side by side\n\n"
         "Each link opens this run's trainings in chart view, one line per architecture (the mean over seeds):\n\n"

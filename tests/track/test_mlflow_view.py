@@ -96,8 +96,9 @@ def test_the_parent_run_shows_the_figures_and_training_runs_their_learning_curve
     client = mlflow.MlflowClient()
     parent = result.parent_run_id
     figures = [a.path for a in client.list_artifacts(parent, "figures")]
-    assert figures == ["figures/gradient_decay.png"]
-    with open(client.download_artifacts(parent, figures[0], str(tmp_path)), "rb") as f:
+    # the report's figure, and the comparisons of the trainings (flows/track/compare.py)
+    assert figures == ["figures/compare_valid_acc.png", "figures/compare_valid_loss.png", "figures/gradient_decay.png"]
+    with open(client.download_artifacts(parent, figures[-1], str(tmp_path)), "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"  # an image the artifact pane shows
     # the same key over training for both architectures (an RNN classifier, an attention translator)
     for step, steps in (("rnn", 10), ("luong", 5)):
@@ -224,7 +225,50 @@ def test_one_link_compares_the_trainings_by_architecture(result):
     shown = client.search_runs([exp.experiment_id], filter_string=state["searchFilter"])
     assert sorted(r.data.tags["step"] for r in shown) == ["luong", "rnn"]  # the trainings, not the probe or report
     note = client.get_run(result.parent_run_id).data.tags["mlflow.note.content"]
-    assert f"- [`valid/acc` by architecture]({link})" in note
+    assert f"- [`valid/acc` by architecture]({link}) (the same as a figure: [compare_valid_acc.png](" in note
+    page = mlflow_run(exp.experiment_id, result.parent_run_id).partition("?")[0]
+    assert f"]({page}/artifacts/figures/compare_valid_acc.png?workflowType=machine_learning))" in note
+    figures = {a.path for a in client.list_artifacts(result.parent_run_id, "figures")}
+    assert {"figures/compare_valid_acc.png", "figures/compare_valid_loss.png"} <= figures
+
+
+def test_the_comparison_figure_draws_each_architecture_once_in_its_colour(tmp_path):
+    """Mean over seeds at the steps every seed logged, the seeds' range shaded; the legend names each
+    architecture drawn with its seed count, in components/colours.py's colour."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    from components.colours import colours
+    from flows.track import compare
+
+    curves = {
+        "lstm-small": [[(1, 0.2), (2, 0.4)], [(1, 0.4), (2, 0.6), (3, 0.9)]],
+        "gru-small": [[(1, 0.5), (2, 0.7)]],
+    }
+    seen = {}
+    real_savefig = plt.Figure.savefig
+
+    def spy(fig, path, **kwargs):
+        ax = fig.axes[0]
+        seen["lines"] = {
+            line.get_label(): (list(line.get_xdata()), list(line.get_ydata()), line.get_color()) for line in ax.lines
+        }
+        seen["legend"] = [t.get_text() for t in ax.get_legend().get_texts()]
+        return real_savefig(fig, path, **kwargs)
+
+    plt.Figure.savefig = spy
+    try:
+        compare.draw(curves, "valid/acc", str(tmp_path / "c.png"))
+    finally:
+        plt.Figure.savefig = real_savefig
+    palette = colours(curves)
+    lstm = seen["lines"]["lstm-small (2 seeds)"]
+    assert lstm[0] == [1, 2] and lstm[1] == pytest.approx([0.3, 0.5]) and lstm[2] == palette["lstm-small"]
+    assert seen["lines"]["gru-small (1 seed)"][2] == palette["gru-small"] != palette["lstm-small"]
+    assert sorted(seen["legend"]) == ["gru-small (1 seed)", "lstm-small (2 seeds)"]
+    assert (tmp_path / "c.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_a_training_run_opens_on_its_convergence_and_curves(result, tmp_path):
