@@ -13,7 +13,10 @@ drives Chromium through the DevTools protocol). It saves, under ``--out``:
                                  shown, the charts filtered to valid/bleu; no click but closing the
                                  Assistant panel a first visit opens
     mlflow-grouped-bleu-large.png  the same chart enlarged (its expand icon)
-    mlflow-training-curves.png   a training run's Model metrics tab as it opens: the learning curves
+    mlflow-training-run.png      a training run's first screen: its description (converged or not, and
+                                 its curves figure, flows/track/training_note.py)
+    mlflow-training-run-unfolded.png  the same after "Show more", where the description is folded
+    mlflow-training-curves.png   a training run's Model metrics tab as it opens
 
 Needs ``chromium`` on the PATH (Debian/Ubuntu: ``apt-get install -y chromium``).
 """
@@ -91,6 +94,7 @@ def newest(state: Path, experiment: str):
         and "architecture" in r.data.tags
         and "valid/bleu" in r.data.metrics
     ]
+    trained.sort(key=lambda r: "mlflow.note.content" not in r.data.tags)  # one that opens on its curves first
     return exp.experiment_id, parent, (trained[0] if trained else None)
 
 
@@ -138,6 +142,15 @@ def main() -> None:
         page.shot(args.out / "mlflow-grouped-bleu-large.png")
         print(f"clicks from the printed comparison link to the enlarged valid/bleu chart: {clicks}")
         if trained is not None:
+            first = f"{ui}/#/experiments/{experiment_id}/runs/{trained.info.run_id}{MODEL_TRAINING_VIEW}"
+            page.open(first, args.wait_s)  # its Overview: the description, converged or not, and the curves
+            page.wait_for("Description")
+            time.sleep(args.wait_s / 4)
+            page.shot(args.out / "mlflow-training-run.png")
+            if page.shows("Show more", "button, span, a"):  # a long description is folded
+                page.click("Show more", selector="button, span, a")
+                time.sleep(2)
+                page.shot(args.out / "mlflow-training-run-unfolded.png")
             tab = f"{ui}/#/experiments/{experiment_id}/runs/{trained.info.run_id}/model-metrics{MODEL_TRAINING_VIEW}"
             page.open(tab, args.wait_s)
             page.shot(args.out / "mlflow-training-curves.png")
