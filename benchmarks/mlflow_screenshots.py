@@ -94,7 +94,7 @@ def newest(state: Path, experiment: str):
         and "architecture" in r.data.tags
         and "valid/bleu" in r.data.metrics
     ]
-    trained.sort(key=lambda r: "mlflow.note.content" not in r.data.tags)  # one that opens on its curves first
+    trained.sort(key=lambda r: ("mlflow.note.content" not in r.data.tags, r.data.tags.get("cached") == "true"))
     return exp.experiment_id, parent, (trained[0] if trained else None)
 
 

@@ -10,7 +10,7 @@ image included); its Model metrics tab lays sections out alphabetically, so a tr
   (``valid/bleu`` or ``valid/acc``), against the step, with the late window (the last 20% of the
   steps, where convergence is read) shaded;
 - a description: the convergence line (``converged: valid/bleu +0.4 over the last 20% of steps``)
-  and that figure, served by the tracking server's artifact endpoint.
+  and that figure, served by the tracking server's artifact endpoint (a link relative to the UI).
 
 It runs in the coordinator after the step, from what the run logged: no component code changes,
 so no cached result is invalidated.
@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import os
 import tempfile
-
-from flows.track import links
 
 FIGURE = "figures/curves.png"
 LATE_SHARE = 0.2  # components/train/convergence.LATE, not imported here: torch stays out of the coordinator
@@ -54,7 +52,7 @@ def draw(curves: dict[str, list[tuple[int, float]]], key: str, path: str) -> Non
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(8, 2.6))
+    fig, axes = plt.subplots(1, 2, figsize=(6.4, 2.3))  # about 580 px wide: within the description column
     end = max((s for points in curves.values() for s, _ in points), default=0)
     panels = ((axes[0], ("train/loss", "valid/loss"), "loss"), (axes[1], (key,), key))
     for ax, keys, title in panels:
@@ -69,7 +67,7 @@ def draw(curves: dict[str, list[tuple[int, float]]], key: str, path: str) -> Non
         if ax.lines:
             ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=100, bbox_inches="tight")
+    fig.savefig(path, dpi=90, bbox_inches="tight")
     plt.close(fig)
 
 
@@ -85,7 +83,8 @@ def describe(client, run_id: str) -> bool:
         path = os.path.join(folder, os.path.basename(FIGURE))
         draw(curves, key, path)
         client.log_artifact(run_id, path, os.path.dirname(FIGURE))
-    base = links._mlflow_server() or links.local_ui()
-    image = f"{base}/get-artifact?path={FIGURE}&run_uuid={run_id}"
+    # relative: the page is the UI's root with a #-route, so the image comes from whichever server (and
+    # port) shows the run, a team's server or `bottlenecks ui` on a port of its own
+    image = f"get-artifact?path={FIGURE}&run_uuid={run_id}"
     client.set_tag(run_id, "mlflow.note.content", f"{convergence_line(metrics, key)}\n\n![learning curves]({image})\n")
     return True
