@@ -13,8 +13,6 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from components.bounds import in_words
-
 EXECUTORS = ("threads", "processes", "dask")
 CLUSTER_KEYS = ("address",)
 
@@ -262,6 +260,8 @@ NAMES = tuple(f.name for f in FIELDS)
 
 def type_names(f: dataclasses.Field) -> str:
     """A setting's types in a pipeline author's words: ``an integer or a string``."""
+    from components.bounds import in_words  # here, not at the top: the CLI imports this module at start-up
+
     kinds = [t for t in f.metadata["types"] if not (t is int and float in f.metadata["types"])]  # a number
     return " or ".join(in_words(t) for t in kinds)
 
