@@ -13,12 +13,17 @@ from flows.plan._params import type_name
 from flows.plan.build import build
 
 
-def test_a_missing_model_map_is_named_as_a_dict_of_strings(tmp_path):
+def _refusal(tmp_path, step: str) -> str:
+    """The message ``build`` refuses a one-step pipeline with."""
     path = tmp_path / "p.yaml"
-    path.write_text("name: t\nsteps:\n  tm: {uses: probe.timing, with: {}}\n")
+    path.write_text(f"name: t\nsteps:\n  {step}\n")
     with pytest.raises(PipelineInvalid) as e:
         build(path)
-    message = str(e.value)
+    return str(e.value)
+
+
+def test_a_missing_model_map_is_named_as_a_dict_of_strings(tmp_path):
+    message = _refusal(tmp_path, "tm: {uses: probe.timing, with: {}}")
     assert "missing required parameter 'models' (a mapping of strings to strings) for probe.timing" in message
     assert "Annotated" not in message and "0x" not in message
 
@@ -42,11 +47,7 @@ def test_types_are_named_in_a_pipeline_authors_words():
 
 
 def test_the_wmt_file_map_error_reads_in_yaml_words(tmp_path):
-    path = tmp_path / "p.yaml"
-    path.write_text("name: t\nsteps:\n  d: {uses: data.wmt, with: {files: {test: null}}}\n")
-    with pytest.raises(PipelineInvalid) as e:
-        build(path)
-    message = str(e.value)
+    message = _refusal(tmp_path, "d: {uses: data.wmt, with: {files: {test: null}}}")
     assert (
         "parameter 'files.test' of data.wmt expects a mapping of strings to lists of lists of strings,"
         " got nothing (null)"
