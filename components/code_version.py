@@ -10,10 +10,11 @@ reformatting keep the version.
 
 A file is parsed once for its bytes: the parse (the tree's digest and the imports) is kept by the
 hash of those bytes, in this process and in a store in the user's cache folder that the next
-process reads (`check` in a new process parses nothing that has not changed). A module's closure
-and digest are kept with the (path, mtime, size) of every file in it and the import path: a
-long-lived process (the warm process, ``serve``) sees an edited file, and an unchanged closure
-costs one ``stat`` a file.
+process reads (`plan` in a new process parses nothing that has not changed; `check` computes no
+code version). A module's closure and digest are kept with the (path, mtime, size) of every file in
+it and the import path: a long-lived process (the warm process, ``serve``) sees an edited file, and
+an unchanged closure costs one ``stat`` a file. A walk looks at each name, and judges each top-level
+package, once.
 """
 
 from __future__ import annotations
@@ -108,14 +109,15 @@ def _known(module_name: str) -> _Known:
         if _stats(path for path, _, _ in known.stats) == known.stats:
             return known
         _FOUND.clear()  # an edited file may import a module that was not there before
-    files = _walk(module_name)
+    parses = _walk(module_name)
+    files = {name: path for name, (path, _) in parses.items()}
     names = sorted(files)
     walked = {name.split(".")[0] for name in names}
     h = hashlib.sha256()
     for name in names:
         h.update(name.encode())  # a moved module changes the key too
-        h.update(_parsed(files[name]).tree)
-    tops = {m.split(".")[0] for name in names for level, m, _ in _parsed(files[name]).imports if not level}
+        h.update(parses[name][1].tree)
+    tops = {m.split(".")[0] for name in names for level, m, _ in parses[name][1].imports if not level}
     tops -= walked
     tops.discard("")
     _KNOWN[key] = _Known(_stats(str(files[n]) for n in names), files, h.hexdigest()[:12], frozenset(tops))
@@ -161,25 +163,34 @@ def _stats(paths) -> Stats:
     return tuple(out)
 
 
-def _walk(module_name: str) -> dict[str, Path]:
+def _walk(module_name: str) -> dict[str, tuple[Path, _Parsed]]:
     """Walk the imports from ``module_name`` (``closure`` remembers what this finds): its own
-    top-level package, and any other top-level module or package that is the user's code."""
+    top-level package, and any other top-level module or package that is the user's code.
+    Module name -> (source file, its parse); each name and each file is looked at once a walk."""
     root = module_name.split(".")[0]
-    files: dict[str, Path] = {}
+    found: dict[str, tuple[Path, _Parsed]] = {}
+    seen: set[str] = set()  # names looked at: modules, and the names a ``from`` imports that are not
+    users = {root: True}  # top-level name -> whether it is the user's code
     todo = [module_name]
     while todo:
         name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
         top = name.split(".")[0]
-        if name in files or not (top == root or _is_users(top)):
+        if top not in users:
+            users[top] = _is_users(top)
+        if not users[top]:
             continue
         path = module_file(name)
         if path is None:
             continue
-        files[name] = path
+        parsed = _parsed(path)
+        found[name] = (path, parsed)
         parts = name.split(".")
         todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))  # parent packages run first
-        todo.extend(_imports(name, path))
-    return files
+        todo.extend(_imports(name, path, parsed))
+    return found
 
 
 def _is_users(top: str) -> bool:
@@ -191,11 +202,12 @@ def _is_users(top: str) -> bool:
     return path is not None and not is_library(path)
 
 
-def _imports(name: str, path: Path) -> set[str]:
-    """Module names ``name`` imports anywhere in its source (``from a import b`` gives a and a.b)."""
+def _imports(name: str, path: Path, parsed: _Parsed) -> set[str]:
+    """Module names ``name`` (source ``path``, parsed) imports anywhere in its source (``from a
+    import b`` gives a and a.b)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out: set[str] = set()
-    for level, module, names in _parsed(path).imports:
+    for level, module, names in parsed.imports:
         if level:
             parts = package.split(".")
             base = ".".join(parts[: len(parts) - level + 1])  # level 1: this package
@@ -249,7 +261,7 @@ def _parse(source: bytes, filename: str) -> _Parsed:
 class _Store:
     """Parses kept across processes in the user's cache folder (``BOTTLENECKS_CACHE``, else
     ``$XDG_CACHE_HOME/bottlenecks``, as ``flows.home.user_cache``), keyed by a file's content hash
-    and the Python version (whose syntax tree it is): `check` in a new process reads them instead
+    and the Python version (whose syntax tree it is): `plan` in a new process reads them instead
     of parsing every file again. A cache only: unreadable or unwritable, it is not used."""
 
     LIMIT = 4096  # entries kept, the newest; one file's entry is about 0.5 KB

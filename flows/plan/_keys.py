@@ -12,6 +12,7 @@ import hashlib
 import json
 from typing import Any
 
+from components.registry import Component
 from flows import home
 from flows.language.refs import Ref
 from flows.language.spec import Pipeline
@@ -26,43 +27,53 @@ from flows.settings import Settings
 def assign_keys(instances: dict[str, Instance], settings: Settings) -> None:
     """Give every instance (in topological order: producers first) its key parts and key."""
     prints = Fingerprints(home.home())
-    libs: dict[str, dict] = {}  # by component: its closure is looked at once a plan
+    shared: dict[str, dict] = {}  # by component: its code is looked at once a plan
     try:
         for inst in instances.values():
-            inst.parts = key_parts(inst, instances, settings, prints, libs)
+            inst.parts = key_parts(inst, instances, settings, prints, shared)
             inst.key = digest(inst.parts)
     finally:
         prints.close()
 
 
 def key_parts(
-    inst: Instance, instances: dict[str, Instance], settings: Settings, prints: Fingerprints, libs: dict | None = None
+    inst: Instance, instances: dict[str, Instance], settings: Settings, prints: Fingerprints, shared: dict | None = None
 ) -> dict:
-    """What ``inst``'s result depends on, as the JSON its key hashes (``libs``: libraries by component,
-    shared by the instances of one plan)."""
-    libs = {} if libs is None else libs
-    if inst.component.name not in libs:
-        libs[inst.component.name] = libraries(inst.component)
+    """What ``inst``'s result depends on, as the JSON its key hashes (``shared``: the parts of each
+    component's own, shared by the instances of one plan)."""
+    shared = {} if shared is None else shared
+    if inst.component.name not in shared:
+        shared[inst.component.name] = _component_parts(inst.component)
+    own = shared[inst.component.name]
     parts = {
         "component": inst.component.name,
-        "code": inst.component.code_version,
+        "code": own["code"],
         "params": _canonical(inst.params, instances),
         "needs": sorted(instances[d].key for d in inst.deps),
         "matrix": {k: str(v) for k, v in inst.bindings.items()},
         "seed": settings.seed,
-        "libraries": libs[inst.component.name],
+        "libraries": own["libraries"],
     }
     found = {where: prints.of(path) for where, path in path_params(inst.component, inst.params, prints.store).items()}
     files = {where: fp for where, fp in found.items() if fp.get("files") != 0}  # an empty folder adds nothing
     if files:
         parts["files"] = files
-    if not inst.component.module.startswith("components."):  # a user's component: which file changes
-        parts["code_files"] = code_files(inst.component.module)
+    if "code_files" in own:
+        parts["code_files"] = own["code_files"]
     code = user_code(inst.params)  # a model factory, or any callable, of the user's that a parameter names
     if code:
         parts["user_code"] = code
     parts.update(device_parts(inst.gpu))  # the device class (and a count over 1), never which GPU
     return parts
+
+
+def _component_parts(comp: Component) -> dict:
+    """The parts a component's instances share: its code version, the libraries its results depend
+    on and, for a user's component, which of its files' versions it runs."""
+    own = {"code": comp.code_version, "libraries": libraries(comp)}
+    if not comp.module.startswith("components."):  # a user's component: which file changes
+        own["code_files"] = code_files(comp.module)
+    return own
 
 
 EXPLAINING = ("code_files",)  # kept to say why a key changed, not hashed: the code version covers them
