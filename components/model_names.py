@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Callable
@@ -25,8 +26,11 @@ MODELS = Path(__file__).resolve().parent / "models"
 
 
 @functools.lru_cache(maxsize=None)  # every model file once a version: shipped() reads all ~26 in turn
-def _declared_in(path: Path, mtime_ns: int, size: int) -> frozenset[str]:
-    tree = ast.parse(path.read_bytes(), str(path))
+def _declared_in(path: str, mtime_ns: int, size: int) -> frozenset[str]:
+    source = Path(path).read_bytes()
+    if b"variant" not in source and source.isascii():  # no decorator named variant: nothing to parse
+        return frozenset()
+    tree = ast.parse(source, path)
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
@@ -41,9 +45,11 @@ def _declared_in(path: Path, mtime_ns: int, size: int) -> frozenset[str]:
 def shipped() -> frozenset[str]:
     """The variant names ``components/models`` declares, read from its source."""
     names: set[str] = set()
-    for path in sorted(MODELS.glob("*.py")):
-        st = path.stat()
-        names |= _declared_in(path, st.st_mtime_ns, st.st_size)
+    with os.scandir(MODELS) as entries:  # checked once a model parameter: a stat a file, no more
+        for entry in entries:
+            if entry.name.endswith(".py") and entry.is_file():
+                st = entry.stat()
+                names |= _declared_in(entry.path, st.st_mtime_ns, st.st_size)
     return frozenset(names)
 
 
