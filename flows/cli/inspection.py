@@ -41,7 +41,7 @@ def check(
     bad = 0
     for path in pipelines:
         try:
-            plan = build(path, profile=profile, sets=set_)
+            plan = build(path, profile=profile, sets=set_, keys=False)
         except PipelineInvalid as e:
             bad += 1
             print_invalid(e)

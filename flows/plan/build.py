@@ -31,12 +31,14 @@ def build(
     profile: str | None = None,
     sets: list[str] | None = None,
     axes_of: dict[str, dict[str, list]] | None = None,
+    keys: bool = True,
 ) -> Plan:
     """Load, validate and expand ``path``; raise ``PipelineInvalid`` listing every problem.
 
     ``axes_of``: step id -> matrix axis -> the values it takes instead of the written ones (the seeds
     ``run --until-decided`` adds to the steps that feed an undecided claim); recorded in the plan's
-    overrides as ``STEP.matrix.AXIS=[...]``."""
+    overrides as ``STEP.matrix.AXIS=[...]``. ``keys=False`` stops after the last check, before the
+    cache keys (no error comes from them; `check` has no use for them), leaving every key empty."""
     path = Path(path)
     file = str(path)
     errors = SetErrors(file)
@@ -51,10 +53,10 @@ def build(
         errors.raise_if_any()
     pipe.text = text
     profile = profile if profile is not None else pipe.default_profile
-    return _plan(pipe, errors, profile, list(sets or []), dict(axes_of or {}))
+    return _plan(pipe, errors, profile, list(sets or []), dict(axes_of or {}), keys)
 
 
-def _plan(pipe: Pipeline, errors: SetErrors, profile: str | None, sets: list[str], axes_of: dict) -> Plan:
+def _plan(pipe: Pipeline, errors: SetErrors, profile: str | None, sets: list[str], axes_of: dict, keys: bool) -> Plan:
     """The phases: profile and ``--set``s, matrix axes, step order, size, components, instances, the
     references of claims, placement, steps asked fresh, cache keys; every error of a phase is collected
     before the next that needs it."""
@@ -80,5 +82,6 @@ def _plan(pipe: Pipeline, errors: SetErrors, profile: str | None, sets: list[str
     for pattern in mark_fresh(instances, settings.fresh, "settings.fresh"):
         errors.add(pipe.settings.vpos("fresh") if "fresh" in pipe.settings else None, no_match(pattern, instances))
     errors.raise_if_any()
-    assign_keys(instances, settings)
+    if keys:
+        assign_keys(instances, settings)
     return Plan(pipe, profile, params, settings, instances, spec_hash(pipe, profile, sets), sets, warnings)
