@@ -1,17 +1,22 @@
 """One link to the comparison of a pipeline run's trainings, per validation metric.
 
 The link opens MLflow's runs page of the experiment in chart view with: the step runs of this
-pipeline run that logged the metric (a search filter on the parent run and the metric), grouped by
-their ``architecture`` tag (one line per architecture, the mean over seeds with its band), every run
-shown (not MLflow's first ten), and the charts filtered to that metric; another metric is two
-clicks away (clear the charts' search box, pick the chart). MLflow keeps such a page as a *shared
-view*: an experiment tag ``mlflow.sharedViewState.<key>`` whose value is the page's state as JSON,
-opened by ``#/experiments/<id>/runs?viewStateShareKey=<key>`` (what its "Share" button makes). The run
-writes one per metric when it closes, names them in the parent run's description, and ``run``
-prints them. Beside each view the parent run gets a figure drawn here, in the project's colours
+pipeline run that logged the metric (a search filter on the parent run and the metric), sorted by it
+(best first), grouped by their ``architecture`` tag (one line per architecture, the mean over seeds
+with its band; the legend names those lines only), every run shown (not MLflow's first ten), and the
+charts filtered to that metric; another metric is two clicks away (clear the charts' search box,
+pick the chart). MLflow keeps such a page as a *shared view*: an experiment tag
+``mlflow.sharedViewState.<key>`` whose value is the page's state as JSON, opened by
+``#/experiments/<id>/runs?viewStateShareKey=<key>`` (what its "Share" button makes). The run writes
+one per metric when it closes, names them in the parent run's description, and ``run`` prints them.
+
+Beside each view the parent run gets a figure drawn here, in the project's colours
 (``components/colours.py``: one per architecture, the same in every figure): the metric against the
 step, one line per architecture (the mean over its seeds) with its seeds' range shaded, and a
 legend naming each architecture drawn with its seed count (``figures/compare_valid_bleu.png``).
+MLflow cannot be given a group's colour: it hashes the group's id (``tag.architecture.<name>``) into
+its palette, and a colour picked in its UI stays in that browser; two architectures may share one
+there (docs/metrics.md), never in the figure.
 """
 
 from __future__ import annotations
@@ -38,12 +43,20 @@ def search_filter(parent_run_id: str, metric: str) -> str:
     return f"tags.mlflow.parentRunId = '{parent_run_id}' and metrics.`{metric}` > -1e300"
 
 
+def lower_is_better(metric: str) -> bool:
+    """A loss is best low; BLEU and accuracy high."""
+    return metric.endswith("loss")
+
+
 def view_state(parent_run_id: str, metric: str) -> dict:
     """The runs page's state as MLflow's shared view stores it: its search facets and its UI state."""
     return {
         "searchFilter": search_filter(parent_run_id, metric),
-        "orderByKey": "attributes.start_time",
-        "orderByAsc": False,
+        # by the metric, best first: the groups (and the legend) in that order, and no runs added that
+        # the filter left out (MLflow fetches the parents of the runs it lists only when they are sorted
+        # by start time, and the parent run, untagged, would be an "Unassigned" group in every legend)
+        "orderByKey": f"metrics.`{metric}`",
+        "orderByAsc": lower_is_better(metric),
         "runsHiddenMode": "CUSTOM",  # with nothing in runsHidden: every run and group shown
         "runsHidden": [],
         "runsVisibilityMap": {},

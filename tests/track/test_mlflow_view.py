@@ -222,6 +222,10 @@ def test_one_link_compares_the_trainings_by_architecture(result):
     assert state["groupBy"]["groupByKeys"] == [{"mode": "tag", "groupByData": "architecture"}]
     assert state["runsHiddenMode"] == "CUSTOM" and state["runsHidden"] == []  # not MLflow's first ten
     assert state["chartsSearchFilter"] == "valid/acc"
+    # sorted by the metric, best first: MLflow then adds no parent run (an "Unassigned" group)
+    assert (state["orderByKey"], state["orderByAsc"]) == ("metrics.`valid/acc`", False)
+    loss = json.loads(exp.tags[f"mlflow.sharedViewState.{compare.share_key(result.parent_run_id, 'valid/loss')}"])
+    assert (loss["orderByKey"], loss["orderByAsc"]) == ("metrics.`valid/loss`", True)
     shown = client.search_runs([exp.experiment_id], filter_string=state["searchFilter"])
     assert sorted(r.data.tags["step"] for r in shown) == ["luong", "rnn"]  # the trainings, not the probe or report
     note = client.get_run(result.parent_run_id).data.tags["mlflow.note.content"]
