@@ -63,8 +63,9 @@ class TrainConfig(BaseModel):
             process's (see ``docs/scale.md``); ``passes`` then counts one process's passes. Rank 0
             alone writes checkpoints, the model and the summary; the step keeps its one MLflow run.
         eval_every: learning curves. Every run logs ``train/loss``, ``train/acc``, ``train/grad_norm``,
-            ``train/lr`` and ``train/tokens_per_s`` every ``log_every`` steps, and at each evaluation
-            ``valid/loss``, ``valid/acc`` (``valid/acc_all`` where the task has it) and, for
+            ``train/lr``, ``train/lr_x1000`` (the same in thousandths: MLflow draws a constant below
+            0.5 as a line at 0) and ``train/tokens_per_s`` every ``log_every`` steps, and at each
+            evaluation ``valid/loss``, ``valid/acc`` (``valid/acc_all`` where the task has it) and, for
             translation, ``valid/bleu`` (see ``eval_bleu``): the same keys for every model and task.
             None (the default): evaluate at 5 evenly spaced steps, at 80% of the steps and at the
             end; N: every N steps and at the end; 0: only at the end, as the summary's

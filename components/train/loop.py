@@ -75,8 +75,12 @@ def train_loop(ctx: Context, run: Run) -> Trained:
 
 def _log_train(ctx: Context, run: Run, window: Window, grad_norm, step: int, bar: Progress) -> None:
     """Log the window's training metrics and show them on the progress bar."""
+    lr = run.sched.get_last_lr()[0]  # the learning rate after ``step`` updates: the next update's
     metrics = window.read(run.cfg.log_every) | {
-        "train/lr": run.sched.get_last_lr()[0],
+        "train/lr": lr,
+        # the same in thousandths, for MLflow's chart: it draws a series that never changes in the
+        # middle of a +-1 axis (plotly's autorange), so a constant 0.003 reads as 0 there; 3.0 reads as 3
+        "train/lr_x1000": lr * 1000,
         "train/grad_norm": None if grad_norm is None else float(grad_norm),
     }
     ctx.log_metrics(metrics, step)

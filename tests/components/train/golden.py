@@ -28,6 +28,7 @@ HERE = Path(__file__).resolve().parent
 FIXTURE = HERE / "golden_training.json"
 TIMING = {"seconds", "cpu_seconds", "eval_seconds", "tokens_per_s", "train/tokens_per_s"}  # vary run to run
 TIMING |= {f"run/{k}" for k in TIMING}  # the summary's names, and the metrics' (as recorded: see _as_recorded)
+COPIES = {"train/lr_x1000"}  # another metric in other units (train/lr in thousandths): the record has the metric
 # Measured between CPU capabilities (AVX2, AVX512, AVX512-BF16; fp32 and bf16): weights moved by at
 # most 6.3e-7 and metrics by 2e-7 relative; a 10% learning rate or one step fewer moves the weights
 # by 4e-3 to 1e-2 (test_train_golden.py shows each change is caught).
@@ -85,7 +86,7 @@ def _record(ctx, out: dict, data: Path) -> dict[str, Any]:
     saved = torch.load(out["checkpoint"], weights_only=False)
     params = {k: ("<data>" if k == "data" else v) for k, v in ctx.params.items()}
     logged = {_as_recorded(k): [[s, v] for s, v in pts] for k, pts in ctx.metrics.items()}
-    metrics = {k: logged[k] for k in sorted(logged) if k not in TIMING}
+    metrics = {k: logged[k] for k in sorted(logged) if k not in TIMING | COPIES}
     summary = {k: v for k, v in out["summary"].items() if k not in TIMING}
     exact = {"weights": _tensors_digest(saved["state_dict"]), "values": _json_digest([summary, metrics])}
     return {

@@ -92,3 +92,25 @@ def test_evaluating_changes_no_weight(tmp_path, data, kind, model, kw):
         runs[every] = torch.load(out["checkpoint"], weights_only=False)["state_dict"]
     for every in (None, 1):
         assert all(torch.equal(runs[every][k], runs[0][k]) for k in runs[0]), every
+
+
+@pytest.mark.parametrize("schedule,warmup", [("constant", 0), ("cosine", 4)])
+def test_the_learning_rate_is_logged_at_its_value_and_in_thousandths(tmp_path, data, schedule, warmup):
+    """train/lr at each logged step is the learning rate after that step (the next update's): a
+    constant 0.003 is 0.003 at every point, not drawn at 0; train/lr_x1000 is the same in thousandths,
+    which MLflow's chart draws at its value where the series never changes."""
+    from components.train.optim import lr_factor
+
+    ctx, _ = _train(
+        tmp_path, "run", data=data["classify"], model=MODEL, steps=12, batch_size=16, log_every=3,
+        lr=0.003, schedule=schedule, warmup=warmup,
+    )  # fmt: skip
+    factor = lr_factor(schedule, warmup, 12)
+    lr, thousandths = ctx.metrics["train/lr"], ctx.metrics["train/lr_x1000"]
+    assert [step for step, _ in lr] == [step for step, _ in thousandths] == [3, 6, 9, 12]
+    assert [v for _, v in lr] == pytest.approx([0.003 * factor(step) for step, _ in lr], rel=1e-12)
+    assert [v for _, v in thousandths] == pytest.approx([1000 * v for _, v in lr], rel=1e-12)
+    if schedule == "constant":
+        assert {v for _, v in lr} == {0.003} and [v for _, v in thousandths] == pytest.approx([3.0] * 4)
+    else:
+        assert lr[-1][1] == 0.0 < lr[0][1]  # warmed up, then decayed to 0 at the last step
