@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 import uuid
 
@@ -15,28 +14,13 @@ import pytest
 
 from flows.ops.prefect_api import call
 from flows.track import open_runs
+from tests.support.zombie_components import slow_pipeline
 
 pytestmark = pytest.mark.slow
-Z = "tests.support.zombie_components"
-C = "tests.support.engine_components"
 
 # how an MLflow run and its Prefect run may both read once a sweep has closed them
 AGREE = {"FINISHED": {"COMPLETED"}, "FAILED": {"FAILED"}, "KILLED": {"CRASHED", "CANCELLED"}}
 UNFINISHED = {"RUNNING", "PENDING", "SCHEDULED", "PAUSED", "CANCELLING"}
-
-
-def _pipeline(tmp_path, name: str, seconds: float):
-    started = tmp_path / "started"
-    path = tmp_path / "p.yaml"
-    path.write_text(
-        textwrap.dedent(f"""\
-        name: {name}
-        steps:
-          nums: {{uses: "{C}:numbers"}}
-          slow: {{uses: "{Z}:slow", with: {{started: "{started}", seconds: {seconds}}}, needs: [nums]}}
-        """)
-    )
-    return path, started
 
 
 def _env(tmp_path, home, **extra) -> dict:
@@ -47,7 +31,7 @@ def _env(tmp_path, home, **extra) -> dict:
 def _killed_run(tmp_path, home, moment: str) -> tuple:
     """Run the pipeline in a process of its own and SIGKILL it at ``moment``; (pipeline, name, pid)."""
     name = f"kill-{moment.replace(':', '-')}-{uuid.uuid4().hex[:6]}"
-    path, started = _pipeline(tmp_path, name, 120 if moment == "mid-step" else 0)
+    path, started = slow_pipeline(tmp_path, name, 120 if moment == "mid-step" else 0)
     extra = {} if moment == "mid-step" else {"BOTTLENECKS_TEST_KILL_AT": moment}
     with open(tmp_path / "log", "w") as log:
         proc = subprocess.Popen(

@@ -5,7 +5,6 @@ import signal
 import socket
 import subprocess
 import sys
-import textwrap
 import time
 import uuid
 
@@ -18,10 +17,10 @@ from flows.execute.runner import run
 from flows.plan.build import build
 from flows.track import zombies
 from flows.track.runs import Tracker
+from tests.support.zombie_components import slow_pipeline
 
 pytestmark = pytest.mark.slow
 Z = "tests.support.zombie_components"
-C = "tests.support.engine_components"
 
 
 def dead_pid() -> int:
@@ -68,16 +67,7 @@ def test_sweep_kills_only_runs_whose_owner_is_gone(home):
 
 def test_a_sigkilled_run_is_killed_by_the_next_run_and_flagged_by_history(tmp_path, home, monkeypatch):
     name = f"zombie-e2e-{uuid.uuid4().hex[:6]}"
-    started = tmp_path / "started"
-    path = tmp_path / "p.yaml"
-    path.write_text(
-        textwrap.dedent(f"""\
-        name: {name}
-        steps:
-          nums: {{uses: "{C}:numbers"}}
-          slow: {{uses: "{Z}:slow", with: {{started: "{started}"}}, needs: [nums]}}
-        """)
-    )
+    path, started = slow_pipeline(tmp_path, name)
     # steps in the run's threads: killing the run then kills its steps too, as killing a run kills
     # its pool's workers (they never outlive it), and no pool of processes costs seconds to start
     env = {
