@@ -3,7 +3,8 @@
     python benchmarks/workers.py --workers 2 --repeat 3
 
 Prints, for a local pool of ``--workers`` CPU workers: seconds until every worker answers and
-the CPU seconds that start-up cost (the template's and the workers', flows/execute/template.py;
+the CPU seconds that start-up cost (the workers' and their helpers', the other processes this one
+started: multiprocessing's forkserver and resource tracker, flows/execute/processes.py;
 ``BOTTLENECKS_WORKER_TEMPLATE=off`` measures fresh interpreters instead), seconds for the first
 step (the worker imports the component's module, here torch), the median round trip of a trivial
 step afterwards, and each worker's resident memory after importing torch. Runs no Prefect flow
@@ -37,6 +38,18 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def children() -> set[int]:
+    """This process's child processes (Linux ``/proc``)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == os.getpid():
+                found.add(int(stat.parent.name))
+        except (OSError, ValueError):
+            continue  # ended meanwhile
+    return found
+
+
 def settled(measure, quiet: float = 1.0) -> tuple[float, float]:
     """``measure()`` once it has not moved for ``quiet`` seconds, and when it last moved."""
     last, since = measure(), time.monotonic()
@@ -60,7 +73,7 @@ def main() -> None:
     home.configure()
     from mlflow.tracking import MlflowClient
 
-    from flows.execute import template
+    from flows.execute import processes
     from flows.execute.pool import ProcessPool
     from flows.execute.worker import StepPayload
 
@@ -68,17 +81,17 @@ def main() -> None:
     exp = client.create_experiment("bench-workers")
     started = time.monotonic()
     pool = ProcessPool(args.workers, [], threads=1, eager=(args.workers, 0))
-    for slot in pool.cpu:  # a worker says "ready" first; wait for each
-        slot.worker.conn.poll(120)
-        slot.worker.conn.recv()
-        slot.worker.ready = True
+    for slot in pool.cpu:  # a worker says "ready" first; wait for each (started in the background)
+        worker = slot.start()
+        worker.conn.poll(120)
+        worker.conn.recv()
+        worker.ready = True
     ready = time.monotonic() - started
-    shared = template.shared()
     pids = [s.worker.pid for s in pool.cpu]
-    # a worker says "ready" first, then imports MLflow (if its template has not) and opens the store
+    # a worker says "ready" first, then imports MLflow (if its forkserver has not) and opens the store
     start_cpu, warm_at = settled(lambda: sum(cpu_seconds(pid) for pid in pids))
     warm = warm_at - started
-    template_cpu = cpu_seconds(shared.proc.pid) if shared is not None else 0.0
+    helper_cpu = sum(cpu_seconds(pid) for pid in children() - set(pids))
 
     def step(i: int) -> float:
         run = client.create_run(exp).info.run_id
@@ -108,9 +121,9 @@ def main() -> None:
         f"load {os.getloadavg()[0]:.1f})"
     )
     print(f"all workers ready:            {ready:.2f} s (answering), {warm:.2f} s (store opened)")
-    how = "forked from a template" if shared is not None else "fresh interpreters"
+    how = "forked from the forkserver" if processes.forked() else "fresh interpreters"
     print(
-        f"start-up CPU:                 {template_cpu + start_cpu:.2f} s ({how}: template {template_cpu:.2f} s, "
+        f"start-up CPU:                 {helper_cpu + start_cpu:.2f} s ({how}: helpers {helper_cpu:.2f} s, "
         f"workers {start_cpu:.2f} s)"
     )
     print(f"first step per worker:        {statistics.median(first):.2f} s (imports torch)")

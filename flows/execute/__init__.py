@@ -4,6 +4,7 @@
                    (the Prefect flow, the step runner, the parent run, signals, the executor choice)
     executors.py   where steps run: ``threads``, ``processes`` (the default) or ``dask``
     pool.py        the local worker processes, one slot each
+    processes.py   how a worker process starts: forked from the forkserver, or afresh
     worker.py      ``run_step(payload)``: one step on a worker, plain data in and out
     order.py       the submission order that keeps workers busy
     cache.py       the content-addressed step cache and its leases

@@ -4,29 +4,30 @@ A step asking for N GPUs takes N GPU slots at once (``Claims``: all or nothing, 
 served), runs in the first slot's worker and holds the others idle until it ends.
 
 Each worker is a Python process running ``flows.execute.worker.serve``, started once and reused across steps (torch is
-imported once per worker), talking over a socket pair. On Linux the workers are forked from the run's
-process's template (``flows.execute.template``), which imports what they all import once; elsewhere,
-or when the template is gone, each is a fresh interpreter. A worker that dies (``os.abort()``, a
-segfault, the OOM killer) fails only the step it was running, with its signal; the slot starts
-a fresh worker for the next step. Workers never outlive the run: they exit when the parent does.
+imported once per worker), talking over a socket pair. Workers are forked from this process's
+forkserver, which imports what they all import once, or start as fresh interpreters
+(``flows.execute.processes``). A worker that dies (``os.abort()``, a segfault, the OOM killer) fails
+only the step it was running, with its signal; the slot starts a fresh worker for the next step.
+Workers never outlive the run: they exit when the parent does.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import queue
 import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
+import weakref
 from collections import deque
 from multiprocessing.connection import Connection, wait
 from typing import Callable, Generic, TypeVar
 
-from flows.execute import template as templates
-from flows.execute.worker import ENTRY, StepPayload, StepResult
+from flows.execute import processes
+from flows.execute.worker import StepPayload, StepResult
 
 
 class Stopped(Exception):
@@ -90,34 +91,36 @@ class Claims(Generic[T]):
 class Worker:
     """One worker process and its end of the socket pair."""
 
-    def __init__(self, env: dict[str, str], template: templates.Template | None = None):
+    def __init__(self, env: dict[str, str]):
         ours, theirs = socket.socketpair()
         child_env = {
             **os.environ,
             **env,
             "BOTTLENECKS_PARENT_PID": str(os.getpid()),  # the run's process
-            "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+            "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),  # for the processes a step starts
         }
-        self.proc: subprocess.Popen | templates.Forked | None = None
-        if template is not None:
-            self.proc = template.spawn(child_env, theirs.fileno())
-        if self.proc is None:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-c", ENTRY, str(theirs.fileno())],
-                pass_fds=[theirs.fileno()],
-                env=child_env,
-                cwd=os.getcwd(),
-            )
-        theirs.close()
+        try:
+            self.proc = processes.start(child_env, theirs)
+        finally:
+            theirs.close()
         self.conn = Connection(ours.detach())
         self.ready = False
+        self._reading = threading.Lock()  # one reader of the exit status at a time
+        _started.add(self)
 
     @property
     def pid(self) -> int:
         return self.proc.pid
 
+    def exitcode(self, timeout: float = 0.0) -> int | None:
+        """The worker's exit status (negative: the signal that ended it), waiting up to ``timeout``
+        seconds for it to end; None while it runs."""
+        with self._reading:
+            self.proc.join(timeout)
+            return self.proc.exitcode
+
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        return self.exitcode() is None
 
     def call(self, payload: StepPayload, on_event: Callable[[dict], None], stop: threading.Event) -> StepResult:
         """Send ``payload``, relay events until the result comes back or the worker dies."""
@@ -125,19 +128,17 @@ class Worker:
             self.conn.send(payload)
         except OSError:
             return self._died(payload)
-        sentinel = self.proc  # poll below: Popen has no waitable handle, so wait on the socket
         while True:
             if stop.is_set():
                 raise Stopped()
-            ready = wait([self.conn], timeout=0.25)
-            if not ready:
-                if sentinel.poll() is not None:
+            ready = wait([self.conn, self.proc.sentinel], timeout=0.25)
+            if self.conn not in ready:
+                if ready:  # it ended without a word
                     return self._died(payload)
                 continue
             try:
                 kind, body = self.conn.recv()
             except (EOFError, OSError):
-                self.proc.wait(timeout=5)
                 return self._died(payload)
             if kind == "ready":
                 self.ready = True
@@ -147,30 +148,8 @@ class Worker:
                 return body
 
     def _died(self, payload: StepPayload) -> StepResult:
-        try:
-            code = self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            code = None
+        code = self.exitcode(timeout=5)
         return StepResult("died", error=f"died: {describe_exit(code)}", pid=self.proc.pid, host=socket.gethostname())
-
-    def close(self, grace: float = 3.0) -> None:
-        """End the worker: EOF first, then SIGTERM, then SIGKILL."""
-        try:
-            self.conn.send(None)
-        except OSError:
-            pass
-        self.conn.close()
-        self.terminate(grace)
-
-    def terminate(self, grace: float = 3.0) -> None:
-        if self.proc.poll() is not None:
-            return
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=5)
 
 
 class Slot:
@@ -185,12 +164,24 @@ class Slot:
             "MKL_NUM_THREADS": str(threads),
         }
         self.worker: Worker | None = None
-        self.lock = threading.Lock()
+        self.lock = threading.Lock()  # one start at a time: an early one, the first step's, the pool's end
+        self.ended = False
 
     def start(self) -> Worker:
-        if self.worker is None or not self.worker.alive():
-            self.worker = Worker(self.env, templates.shared())
-        return self.worker
+        """This slot's worker, started now if it has none or its last one died; ``Stopped`` once the
+        pool has ended."""
+        with self.lock:
+            if self.ended:
+                raise Stopped()
+            if self.worker is None or not self.worker.alive():
+                self.worker = Worker(self.env)
+            return self.worker
+
+    def end(self) -> Worker | None:
+        """Start no worker any more; the one it has, once a start under way has finished."""
+        with self.lock:
+            self.ended = True
+            return self.worker
 
 
 class ProcessPool:
@@ -206,9 +197,10 @@ class ProcessPool:
         self.stop = threading.Event()
         self._closed = False
         self._closing = threading.Lock()  # a second close (the run's, after a signal's) waits for the first
-        # start the interpreters the plan will need now, while the parent starts Prefect and MLflow
+        # start the workers the plan will need now, in the background, while the parent starts Prefect
+        # and MLflow (the first waits for the forkserver's imports)
         for s in self.cpu[: eager[0]] + self.gpu[: eager[1]]:
-            s.start()
+            threading.Thread(target=_start_early, args=(s,), name=f"start-{s.name}", daemon=True).start()
 
     @property
     def slots(self) -> list[Slot]:
@@ -256,18 +248,37 @@ class ProcessPool:
 
     def _end_workers(self) -> None:
         self.stop.set()
-        workers = [s.worker for s in self.slots if s.worker is not None]
-        for w in workers:
-            try:
-                w.conn.close()
-            except OSError:
-                pass
-            if w.proc.poll() is None:
-                w.proc.terminate()
-        deadline = time.monotonic() + 3.0
-        for w in workers:
-            try:
-                w.proc.wait(timeout=max(0.05, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                w.proc.kill()
-                w.proc.wait(timeout=5)
+        _end([w for w in (s.end() for s in self.slots) if w is not None])
+
+
+def _start_early(slot: Slot) -> None:
+    try:
+        slot.start()
+    except Exception:  # noqa: BLE001 - the first step on this slot starts it again and fails with the reason
+        pass
+
+
+def _end(workers: list[Worker]) -> None:
+    """Close their sockets (a worker then exits), SIGTERM those still running, SIGKILL after 3 s."""
+    for w in workers:
+        try:
+            w.conn.close()
+        except OSError:
+            pass
+        if w.alive():
+            w.proc.terminate()
+    deadline = time.monotonic() + 3.0
+    for w in workers:
+        if w.exitcode(timeout=max(0.05, deadline - time.monotonic())) is None:
+            w.proc.kill()
+            w.exitcode(timeout=5)
+
+
+_started: weakref.WeakSet[Worker] = weakref.WeakSet()  # this process's, running or not
+os.register_at_fork(after_in_child=_started.clear)  # a forked child's are its parent's
+
+
+@atexit.register  # after multiprocessing's exit handler (imported above), so it runs before that one
+def _end_started() -> None:
+    """End the workers still running at exit (a pool left open): multiprocessing would wait for them."""
+    _end([w for w in list(_started) if w.alive()])

@@ -289,28 +289,32 @@ def _WorkerContext(**kwargs):  # noqa: N802 - built lazily so importing this mod
 
 
 # -- the local worker process ---------------------------------------------------------------------
-# a fresh worker's command (``python -c ENTRY FD``), not ``-m flows.execute.worker``: its classes must
-# unpickle as ``flows.execute.worker.*``, not ``__main__.*``
-ENTRY = "import sys; from flows.execute.worker import serve; serve(int(sys.argv[1]))"
+# started by the pool (flows/execute/processes.py), forked from its process's forkserver or afresh
 
 
-def _watch_parent(parent: int) -> None:
-    """Exit when the parent goes away (SIGKILL included): no worker outlives its run."""
-    while True:
-        if os.getppid() != parent:
-            os._exit(0)
-        time.sleep(1.0)
+def _watch_parent() -> None:
+    """Exit when the run's process is gone, however it ended (SIGKILL included): no worker outlives
+    its run. Its end of multiprocessing's pipe to this worker closes when it exits; a process it
+    forked meanwhile may hold a copy open, so its pid is checked too."""
+    import multiprocessing
+    from multiprocessing.connection import wait
 
-
-def _die_with_parent() -> None:
-    """Ask Linux to SIGKILL this process when its parent dies (best effort elsewhere)."""
-    try:
-        import ctypes
-        import signal
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except Exception:
+    parent = multiprocessing.parent_process()
+    if parent is None:  # not started by a pool: nothing to watch
+        return
+    while not wait([parent.sentinel], timeout=1.0) and _exists(parent.pid):
         pass
+    os._exit(0)
+
+
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's: it exists
+        pass
+    return True
 
 
 def _warm() -> None:
@@ -337,12 +341,7 @@ def serve(fd: int) -> None:
     from multiprocessing.connection import Connection
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when workers stop
-    # the process that started this one: the run's, or the template it forked this worker from
-    parent = int(
-        os.environ.get("BOTTLENECKS_WORKER_PARENT") or os.environ.get("BOTTLENECKS_PARENT_PID") or os.getppid()
-    )
-    _die_with_parent()
-    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    threading.Thread(target=_watch_parent, name="parent-watch", daemon=True).start()
     from flows import home
 
     home.configure()

@@ -54,7 +54,7 @@ def test_steps_run_in_their_own_processes_and_a_crash_fails_only_its_step(tmp_pa
     pids = {iid: result.outputs[iid]["pid"] for iid in ("who[i=0]", "who[i=1]")}
     assert os.getpid() not in pids.values()
     assert pids["who[i=0]"] != pids["who[i=1]"]
-    # on Linux both were forked from the run's one template process (flows/execute/template.py)
+    # both were forked from this process's forkserver (flows/execute/processes.py)
     parents = {result.outputs[iid]["parent"] for iid in ("who[i=0]", "who[i=1]")}
     assert len(parents) == 1 and os.getpid() not in parents
     # a worker whose steps never use torch never imports it (flows/execute/torch_threads.py)

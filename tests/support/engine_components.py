@@ -86,7 +86,8 @@ def whoami(ctx: Context, *, seconds: float = 0.0, tag: str | int = "", meet: str
 
 @component("enginetest.crash", outputs=["never"])
 def crash(ctx: Context, *, how: str = "abort", marker: str = "") -> dict:
-    """Die the way native code does (``os.abort()``, ``os._exit(3)``) unless the marker exists."""
+    """Die the way native code does (``os.abort()``, a segfault), as the OOM killer ends a process
+    (``kill``: SIGKILL) or by ``os._exit(3)``, unless the marker exists."""
     import os
 
     if marker and Path(marker).exists():
@@ -95,6 +96,14 @@ def crash(ctx: Context, *, how: str = "abort", marker: str = "") -> dict:
     ctx.flush() if hasattr(ctx, "flush") else None
     if how == "abort":
         os.abort()
+    if how == "segfault":
+        import ctypes
+
+        ctypes.string_at(0)  # reads address 0
+    if how == "kill":
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
     os._exit(3)
 
 

@@ -60,6 +60,19 @@ def _losses(ctx):
     return [v for _, v in ctx.metrics["train/loss"]]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def trainers_forkserver():
+    """The ranks fork from a forkserver that preloads the trainer's modules, and the test files after
+    this one get one of their own: a process has one, preloaded by whoever starts it first
+    (flows/execute/processes.py), and the pool's never preloads torch. Stopped with the hook
+    CPython's own tests use."""
+    from multiprocessing import forkserver
+
+    forkserver._forkserver._stop()
+    yield
+    forkserver._forkserver._stop()
+
+
 @pytest.fixture(scope="module")
 def one(mt, tmp_path_factory):
     """The single-process run every distributed one is compared with."""
