@@ -1,17 +1,20 @@
 """Screenshots of a finished run in the Prefect UI, taken with headless Chromium.
 
-    python benchmarks/prefect_screenshots.py STATE_FOLDER [--out docs/images] [--prefix quick]
+    python benchmarks/prefect_screenshots.py STATE_FOLDER [--out docs/images] [--prefix prefect-quick]
 
 STATE_FOLDER is the run's state folder (``BOTTLENECKS_HOME``, ``.bottlenecks`` in the project by
 default). The script uses the folder's background Prefect server if it answers, else serves the
 UI over the folder's Prefect database itself, picks the newest flow run (or ``--flow-run ID``)
-and saves, under ``--out``:
+and saves, under ``--out``, at 1280x800 (a laptop's browser window, as the MLflow screenshots):
 
     PREFIX-flow-run.png       the flow run's page: its name, tags, graph and the top of its logs
-    PREFIX-logs.png           the same page, tall enough for every log line (``--logs-height``)
-    PREFIX-scorecard.png      the scorecard artifact, rendered (when the run has one)
+    PREFIX-logs.png           the same page, as tall as ``--logs-height`` (every line of a small run)
+    PREFIX-scorecard.png      the scorecard artifact, rendered (when the run has one; ``--scorecard-name``)
     PREFIX-failed-task.png    the first failed task run's page: its error in its logs (when one failed)
     PREFIX-error-summary.png  that task run's error-summary artifact
+
+A path under the run's project folder (a traceback's files, the virtual environment's among them) is
+shown relative to it (``--project``): the images name no folder of the machine that took them.
 
 Needs ``chromium`` on the PATH (Debian/Ubuntu: ``apt-get install -y chromium``).
 """
@@ -31,7 +34,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from cdp import browser, stop_group  # noqa: E402  (beside this script)
+from cdp import Page, stop_group  # noqa: E402  (beside this script)
 
 
 def _call(url: str, body: dict | None = None, timeout: float = 10.0):
@@ -89,28 +92,23 @@ def serve(state: Path, log) -> tuple[str, subprocess.Popen | None]:
     return api, proc
 
 
-def shoot(url: str, path: Path, width: int, height: int, wait_ms: int) -> None:
-    """Save a PNG of ``url`` after ``wait_ms`` of page time (the UI loads its data first)."""
-    chromium = browser()
-    with tempfile.TemporaryDirectory() as profile:
-        subprocess.run(
-            [
-                chromium,
-                "--headless=new",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--hide-scrollbars",
-                f"--user-data-dir={profile}",
-                f"--window-size={width},{height}",
-                f"--virtual-time-budget={wait_ms}",
-                f"--screenshot={path}",
-                url,
-            ],
-            check=True,
-            capture_output=True,
-            timeout=120,
-        )
-    print(f"saved {path}  ({url})")
+def shoot(url: str, path: Path, width: int, height: int, wait_ms: int, project: Path | None = None) -> None:
+    """Save a PNG of ``url`` after ``wait_ms`` (the UI loads its data first); a path under ``project``
+    (a traceback's files) is shown relative to it."""
+    page = Page(width, height)
+    try:
+        page.open(url, wait_ms / 1000)
+        if project is not None:
+            page.js(
+                f"""(() => {{
+                  const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+                  for (let n = walk.nextNode(); n; n = walk.nextNode())
+                    n.nodeValue = n.nodeValue.split({json.dumps(str(project) + "/")}).join('');
+                }})()"""
+            )
+        page.shot(path)
+    finally:
+        page.close()
 
 
 def main() -> None:
@@ -119,10 +117,17 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "images")
     parser.add_argument("--prefix", default="prefect", help="file names start with this")
     parser.add_argument("--flow-run", default=None, help="a flow-run id (default: the newest)")
-    parser.add_argument("--width", type=int, default=1440)
-    parser.add_argument("--height", type=int, default=1100)
+    parser.add_argument("--width", type=int, default=1280)
+    parser.add_argument("--height", type=int, default=800)
+    parser.add_argument("--scorecard-name", default=None, help="the scorecard shot's file name (PREFIX-scorecard.png)")
     parser.add_argument("--logs-height", type=int, default=2600, help="height of the full-logs shot")
-    parser.add_argument("--wait-ms", type=int, default=30000, help="page time before each screenshot")
+    parser.add_argument("--wait-ms", type=int, default=30000, help="time a page gets before its screenshot")
+    parser.add_argument(
+        "--project",
+        type=Path,
+        default=None,
+        help="the run's project folder (STATE_FOLDER/..): paths in it shown relative",
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     state = args.state.resolve()
@@ -139,14 +144,17 @@ def main() -> None:
             run = runs[0]
         fid = run["id"]
         print(f"flow run {run['name']!r} ({run['state_type']}), {fid}")
-        size = (args.width, args.height, args.wait_ms)
+        project = (args.project or state.parent).resolve()
+        size = (args.width, args.height, args.wait_ms, project)
         prefix = args.out / args.prefix
         shoot(f"{ui}/runs/flow-run/{fid}", Path(f"{prefix}-flow-run.png"), *size)
-        shoot(f"{ui}/runs/flow-run/{fid}", Path(f"{prefix}-logs.png"), args.width, args.logs_height, args.wait_ms)
+        tall = (args.width, args.logs_height, args.wait_ms, project)
+        shoot(f"{ui}/runs/flow-run/{fid}", Path(f"{prefix}-logs.png"), *tall)
         artifacts = _call(f"{api}/artifacts/filter", {"artifacts": {"flow_run_id": {"any_": [fid]}}})
         card = [a for a in artifacts if "claims hold" in (a.get("description") or "")]  # the scorecard's headline
         if card:
-            shoot(f"{ui}/artifacts/artifact/{card[0]['id']}", Path(f"{prefix}-scorecard.png"), *size)
+            name = args.scorecard_name or f"{args.prefix}-scorecard.png"
+            shoot(f"{ui}/artifacts/artifact/{card[0]['id']}", args.out / name, *size)
         failed = _call(
             f"{api}/task_runs/filter",
             {"flow_runs": {"id": {"any_": [fid]}}, "task_runs": {"state": {"type": {"any_": ["FAILED"]}}}},
