@@ -298,12 +298,21 @@ def serve(
 
 
 def _close_dead_runs() -> None:
-    """Close what a killed run left open before serving: MLflow runs KILLED, Prefect flow and task runs Crashed."""
+    """Close what a killed run left open before serving, as every command does (``flows/execute/sweep.py``:
+    this folder's open-run notes), then every flow run of this Prefect API left running whose MLflow run
+    is closed or whose process is gone: steps whose result the cache holds end FINISHED (Completed), the
+    others KILLED (Crashed)."""
     import mlflow
 
+    from flows import home
+    from flows.cli.app import close_dead_runs
+    from flows.execute.cache import StepCache
+    from flows.execute.sweep import recorded
     from flows.track import zombies
 
-    closed = zombies.close_flow_runs(mlflow.MlflowClient())
+    close_dead_runs()
+    finished = recorded(StepCache(home.home(), create=False))
+    closed = zombies.close_flow_runs(mlflow.MlflowClient(), finished=finished)
     if closed:
         err.print(
             f"closed {len(closed)} Prefect flow run(s) a dead process had left running, e.g. {closed[0]} (Crashed)"

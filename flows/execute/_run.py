@@ -35,7 +35,10 @@ def run(plan: Plan, *, use_cache: bool = True, view=None, executor=None, in_flow
     computing = to_compute(plan, cache, use_cache)
     executor = executor or choose(plan, computing)
     tracker = Tracker(plan.name)
-    swept = close_dead_runs(prefect_url=lambda: None)  # this folder's, whatever pipeline (Prefect is set up)
+    try:  # this folder's, whatever pipeline (Prefect is set up)
+        swept = close_dead_runs(prefect_url=lambda: None)
+    except Exception:  # another run's note a store cannot close now: never a reason not to run; retried next time
+        swept = []
     swept += tracker.sweep_zombies(finished=recorded(cache))  # this pipeline's, wherever they ran
     if use_cache:  # the runs the cached steps copy their results from, in one query
         tracker.read_ahead([_origin(cache, inst) for inst in plan.instances.values() if inst.cacheable])
@@ -65,6 +68,7 @@ def run(plan: Plan, *, use_cache: bool = True, view=None, executor=None, in_flow
             prefect_view.flush(0.0 if result.prefect_gone else 2.0 if result.stopped_by is not None else 10.0)
             result.seconds = time.monotonic() - started
             close_parent(plan, result, tracker, interrupted)
+            kill_point("parent-closed")
             open_runs.remove(note)
     return result
 

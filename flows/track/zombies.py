@@ -8,8 +8,10 @@ on another host cannot be asked, so its run counts as a zombie only once it is o
 
 The two stores are made to agree, whatever moment the process died at:
 
-- a parent run is KILLED, and its Prefect flow run (tag ``prefect_flow_run_id``) Crashed, even one that
-  had reached COMPLETED or FAILED: the process died before the run was closed (its note, its reports);
+- a parent run left RUNNING is KILLED, and its Prefect flow run (tag ``prefect_flow_run_id``) Crashed,
+  even one that had reached COMPLETED or FAILED: the process died before the run was closed (its note,
+  its reports); a parent the process had closed FINISHED or FAILED (it died before dropping its
+  open-run note) keeps its end, and its flow run takes the same end (Completed, Failed) unless it has one;
 - a step run whose result the cache holds (``finished``, given by the caller that knows the cache) is
   FINISHED, the process having died between recording the result and closing the run; any other
   step run left RUNNING is KILLED;
@@ -165,14 +167,22 @@ UNFINISHED = ["RUNNING", "PENDING", "SCHEDULED", "PAUSED", "CANCELLING"]
 STOPPED_TYPES = ("CRASHED", "CANCELLED")  # a flow run's end that agrees with a KILLED parent run
 
 
-def close_prefect(client, experiment_id: str, flows: dict[str, tuple[str, str]]) -> list[str]:
+CLOSED_ENDS = ("FINISHED", "FAILED")  # a parent run its own process closed: its flow run takes the same end
+
+
+def close_prefect(
+    client, experiment_id: str, flows: dict[str, tuple[str, str]], ended: dict[str, str] | None = None
+) -> list[str]:
     """Bring each Prefect flow run (id -> (reason, its MLflow parent run)) into agreement with its closed
     MLflow runs, through the Prefect API the command uses: each unfinished task run takes its step run's
-    end (``task_state``); the flow run is set Crashed unless it already reads Crashed or Cancelled. The
-    flow runs now in agreement. A Prefect API that cannot be reached leaves them as they are (the next sweep
-    of a RUNNING flow run, `bottlenecks serve`'s, tries again)."""
+    end (``task_state``); the flow run takes its parent's end (``ended``: flow run id -> the parent's
+    MLflow status, KILLED where not given): after KILLED it is set Crashed unless it already reads Crashed
+    or Cancelled; after FINISHED or FAILED a flow run that ended keeps its end and one left unfinished is
+    set Completed or Failed. The flow runs now in agreement. A Prefect API that cannot be reached leaves
+    them as they are (the next sweep of a RUNNING flow run, `bottlenecks serve`'s, tries again)."""
     if not flows:
         return []
+    ended = ended or {}
     try:
         from prefect.client.orchestration import get_client
         from prefect.client.schemas.filters import FlowRunFilter, TaskRunFilter
@@ -193,7 +203,12 @@ def close_prefect(client, experiment_id: str, flows: dict[str, tuple[str, str]])
                 for task in tasks:
                     state = task_state(steps.get(task.name), message)
                     prefect.set_task_run_state(task.id, state, force=True)
-                if flow_run.state is None or flow_run.state.type.value not in STOPPED_TYPES:
+                parent_end = ended.get(flow_run_id, "KILLED")
+                if parent_end in CLOSED_ENDS:  # closed by its own process: the flow run takes that end
+                    if flow_run.state is None or not flow_run.state.is_final():
+                        why = f"its MLflow run ended {parent_end}; then {message}"
+                        prefect.set_flow_run_state(flow_run_id, _ended_state(parent_end, why), force=True)
+                elif flow_run.state is None or flow_run.state.type.value not in STOPPED_TYPES:
                     if flow_run.state is not None and flow_run.state.is_final():
                         message = (
                             f"its process died after the flow run ended {flow_run.state.type.value}, before "
@@ -206,12 +221,6 @@ def close_prefect(client, experiment_id: str, flows: dict[str, tuple[str, str]])
         return []
 
 
-def crash_flow_runs(reasons: dict[str, str]) -> list[str]:
-    """Set each Prefect flow run (id -> reason) and its unfinished task runs Crashed (no MLflow runs
-    to agree with); the flow runs closed."""
-    return close_prefect(None, "", {flow_run_id: (reason, "") for flow_run_id, reason in reasons.items()})
-
-
 def task_state(step_run, message: str):
     """The Prefect state of a task run left unfinished, from its step's MLflow run (None: never started)."""
     from prefect.states import Completed, Crashed, Failed
@@ -222,6 +231,13 @@ def task_state(step_run, message: str):
     if status == "FAILED":
         return Failed(message=f"its step failed (MLflow run {step_run.info.run_id}); then {message}")
     return Crashed(message=message)
+
+
+def _ended_state(status: str, message: str):
+    """The Prefect state of a flow run whose MLflow parent run ended FINISHED or FAILED."""
+    from prefect.states import Completed, Failed
+
+    return (Completed if status == "FINISHED" else Failed)(message=message)
 
 
 def _crash(prefect, flow_run_id: str, message: str) -> None:
@@ -275,8 +291,9 @@ def close_flow_runs(client, limit: int = 200, finished=None) -> list[str]:
             client.set_terminated(run.info.run_id, "KILLED", end_time=now)
         else:
             reason = run.data.tags.get(REASON) or f"its MLflow run ended {run.info.status}"
+        status = "KILLED" if run.info.status == "RUNNING" else run.info.status
         flows = {str(flow_run.id): (reason, run.info.run_id)}
-        closed += close_prefect(client, run.info.experiment_id, flows)
+        closed += close_prefect(client, run.info.experiment_id, flows, {str(flow_run.id): status})
     return closed
 
 

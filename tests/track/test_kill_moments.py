@@ -120,3 +120,26 @@ def test_plan_after_a_sigkill_closes_both_stores_and_they_agree(tmp_path, home, 
         timeout=240,
     )
     assert again.returncode == 0 and "KILLED" not in again.stderr, again.stderr
+
+
+def test_a_kill_after_the_run_closed_itself_keeps_both_stores_ends(tmp_path, home):
+    """Killed after its parent run was closed FINISHED, before its open-run note was dropped: the next
+    command finds the note, and leaves the finished run (MLflow FINISHED, Prefect COMPLETED) as it is."""
+    path, name, _ = _killed_run(tmp_path, home, "parent-closed")
+    before = _runs(name)
+    assert before[name].info.status == "FINISHED"
+    assert open_runs.dead(home), "the run's note was not left behind"
+
+    plan = subprocess.run(
+        [sys.executable, "-m", "flows.cli", "plan", str(path)],
+        env=_env(tmp_path, home),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert plan.returncode == 0 and "KILLED" not in plan.stderr, plan.stderr
+    runs = _runs(name)
+    assert {n: r.info.status for n, r in runs.items()} == {name: "FINISHED", "nums": "FINISHED", "slow": "FINISHED"}
+    flow_run = call(os.environ["PREFECT_API_URL"], "GET", f"/flow_runs/{runs[name].data.tags['prefect_flow_run_id']}")
+    assert flow_run["state"]["type"] == "COMPLETED", flow_run["state"]
+    assert not open_runs.dead(home)  # they agree: the note is gone
