@@ -46,7 +46,7 @@ def promote_reports(plan: Plan, result: RunResult, tracker: Tracker) -> None:
         component = plan.instances[iid].component
         if not component.promote:
             continue
-        tracker.copy_results(outputs["run_id"], parent, params=False)
+        tracker.copy_results(outputs["run_id"], parent, params=False, description=False)  # close_parent writes it
         for value in outputs.values():
             if isinstance(value, str) and os.path.isfile(value):
                 tracker.client.log_artifact(parent, value)
@@ -86,11 +86,13 @@ def close_parent(plan: Plan, result: RunResult, tracker: Tracker, interrupted: s
     why = interrupted or stopped(result)
     try:
         tracker.log(parent, tags={"status_counts": json.dumps(counts(result))})
-        result.comparisons = _comparisons(tracker, parent)
+        stopping = result.stopped_by is not None or interrupted
+        # a stopped run is marked KILLED promptly (a container's grace period is short): no comparisons
+        result.comparisons = {} if stopping else _comparisons(tracker, parent)
         note = run_note(plan, result, why, tracker.experiment_id)
         section = artifact_links(compare.note_section(result.comparisons), tracker.experiment_id, parent)
         tracker.note(parent, note.rstrip("\n") + "\n" + section if section else note)
-        if result.stopped_by is not None or interrupted:
+        if stopping:
             tracker.kill(parent, why)
         else:
             tracker.client.set_terminated(parent, "FINISHED" if result.ok else "FAILED")

@@ -194,9 +194,10 @@ class Tracker:
                 return
             self._read.update({run.info.run_id: run for run in runs})
 
-    def copy_results(self, source_run: str, target_run: str, params: bool = True) -> None:
-        """Copy the latest metrics (and the params) of one run onto another; a learning curve
-        (``CURVES``) point by point at its steps, so a cached training run still shows its curve."""
+    def copy_results(self, source_run: str, target_run: str, params: bool = True, description: bool = True) -> None:
+        """Copy the latest metrics (and the params) of one run onto another, and its description; a
+        learning curve (``CURVES``) point by point at its steps, so a cached training run still shows its
+        curve (and the description's curves figure, served from the origin run)."""
         try:
             run = self._read.pop(source_run, None) or self.client.get_run(source_run)
         except mlflow.exceptions.MlflowException:
@@ -206,7 +207,10 @@ class Tracker:
         for key, value in run.data.metrics.items():
             curve = self._history(source_run, key, now) if key.startswith(CURVES) else []
             metrics += curve or [Metric(key, value, now, 0)]
-        self.log(target_run, params=dict(run.data.params) if params else None, metrics=metrics)
+        # its description too (a training's convergence line and curves, whose figure is the origin's)
+        note = run.data.tags.get("mlflow.note.content") if description else None
+        tags = {"mlflow.note.content": note} if note else None
+        self.log(target_run, params=dict(run.data.params) if params else None, metrics=metrics, tags=tags)
         if run.inputs and run.inputs.dataset_inputs:  # a cached training step still shows its data
             self._log_inputs(target_run, list(run.inputs.dataset_inputs))
 

@@ -21,8 +21,9 @@ from __future__ import annotations
 import os
 import tempfile
 
+from components.train.convergence import LATE, TOLERANCE  # no torch: the package imports lazily
+
 FIGURE = "figures/curves.png"
-LATE_SHARE = 0.2  # components/train/convergence.LATE, not imported here: torch stays out of the coordinator
 
 
 def _history(client, run_id: str, key: str) -> list[tuple[int, float]]:
@@ -35,24 +36,31 @@ def headline(metrics: dict[str, float]) -> str | None:
 
 
 def convergence_line(metrics: dict[str, float], key: str) -> str:
-    """``**converged**: valid/bleu +0.40 over the last 20% of steps (at most 2 allowed)``."""
+    """``**converged**: valid/bleu +0.4 over the last 20% of steps (at most +2 allowed; ...)``."""
     gain = metrics.get("vitals/late_gain")
     flag = metrics.get("vitals/converged")
     state = "converged" if flag == 1 else "still improving" if flag == 0 else "convergence unknown"
     if gain is None:
         return f"**{state}**"
     what = "relative fall of valid/loss" if key == "valid/loss" else key
-    return f"**{state}**: {what} {gain:+.3g} over the last 20% of steps (components/train/convergence.py)"
+    limit = TOLERANCE[key.removeprefix("valid/")]
+    return (
+        f"**{state}**: {what} {gain:+.3g} over the last {LATE:.0%} of steps "
+        f"(at most {limit:+g} allowed; components/train/convergence.py)"
+    )
 
 
 def draw(curves: dict[str, list[tuple[int, float]]], key: str, path: str) -> None:
     """Two panels: the losses, and the headline metric, each with the late window shaded."""
-    import matplotlib
+    # a Figure on its own Agg canvas, not pyplot: the coordinator's threads draw at once (two trainings
+    # that finish together), pyplot's registry of figures is not thread-safe, and the backend of a
+    # process that embeds the runner stays its own
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(6.4, 2.3))  # about 580 px wide: within the description column
+    fig = Figure(figsize=(6.4, 2.3))  # about 580 px wide: within the description column
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, 2)
     end = max((s for points in curves.values() for s, _ in points), default=0)
     panels = ((axes[0], ("train/loss", "valid/loss"), "loss"), (axes[1], (key,), key))
     for ax, keys, title in panels:
@@ -61,14 +69,13 @@ def draw(curves: dict[str, list[tuple[int, float]]], key: str, path: str) -> Non
                 steps, values = zip(*curves[k])
                 ax.plot(steps, values, label=k, marker="." if len(steps) < 30 else None)
         if end:
-            ax.axvspan((1 - LATE_SHARE) * end, end, color="0.9", zorder=0)
+            ax.axvspan((1 - LATE) * end, end, color="0.9", zorder=0)
         ax.set_title(title)
         ax.set_xlabel("step")
         if ax.lines:
             ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=90, bbox_inches="tight")
-    plt.close(fig)
 
 
 def describe(client, run_id: str) -> bool:

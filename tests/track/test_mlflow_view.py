@@ -150,6 +150,10 @@ def test_the_parent_run_row_shows_the_datasets_and_a_cached_rerun_keeps_them(res
     assert [d.dataset.digest for d in cached] == [
         d.dataset.digest for d in client.get_run(result.outputs["rnn"]["run_id"]).inputs.dataset_inputs
     ]
+    # and opens on the same convergence line and curves (the figure served from the run it reused)
+    origin = client.get_run(result.outputs["rnn"]["run_id"]).data.tags["mlflow.note.content"]
+    assert client.get_run(again.outputs["rnn"]["run_id"]).data.tags["mlflow.note.content"] == origin
+    assert f"run_uuid={result.outputs['rnn']['run_id']})" in origin
 
 
 def test_models_that_take_one_tensor_carry_a_signature(result):
@@ -285,6 +289,7 @@ def test_a_training_run_opens_on_its_convergence_and_curves(result, tmp_path):
         note = run.data.tags["mlflow.note.content"]
         state = "converged" if metrics["vitals/converged"] == 1 else "still improving"
         assert note.startswith(f"**{state}**: valid/") and f"{metrics['vitals/late_gain']:+.3g}" in note, note
+        assert "over the last 20% of steps (at most +" in note, note  # the criterion it was judged by
         assert f"(get-artifact?path=figures/curves.png&run_uuid={run.info.run_id})" in note  # on any UI's port
         assert [a.path for a in client.list_artifacts(run.info.run_id, "figures")] == ["figures/curves.png"]
         with open(client.download_artifacts(run.info.run_id, "figures/curves.png", str(tmp_path)), "rb") as f:
