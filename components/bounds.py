@@ -11,9 +11,11 @@ component refuses it too. ``refusal`` words pydantic's error the way a person re
 
 from __future__ import annotations
 
+import enum
 import re
 import types
 import typing
+from collections import abc
 from pathlib import PurePath
 from typing import Annotated, Any
 
@@ -175,17 +177,19 @@ def _words(ann, plural: bool) -> str:
         text = " or ".join(_words(a, plural) for a in members)
         return f"{text} or null" if len(members) < len(args) else text
     if origin is typing.Literal:
-        return ("each one of " if plural else "one of ") + ", ".join(repr(a) for a in args)
-    if origin in (list, tuple, set, frozenset) and args:
+        return _choices(args, plural)
+    if isinstance(ann, type) and issubclass(ann, enum.Enum):  # YAML writes an Enum's values
+        return _choices([m.value for m in ann], plural)
+    if origin in (list, tuple, set, frozenset, abc.Sequence, abc.Set) and args:
         items = [a for a in args if a is not Ellipsis]
-        if origin is tuple and len(items) > 1 and Ellipsis not in args:  # a fixed-length tuple
+        if origin is tuple and Ellipsis not in args:  # a fixed-length tuple
             inner = ", ".join(_words(a, False) for a in items)
             return f"lists of {len(items)} ({inner})" if plural else f"a list of {len(items)} ({inner})"
         return f"lists of {_words(items[0], True)}" if plural else f"a list of {_words(items[0], True)}"
-    if origin is dict and len(args) == 2:
+    if origin in (dict, abc.Mapping) and len(args) == 2:
         body = f"of {_words(args[0], True)} to {_words(args[1], True)}"
         return f"mappings {body}" if plural else f"a mapping {body}"
-    plain = origin or ann
+    plain = {abc.Sequence: list, abc.Set: list, abc.Mapping: dict}.get(origin or ann, origin or ann)
     if isinstance(plain, type):
         for kind, names in _NAMES.items():
             if plain is kind:
@@ -197,6 +201,11 @@ def _words(ann, plural: bool) -> str:
                 return names[plural]
     name = getattr(plain, "__name__", str(plain).replace("typing.", ""))
     return f"{name} values" if plural else f"a {name}"
+
+
+def _choices(values, plural: bool) -> str:
+    """``one of 'a', 'b'``; several: ``values among 'a', 'b'``."""
+    return ("values among " if plural else "one of ") + ", ".join(repr(v) for v in values)
 
 
 def in_words(ann) -> str:

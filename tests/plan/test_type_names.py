@@ -52,3 +52,20 @@ def test_the_wmt_file_map_error_reads_in_yaml_words(tmp_path):
         "parameter 'files.test' of data.wmt expects a mapping of strings to lists of lists of strings,"
         " got nothing (null)"
     ) in message
+
+
+def test_enums_abstract_collections_and_fixed_tuples_read_as_yaml_writes_them():
+    import enum
+    from collections.abc import Mapping, Sequence
+
+    class Mode(str, enum.Enum):
+        FAST = "fast"
+        SLOW = "slow"
+
+    assert type_name(Mode) == "one of 'fast', 'slow'"  # a YAML author writes the values, not a type
+    assert type_name(list[Mode]) == "a list of values among 'fast', 'slow'"
+    assert type_name(list[typing.Literal[1, 2]]) == "a list of values among 1, 2"
+    assert type_name(Sequence[int]) == "a list of integers"
+    assert type_name(Mapping[str, float]) == "a mapping of strings to numbers"
+    assert type_name(tuple[int]) == "a list of 1 (an integer)"
+    assert type_name(tuple[int, ...]) == "a list of integers"
