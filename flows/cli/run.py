@@ -150,8 +150,12 @@ def _run_looks(pipeline: Path, profile, sets: list[str], design: dict, options, 
 
     fresh, *rest = options
 
+    parents: list[str] = []  # each look's parent run, to name those that ran when a later look is refused
+
     def run_look(plan, first: bool):  # --no-cache and --fresh apply to the first look
-        return _run_once(_with_options(plan, fresh if first else None, *rest), no_cache and first)
+        result = _run_once(_with_options(plan, fresh if first else None, *rest), no_cache and first)
+        parents.append(result.parent_run_id)
+        return result
 
     try:
         done = run_looks(
@@ -165,7 +169,13 @@ def _run_looks(pipeline: Path, profile, sets: list[str], design: dict, options, 
     except NothingToDecide as e:
         fail(str(e), 2, after="nothing was run.")
     except PipelineInvalid as e:  # the first build passed: only what the looks add can be refused
-        fail(f"{print_invalid(e)} error(s); nothing was run.", 2)
+        ran = (
+            f"look {len(parents) + 1} was refused; looks 1-{len(parents)} ran and are recorded "
+            f"(MLflow parent runs {', '.join(parents)})"
+            if parents
+            else "nothing was run"
+        )
+        fail(f"{print_invalid(e)} error(s); {ran}.", 2)
     return done.plan, done.result
 
 

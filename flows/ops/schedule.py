@@ -92,30 +92,22 @@ def _run_until_decided(plan, pipeline: str, profile: str | None, sets: list[str]
     """A pipeline whose settings ask ``until_decided``: its looks as this flow run's task runs, going
     on where the last night stopped (``flows/ops/decide.py``); None for any other pipeline."""
     from flows.execute.runner import run
-    from flows.ops.decide import until_decided
-    from flows.plan.build import build
+    from flows.ops.looks import run_looks
     from flows.settings import until_decided as design_of
 
     design = design_of(plan.settings.until_decided)
     if design is None:
         return None
-    looks = []
 
-    def run_look(look_plan):  # --fresh applies to the first look; later looks reuse what it ran
-        looks.append(look_plan)
-        return run(look_plan, use_cache=not (fresh and len(looks) == 1), in_flow_run=True)
+    def run_look(look_plan, first: bool):  # --fresh applies to the first look; later looks reuse what it ran
+        return run(look_plan, use_cache=not (fresh and first), in_flow_run=True)
 
-    done = until_decided(
-        lambda look_sets, axes_of: build(Path(pipeline), profile=profile, sets=look_sets, axes_of=axes_of),
-        run_look,
-        file=pipeline,
-        profile=profile,
-        sets=sets,
-        max_seeds=design["max_seeds"],
-        budget=design["budget"],
-        spending=design.get("spending", "pocock"),
-        say=lambda line: _logger().info(f"until decided: {line}"),
-    )
+    log = _logger()
+
+    def say(line: str) -> None:
+        log.info(f"until decided: {line}")
+
+    done = run_looks(pipeline, profile=profile, sets=sets, design=design, run=run_look, say=say)
     return done.result
 
 
