@@ -38,6 +38,19 @@ def _outliving(marker: str) -> list[str]:
     return found
 
 
+def _cli(folder: Path, env: dict, *args: str, **kwargs) -> subprocess.CompletedProcess:
+    """`bottlenecks ARGS` in FOLDER under ENV, as a user types it; its output captured as text."""
+    return subprocess.run(
+        [sys.executable, "-m", "flows.cli", *args],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=kwargs.pop("timeout", 300),
+        **kwargs,
+    )
+
+
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes' environments from /proc")
 def test_a_run_refused_at_validation_starts_no_process_that_outlives_it(tmp_path):
     folder = tmp_path / "fresh"
@@ -48,14 +61,7 @@ def test_a_run_refused_at_validation_starts_no_process_that_outlives_it(tmp_path
     with warm_env(folder, BOTTLENECKS_PREFECT_SERVER="on") as env:
         env.pop("PREFECT_API_URL", None)
         env[marker.split("=")[0]] = marker.split("=")[1]
-        proc = subprocess.run(
-            [sys.executable, "-m", "flows.cli", "run", "bad.yaml"],
-            cwd=folder,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        proc = _cli(folder, env, "run", "bad.yaml", timeout=120)
         assert proc.returncode == 2, proc.stderr
         assert "nothing.here" in proc.stderr and "nothing was run" in proc.stderr
         time.sleep(1.0)  # a process started in the background would be up by now
@@ -105,26 +111,12 @@ def test_another_environment_replaces_the_folders_warm_process(tmp_path):
     with warm_env(folder, BOTTLENECKS_EXECUTOR="threads") as env:
         runtime = Path(env["XDG_RUNTIME_DIR"]) / f"bottlenecks-{os.getuid()}"
         first = runtime / f"zygote-{_key(env, folder)}.sock"
-        subprocess.run(
-            [sys.executable, "-m", "flows.cli", "run", str(path)],
-            cwd=folder,
-            env=env,
-            check=True,
-            capture_output=True,
-            timeout=300,
-        )
+        _cli(folder, env, "run", str(path), check=True)
         wait_serving(first)
         other = {**env, "BN_SOME_SETTING": "changed"}  # one variable changed between two runs
         second = runtime / f"zygote-{_key(other, folder)}.sock"
         assert second != first
-        done = subprocess.run(
-            [sys.executable, "-m", "flows.cli", "run", str(path)],
-            cwd=folder,
-            env=other,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        done = _cli(folder, other, "run", str(path))
         assert done.returncode == 0, done.stderr
         wait_serving(second)
         third = subprocess.Popen(  # handed to the new warm process: its environment is the command's
@@ -143,14 +135,7 @@ def test_another_environment_replaces_the_folders_warm_process(tmp_path):
             time.sleep(0.1)
         assert not first.exists(), first.with_suffix(".log").read_text()
         assert "retired" in first.with_suffix(".log").read_text()
-        listed = subprocess.run(
-            [sys.executable, "-m", "flows.cli", "stop", "--list"],
-            cwd=folder,
-            env=other,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        ).stdout
+        listed = _cli(folder, other, "stop", "--list", timeout=60).stdout
         rows = [line for line in listed.splitlines() if line.startswith("warm process")]
         assert len(rows) == 1 and str(folder.resolve()) in rows[0], listed
         assert " MiB " in rows[0], listed  # its memory, beside its idle time
