@@ -78,7 +78,11 @@ def _fit_title(ax) -> None:
     points = ax.get_position().width * ax.figure.get_figwidth() * 72
     chars = max(int(points / (0.55 * ax.title.get_fontsize())), 12)  # an average character's width
     if len(title) > chars:
-        ax.set_title("\n".join(textwrap.wrap(title, chars)))
+        # a $...$ formula stays on one line: a break inside it leaves mathtext that cannot be drawn
+        parts = title.split("$")
+        kept = "$".join(p.replace(" ", "\0") if i % 2 else p for i, p in enumerate(parts)) if len(parts) % 2 else title
+        lines = textwrap.wrap(kept, chars, break_long_words=False, break_on_hyphens=False)
+        ax.set_title("\n".join(line.replace("\0", " ") for line in lines))
 
 
 def _legend_of_drawn(ax) -> None:
@@ -91,8 +95,18 @@ def _legend_of_drawn(ax) -> None:
     kept = [(h, label) for h, label in zip(handles, labels) if _draws(h)]
     if not kept:
         legend.remove()
-    elif len(kept) < len(handles):
-        ax.legend(*zip(*kept), fontsize=legend.get_texts()[0].get_fontsize())
+    elif len(kept) < len(handles):  # the same legend, where it was placed, without the others
+        title = legend.get_title().get_text()
+        anchor = getattr(legend, "_bbox_to_anchor", None)  # a TransformedBbox of what the author gave
+        ax.legend(
+            *zip(*kept),
+            fontsize=legend.get_texts()[0].get_fontsize(),
+            loc=getattr(legend, "_loc", "best"),
+            bbox_to_anchor=getattr(anchor, "_bbox", None),
+            bbox_transform=getattr(anchor, "_transform", None),
+            ncols=getattr(legend, "_ncols", 1),
+            title=title or None,
+        )
 
 
 def _draws(artist) -> bool:

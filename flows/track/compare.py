@@ -8,7 +8,9 @@ charts filtered to that metric; another metric is two clicks away (clear the cha
 pick the chart). MLflow keeps such a page as a *shared view*: an experiment tag
 ``mlflow.sharedViewState.<key>`` whose value is the page's state as JSON, opened by
 ``#/experiments/<id>/runs?viewStateShareKey=<key>`` (what its "Share" button makes). The run writes
-one per metric when it closes, names them in the parent run's description, and ``run`` prints them.
+one per metric when it closes, names them in the parent run's description, and ``run`` prints them;
+the views of the newest 60 pipeline runs of an experiment are kept, older ones deleted (their figures
+stay on their parent runs).
 
 Beside each view the parent run gets a figure drawn here, in the project's colours
 (``components/colours.py``: one per architecture, the same in every figure): the metric against the
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 
 from flows.track import links
 
@@ -30,6 +33,8 @@ SHARED_VIEW_TAG = "mlflow.sharedViewState."  # MLflow 3's experiment-tag prefix 
 GROUP_TAG = "architecture"  # each step run's tag of the model it trained (flows/execute/_step_runs.py)
 VALIDATION = "valid/"  # the trainings' validation metrics (components/train/curves.py)
 _FIRST = ("valid/bleu", "valid/acc")  # the headline metrics first; the loss last
+KEEP_RUNS = 60  # the pipeline runs whose views are kept: two months of a nightly schedule (prune_views)
+_PARENT = re.compile(r"tags\.mlflow\.parentRunId = '([0-9a-f]+)'")  # the run a view's search filter names
 
 
 def share_key(parent_run_id: str, metric: str) -> str:
@@ -115,15 +120,15 @@ def curves_by_architecture(client, runs: list, metric: str) -> dict[str, list[li
 def draw(curves: dict[str, list[list[tuple[int, float]]]], metric: str, path: str) -> None:
     """One line per architecture: the mean over its seeds at each step all of them logged, the seeds'
     range shaded; one colour per architecture (components/colours.py)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure  # not pyplot: no figure registry, no backend switched for an embedder
 
     from components.colours import colours
 
     palette = colours(curves)
-    fig, ax = plt.subplots(figsize=(8, 4))
+    fig = Figure(figsize=(8, 4))
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
     for arch in sorted(curves):
         runs = [dict(points) for points in curves[arch]]
         steps = sorted(set.intersection(*(set(r) for r in runs)))
@@ -141,7 +146,6 @@ def draw(curves: dict[str, list[list[tuple[int, float]]]], metric: str, path: st
         ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
     fig.savefig(path, dpi=100, bbox_inches="tight")
-    plt.close(fig)
 
 
 def save_views(client, experiment_id: str, parent_run_id: str) -> dict[str, str]:
@@ -159,7 +163,39 @@ def save_views(client, experiment_id: str, parent_run_id: str) -> dict[str, str]
             path = os.path.join(folder, figure_name(metric))
             draw(curves_by_architecture(client, runs, metric), metric, path)
             client.log_artifact(parent_run_id, path, "figures")
+    prune_views(client, experiment_id)
     return found
+
+
+def prune_views(client, experiment_id: str, keep: int = KEEP_RUNS) -> list[str]:
+    """Delete the shared views of all but the newest ``keep`` pipeline runs of the experiment: MLflow
+    sends every experiment tag with the experiment, so a nightly schedule's views would otherwise grow
+    without end (about 2 KB a metric a night). The tags deleted."""
+    views: dict[str, list[str]] = {}
+    for tag, value in client.get_experiment(experiment_id).tags.items():
+        if tag.startswith(SHARED_VIEW_TAG + "bottlenecks-"):
+            found = _PARENT.search(value)
+            if found:
+                views.setdefault(found.group(1), []).append(tag)
+    if len(views) <= keep:
+        return []
+    started = {
+        r.info.run_id: r.info.start_time
+        for ids in _chunks(sorted(views), 100)
+        for r in client.search_runs(
+            [experiment_id], "attributes.run_id IN ({})".format(", ".join(f"'{i}'" for i in ids)), max_results=100
+        )
+    }
+    newest = sorted(views, key=lambda run_id: started.get(run_id, 0), reverse=True)[:keep]  # deleted runs: oldest
+    dropped = [tag for run_id, tags in views.items() if run_id not in newest for tag in tags]
+    for tag in dropped:
+        client.delete_experiment_tag(experiment_id, tag)
+    return dropped
+
+
+def _chunks(items: list[str], n: int):
+    for i in range(0, len(items), n):
+        yield items[i : i + n]
 
 
 def note_section(views: dict[str, str]) -> str:

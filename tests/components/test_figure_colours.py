@@ -96,3 +96,38 @@ def test_two_panels_titles_fit_their_panels(tmp_path):
     for ax in axes:
         title, panel = ax.title.get_window_extent(renderer), ax.get_window_extent(renderer)
         assert title.x0 >= panel.x0 - 20 and title.x1 <= panel.x1 + 20, (ax.get_title(), title, panel)
+
+
+def test_a_size_sweep_draws_each_size_in_a_colour_of_its_own():
+    sweep = colours(["transformer-small (3 seeds)", "transformer-medium (3 seeds)", "luong-dot-small"])
+    assert len(set(sweep.values())) == 3
+    assert sweep["transformer-medium (3 seeds)"] == colours(["transformer"])["transformer"]  # first by name keeps it
+    assert colours(["lstm-small", "gru-small"])["lstm-small"] == colours(["lstm"])["lstm"]  # one size: the architecture's
+
+
+def test_a_trimmed_legend_stays_where_its_author_put_it(tmp_path):
+    plt = pyplot()
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0.2, 0.4], label="lstm-small")
+    ax.plot([0, 1], [math.nan, math.nan], label="gru-small")
+    ax.plot([0, 1], [0.3, 0.1], label="rnn-small")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), ncols=2, title="models")
+    save_figure(Context(tmp_path), fig, "placed.png")
+    legend = ax.get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == ["lstm-small", "rnn-small"]
+    assert legend.get_title().get_text() == "models" and legend._ncols == 2
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    box, panel = legend.get_window_extent(canvas.get_renderer()), ax.get_window_extent(canvas.get_renderer())
+    assert box.x0 > panel.x1 and abs(box.y1 - panel.y1) < 10  # outside on the right, level with the top (its pad)
+
+
+def test_a_wrapped_title_keeps_a_formula_on_one_line(tmp_path):
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(6, 3))
+    formula = r"$\|\partial h_T / \partial h_t\|$"
+    axes[0].set_title(f"gradient norm ratio {formula} against the distance from the end of the sequence")
+    save_figure(Context(tmp_path), fig, "formula.png")  # a formula broken across lines would raise here
+    assert formula in axes[0].get_title().split("\n")

@@ -13,6 +13,7 @@ from components.context import Context
 from components.train.lineage import describe
 from flows.execute.runner import run
 from flows.plan.build import build
+from flows.track import compare
 from flows.track.links import mlflow_run
 from flows.track.runs import EXPERIMENT_KIND, experiment_links
 
@@ -296,3 +297,24 @@ def test_a_training_run_opens_on_its_convergence_and_curves(result, tmp_path):
             assert f.read(8) == b"\x89PNG\r\n\x1a\n"
     probe = client.get_run(result.outputs["decay"]["run_id"])
     assert "mlflow.note.content" not in probe.data.tags  # a probe is no training: no curves
+
+
+def test_the_views_of_all_but_the_newest_runs_are_pruned(tmp_path):
+    """A nightly schedule adds views every night; MLflow sends every experiment tag with the experiment."""
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'views.db'}")
+    experiment = client.create_experiment("nightly", artifact_location=str(tmp_path / "artifacts"))
+    parents = [client.create_run(experiment, start_time=1_000 * (i + 1)).info.run_id for i in range(4)]
+    for parent in parents:
+        for metric in ("valid/bleu", "valid/loss"):
+            tag = compare.SHARED_VIEW_TAG + compare.share_key(parent, metric)
+            client.set_experiment_tag(experiment, tag, json.dumps(compare.view_state(parent, metric)))
+    client.set_experiment_tag(experiment, compare.SHARED_VIEW_TAG + "mine", "{}")  # a user's own view
+    dropped = compare.prune_views(client, experiment, keep=2)
+    assert sorted(dropped) == sorted(
+        compare.SHARED_VIEW_TAG + compare.share_key(p, m) for p in parents[:2] for m in ("valid/bleu", "valid/loss")
+    )
+    left = {t for t in client.get_experiment(experiment).tags if t.startswith(compare.SHARED_VIEW_TAG)}
+    assert left == {compare.SHARED_VIEW_TAG + "mine"} | {
+        compare.SHARED_VIEW_TAG + compare.share_key(p, m) for p in parents[2:] for m in ("valid/bleu", "valid/loss")
+    }
+    assert compare.prune_views(client, experiment, keep=2) == []  # nothing more to drop
