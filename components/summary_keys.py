@@ -22,6 +22,7 @@ resolves claims against them (``components/report/references.py``) before anythi
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Callable, Iterable
@@ -103,6 +104,11 @@ def parse(pattern: str) -> list[str | Placeholder]:
     return [p for p in parts if p != ""]
 
 
+@functools.lru_cache(maxsize=1024)  # a pattern is expanded once a step run that declares it
+def _parsed(pattern: str) -> tuple[str | Placeholder, ...]:
+    return tuple(parse(pattern))
+
+
 def key_part(value: Any) -> str:
     """``value`` as one part of a metric key, as ``components.outputs.key`` writes it."""
     return _PART.sub("_", str(value))
@@ -112,7 +118,7 @@ def expand(pattern: str, values: Callable[[Placeholder], list[str] | None]) -> l
     """The keys (and ``*`` patterns) ``pattern`` stands for, given each placeholder's values (None: not
     known before the step runs, counted as ``*``)."""
     choices: list[list[str]] = []
-    for part in parse(pattern):
+    for part in _parsed(pattern):
         if isinstance(part, str):
             choices.append([part])
             continue
