@@ -10,8 +10,8 @@ mostly waiting for a core; CPU seconds are what a command costs):
     python benchmarks/startup.py                  # all four (about 4 minutes on 2 cores)
 
 ``check`` runs `bottlenecks check FILE` in a fresh process per pipeline of ``pipelines/``, first
-with an empty user cache folder and then again (`check` computes no cache key, so it neither reads
-nor fills the source parses kept there: the two should agree).
+with an empty user cache folder (each component's module read in full, its declaration's skeleton
+kept) and then again (the skeletons read).
 ``phases`` runs each command in a process of its own with the engine's functions timed: a fresh
 process for check and plan (the import is a phase), and for the rerun a process that first imports
 what the warm process imports, as the zygote does, so the figures are the forked command's.

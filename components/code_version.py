@@ -23,14 +23,14 @@ import ast
 import hashlib
 import importlib.machinery
 import importlib.util
-import json
 import os
 import site
 import sys
 import sysconfig
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from components.source_store import SourceStore
 
 Stats = tuple[tuple[str, int, int], ...]  # (path, mtime_ns, size) of each file of a closure
 
@@ -258,29 +258,18 @@ def _parse(source: bytes, filename: str) -> _Parsed:
     return _Parsed(hashlib.sha256(ast.dump(tree).encode()).digest(), tuple(imports))
 
 
-class _Store:
-    """Parses kept across processes in the user's cache folder (``BOTTLENECKS_CACHE``, else
-    ``$XDG_CACHE_HOME/bottlenecks``, as ``flows.home.user_cache``), keyed by a file's content hash
-    and the Python version (whose syntax tree it is): `plan` in a new process reads them instead
-    of parsing every file again. A cache only: unreadable or unwritable, it is not used."""
+class _Store(SourceStore):
+    """Parses kept across processes (``components/source_store.py``), by a file's content hash:
+    `plan` in a new process reads them instead of parsing every file again."""
 
-    LIMIT = 4096  # entries kept, the newest; one file's entry is about 0.5 KB
+    LIMIT = 4096  # one file's entry is about 0.5 KB
 
     def __init__(self) -> None:
-        self._entries: dict[str, list] | None = None
-        self._dirty = False
-
-    def path(self) -> Path:
-        default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "bottlenecks"
-        folder = Path(os.environ.get("BOTTLENECKS_CACHE", default))
-        return folder / f"code-trees-py{sys.version_info[0]}{sys.version_info[1]}.json"
+        super().__init__("code-trees")
 
     def get(self, content: str) -> _Parsed | None:
-        if self._entries is None:
-            self._entries = self._read()
-        entry = self._entries.get(content)
         try:
-            tree, imports = entry
+            tree, imports = self.entry(content)
             parsed = _Parsed(bytes.fromhex(tree), tuple((lv, m, tuple(ns)) for lv, m, ns in imports))
         except (TypeError, ValueError):  # not an entry this module wrote: parse the file instead
             return None
@@ -291,37 +280,7 @@ class _Store:
         return parsed if ok and len(parsed.tree) == 32 else None
 
     def put(self, content: str, parsed: _Parsed) -> None:
-        if self._entries is None:
-            self._entries = self._read()
-        if content not in self._entries:
-            self._entries[content] = [parsed.tree.hex(), [list(i) for i in parsed.imports]]
-            self._dirty = True
-
-    def save(self) -> None:
-        """Write the entries added since the last save (the newest ``LIMIT``), atomically."""
-        if not self._dirty or self._entries is None:
-            return
-        self._dirty = False
-        keep = dict(list(self._entries.items())[-self.LIMIT :])
-        path = self.path()
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-        except OSError:
-            return
-        try:
-            with os.fdopen(fd, "w") as fh:
-                json.dump(keep, fh, separators=(",", ":"))
-            os.replace(tmp, path)  # readers see the old file or the new one, never half of one
-        except OSError:
-            Path(tmp).unlink(missing_ok=True)
-
-    def _read(self) -> dict[str, list]:
-        try:
-            entries = json.loads(self.path().read_text())
-        except (OSError, ValueError):
-            return {}
-        return entries if isinstance(entries, dict) else {}
+        self.keep(content, [parsed.tree.hex(), [list(i) for i in parsed.imports]])
 
 
 _STORE = _Store()

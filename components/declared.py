@@ -4,16 +4,25 @@
 a component's module (and torch with it); the module is imported when one of its steps runs. A
 declaration that only running the module can tell (a computed default, a type defined in the
 module) raises ``Unreadable`` and the caller imports the module instead.
+
+A module is read as its skeleton: its top-level imports and assignments, the names of its classes
+and functions, and the signature and docstring of each decorated function, which is all a
+declaration can use. The skeleton is kept as source text by the hash of the module's bytes and of
+this file (``components/source_store.py``), so a new process parses the skeleton of an unchanged
+module (a fraction of it) instead of the module, and an edited module or reader is read afresh.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+import hashlib
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from components.source_store import SourceStore
 
 _KEYWORDS = {
     "outputs",
@@ -50,7 +59,7 @@ class Declaration:
 
 def read(module: str, path: Path, name: str) -> Declaration | None:
     """Return the declaration of component ``name`` in ``module`` (source at ``path``), or None."""
-    tree = ast.parse(path.read_bytes(), str(path))
+    tree = skeleton(path)
     names = _Names(module, path, tree)
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
@@ -60,6 +69,56 @@ def read(module: str, path: Path, name: str) -> Declaration | None:
                     fields = _config_fields(node, keywords["config"]) if "config" in keywords else _fields(node, names)
                     return Declaration(name, module, ast.get_docstring(node) or "", keywords, fields)
     return None
+
+
+def skeleton(path: Path) -> ast.Module:
+    """The skeleton of the module at ``path``: what ``read`` looks at, and nothing else."""
+    source = path.read_bytes()
+    key = f"{hashlib.sha256(source).hexdigest()}:{_READER}"
+    if key not in _SKELETONS:
+        kept = _STORE.entry(key)
+        tree = None
+        if isinstance(kept, str):
+            try:
+                tree = ast.parse(kept, str(path))
+            except SyntaxError:  # not an entry this module wrote: read the file instead
+                tree = None
+        if tree is None:
+            tree = _strip(ast.parse(source, str(path)))
+            try:
+                _STORE.keep(key, ast.unparse(tree))
+                _STORE.save()
+            except (ValueError, RecursionError):  # a tree unparse cannot write: kept in this process only
+                pass
+        _SKELETONS[key] = tree
+    return _SKELETONS[key]
+
+
+def _strip(tree: ast.Module) -> ast.Module:
+    """Keep the top-level statements ``read`` and ``_Names`` look at: imports and assignments as they
+    are, classes and undecorated functions by name, decorated functions without their bodies but
+    for a docstring."""
+    body: list[ast.stmt] = []
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign)):
+            body.append(node)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            doc = node.body[0] if ast.get_docstring(node, clean=False) is not None else None
+            if not node.decorator_list:
+                node.args = ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[])
+                node.returns, doc = None, None
+            node.body = [doc if doc is not None else ast.Pass()]
+            body.append(node)
+        elif isinstance(node, ast.ClassDef):
+            node.bases, node.keywords, node.decorator_list, node.body = [], [], [], [ast.Pass()]
+            body.append(node)
+    tree.body = body
+    return ast.fix_missing_locations(tree)
+
+
+_READER = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]  # a new reader reads afresh
+_STORE = SourceStore("declarations")
+_SKELETONS: dict[str, ast.Module] = {}  # content hash:reader -> skeleton, in this process
 
 
 def _component_call(deco: ast.expr, name: str, names: _Names) -> dict[str, Any] | None:

@@ -1,5 +1,6 @@
 """`check` validates and stops: it computes no cache key, so it walks no component's code, reads no
-library's version, fingerprints no file and writes nothing, and it imports no engine library."""
+library's version, fingerprints no file and opens no store, and it imports no engine library. What
+it keeps in the user's cache folder is the skeletons of the declarations it read."""
 
 import json
 import os
@@ -27,13 +28,14 @@ def _check(path: Path, cwd: Path, cache: Path) -> dict:
     return {**json.loads(proc.stdout.strip().splitlines()[-1]), "stderr": proc.stderr}
 
 
-def test_check_of_the_largest_pipeline_computes_no_key_and_writes_nothing(tmp_path):
+def test_check_of_the_largest_pipeline_computes_no_key_and_opens_no_store(tmp_path):
     project, cache = tmp_path / "project", tmp_path / "cache"
     project.mkdir()
     out = _check(LARGEST, project, cache)
     assert out["status"] == 0
     assert out["walked"] == 0  # no component's import closure: the code version is a cache key's part
-    assert not cache.exists() and list(project.iterdir()) == []  # no parse stored, no store opened
+    assert [p.name.split("-py")[0] for p in cache.iterdir()] == ["declarations"]  # no code version's parse
+    assert list(project.iterdir()) == []  # no store of the project's opened
     assert [m for m in ("torch", "prefect", "mlflow", "matplotlib", "pandas") if m in out["modules"]] == []
 
 

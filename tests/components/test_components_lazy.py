@@ -11,6 +11,7 @@ import pytest
 
 from components import declared, library
 from components import registry as reg
+from components.source_store import SourceStore
 
 REPO = Path(__file__).resolve().parents[2]
 HEAVY = ("torch", "prefect", "mlflow", "matplotlib", "sklearn", "datasets")
@@ -51,6 +52,55 @@ def test_declaration_read_from_source_matches_the_imported_component(name):
     assert {k: (f.annotation, f.default) for k, f in lazy.model_fields.items()} == {
         k: (f.annotation, f.default) for k, f in real.params_model.model_fields.items()
     }
+
+
+def _said(module: str, path: Path, name: str) -> tuple:
+    """What ``declared.read`` says of ``name``, comparable across processes."""
+    try:
+        found = declared.read(module, path, name)
+    except declared.Unreadable as e:
+        return ("unreadable", str(e))
+    return (found.doc, repr(found.keywords), repr(found.fields))
+
+
+def _as_a_new_process(monkeypatch) -> None:
+    """Forget the skeletons this process read; the store's file stays, as for the next process."""
+    monkeypatch.setattr(declared, "_STORE", SourceStore("declarations"))
+    monkeypatch.setattr(declared, "_SKELETONS", {})
+
+
+def test_a_new_process_reads_each_declaration_alike_from_the_kept_skeleton(tmp_path, monkeypatch):
+    monkeypatch.setenv("BOTTLENECKS_CACHE", str(tmp_path))
+    _as_a_new_process(monkeypatch)
+    shipped = {name: (module, reg._module_file(module)) for name, module in library.MODULES.items()}
+    first = {name: _said(module, path, name) for name, (module, path) in shipped.items()}  # parsed in full
+    assert list(tmp_path.glob("declarations-py*.json"))
+    _as_a_new_process(monkeypatch)
+    monkeypatch.setattr(declared, "_strip", None)  # no module is parsed in full again
+    assert {name: _said(module, path, name) for name, (module, path) in shipped.items()} == first
+
+
+EDITED = """\
+from components import Context, component
+@component("edited.step", outputs=["n"])
+def step(ctx: Context, *, n: int = {}) -> dict:
+    '''Return n.'''
+    return {{"n": n}}
+"""
+
+
+def test_an_edited_module_is_read_afresh_by_this_process_and_the_next(tmp_path, monkeypatch):
+    monkeypatch.setenv("BOTTLENECKS_CACHE", str(tmp_path / "cache"))
+    _as_a_new_process(monkeypatch)
+    path = tmp_path / "edited_mod.py"
+    path.write_text(EDITED.format(1))
+    assert declared.read("edited_mod", path, "edited.step").fields == {"n": (int, 1)}
+    path.write_text(EDITED.format(2))
+    assert declared.read("edited_mod", path, "edited.step").fields == {"n": (int, 2)}
+    _as_a_new_process(monkeypatch)
+    assert declared.read("edited_mod", path, "edited.step").fields == {"n": (int, 2)}
+    path.write_text(EDITED.format(1))  # back to a version read before: its own skeleton says 1
+    assert declared.read("edited_mod", path, "edited.step").fields == {"n": (int, 1)}
 
 
 def test_a_computed_default_falls_back_to_importing_the_module(tmp_path, monkeypatch):
