@@ -102,7 +102,7 @@ def test_a_size_sweep_draws_each_size_in_a_colour_of_its_own():
     sweep = colours(["transformer-small (3 seeds)", "transformer-medium (3 seeds)", "luong-dot-small"])
     assert len(set(sweep.values())) == 3
     assert sweep["transformer-medium (3 seeds)"] == colours(["transformer"])["transformer"]  # first by name keeps it
-    assert colours(["lstm-small", "gru-small"])["lstm-small"] == colours(["lstm"])["lstm"]  # one size: the architecture's
+    assert colours(["lstm-small", "gru-small"])["lstm-small"] == colours(["lstm"])["lstm"]  # one size: its colour
 
 
 def test_a_trimmed_legend_stays_where_its_author_put_it(tmp_path):
