@@ -57,6 +57,17 @@ def _killed_run(tmp_path, home, moment: str) -> tuple:
     return path, name, proc.pid
 
 
+def _plan(path, tmp_path, home, *extra: str) -> subprocess.CompletedProcess:
+    """``bottlenecks plan PATH`` in a process of its own, as a user types it after the kill."""
+    return subprocess.run(
+        [sys.executable, "-m", "flows.cli", "plan", str(path), *extra],
+        env=_env(tmp_path, home),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+
+
 def _runs(name: str) -> dict:
     client = mlflow.MlflowClient()
     exp = client.get_experiment_by_name(name)
@@ -75,13 +86,7 @@ def test_plan_after_a_sigkill_closes_both_stores_and_they_agree(tmp_path, home, 
     assert before[name].info.status == "RUNNING"  # what the kill left
     assert open_runs.dead(home), "the run's note was not left behind"
 
-    plan = subprocess.run(
-        [sys.executable, "-m", "flows.cli", "plan", str(path), "--json"],
-        env=_env(tmp_path, home),
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    plan = _plan(path, tmp_path, home, "--json")
     assert plan.returncode == 0, plan.stderr
     assert "run(s) KILLED that a dead process had left RUNNING" in plan.stderr, plan.stderr
     assert f"its process {pid} on " in plan.stderr and "set Crashed" in plan.stderr, plan.stderr
@@ -112,13 +117,7 @@ def test_plan_after_a_sigkill_closes_both_stores_and_they_agree(tmp_path, home, 
         assert runs["slow"].info.status == "KILLED" and not rows["slow"]["cached"]
     assert not open_runs.dead(home)  # both stores agree: the note is gone
 
-    again = subprocess.run(  # a second look closes nothing more
-        [sys.executable, "-m", "flows.cli", "plan", str(path)],
-        env=_env(tmp_path, home),
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    again = _plan(path, tmp_path, home)  # a second look closes nothing more
     assert again.returncode == 0 and "KILLED" not in again.stderr, again.stderr
 
 
@@ -130,13 +129,7 @@ def test_a_kill_after_the_run_closed_itself_keeps_both_stores_ends(tmp_path, hom
     assert before[name].info.status == "FINISHED"
     assert open_runs.dead(home), "the run's note was not left behind"
 
-    plan = subprocess.run(
-        [sys.executable, "-m", "flows.cli", "plan", str(path)],
-        env=_env(tmp_path, home),
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    plan = _plan(path, tmp_path, home)
     assert plan.returncode == 0 and "KILLED" not in plan.stderr, plan.stderr
     runs = _runs(name)
     assert {n: r.info.status for n, r in runs.items()} == {name: "FINISHED", "nums": "FINISHED", "slow": "FINISHED"}
