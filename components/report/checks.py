@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where it is used: `check` reads these modules without it
+    import numpy as np
 
 from components.report import rules
 from components.report.refs import Resolver, Sample, json_number
@@ -181,6 +182,8 @@ def _own_df(resolver: Resolver, sample: Sample, over: str) -> float:
 def _replicates(resolver: Resolver, sample: Sample, over: str) -> dict[str, np.ndarray]:
     """Per seed, the value on each recorded bootstrap resample (``name_rep_<b>/rest``, as ``eval.bleu``
     writes them), in resample order; empty unless every seed has the same number (2 or more)."""
+    import numpy as np
+
     ref = _suffixed(sample.ref, REP_SUFFIX + "*")
     if ref is None:
         return {}
@@ -231,6 +234,8 @@ def _series(samples: list[Sample]) -> dict[str, list[float]]:
 
 
 def _apply(c, singles, lists, resolver, over, measured, level=rules.stats.ALPHA / 2) -> Outcome:
+    import numpy as np
+
     k = c["check"]
     v = singles.get("value")
     exact = bool(c.get("exact"))
@@ -398,6 +403,8 @@ def _pairwise(
     unless a paired test on the same sentences measured the difference's (``pair_se``); where both
     operands record bootstrap replicates on shared resamples, the margin's replicates carry the
     test-set error the seeds share. The margin's range follows from the operands' (proportions)."""
+    import numpy as np
+
     seeds, note = rules.pair(a.values, b.values)
     if not seeds:
         return Outcome(False, f"no seed measured on both sides (A: {sorted(a.values)}, B: {sorted(b.values)})")
@@ -473,6 +480,8 @@ def _ratio(c, value: Sample, base: Sample, measured, exact: bool, level: float =
     own standard error ``sqrt((se_v / v)^2 + (se_b / b)^2)`` (the buckets are disjoint sentences).
     A base under ``base_at_least``, at or below 0, or inside its own 95% interval of zero is no
     denominator: that seed is not judged."""
+    import numpy as np
+
     seeds, note = rules.pair(value.values, base.values)
     ratios, weak, logs, unc, reps = {}, [], {}, {}, {}
     flat = c["check"] == "flat"
@@ -528,6 +537,8 @@ def _trend(c, lists, measured, exact: bool, level: float = rules.stats.ALPHA / 2
     """The series rises (falls) from first to last, and no step goes the wrong way by more than the
     tolerance: each of those statements is tested over the seeds (the total change, and every step
     past the tolerance, above 0), and the check holds when all hold (``rules.judge_all``)."""
+    import numpy as np
+
     every = lists["values"] + lists.get("minus", [])
     series = _series(every)
     n = len(c["values"])

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where it is used: `check` reads these modules without it
+    import numpy as np
 
 from components import stats
 from components.stats import FAILS, HOLDS, INCONCLUSIVE, MOST_SEEDS, Z95
@@ -266,6 +268,8 @@ def beats(
     on the same test sentences measured it (it replaces ``ua``/``ub``, which ignore the pairing).
     ``bounds``: the range of A and B where known (proportions), for seeds with no spread;
     ``replicates``: per seed, A - B on the bootstrap resamples every seed shares."""
+    import numpy as np
+
     sgn = 1.0 if higher else -1.0
     word = f"by more than {fmt(margin)} " if margin else ""
     constant = set(a) == {""} or set(b) == {""}
@@ -362,6 +366,7 @@ def loglog_slope(x: list[float], y: list[float]) -> float:
 def loglog_fit_se(x: list[float], y: list[float]) -> tuple[float, float, float]:
     """``(k, se, df)``: the log-log slope, its standard error and its degrees of freedom (points - 2,
     ``scipy.stats.linregress`` on the logs); se and df are NaN with two points or fewer."""
+    import numpy as np
     from scipy import stats as sps
 
     xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
@@ -377,6 +382,7 @@ def loglog_fit(x: list[float], y: list[float]) -> tuple[float, float]:
     """``(k, half)``: the log-log slope and its 95% half-width (Student t with points - 2 df on the
     fit's residuals, ``scipy.stats.linregress``); the half-width is NaN with two points, which leave
     no residual to judge the fit by."""
+    import numpy as np
     from scipy import stats as sps
 
     xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)

@@ -52,9 +52,10 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where it is used: `check` reads these modules without it
+    import numpy as np
 
 from components.stats import (  # the scorecard's words for why looks stopped come from the core
     ALPHA,
@@ -130,6 +131,8 @@ def spend(t: float, alpha: float = ONE_SIDED, spending: str = "obrien-fleming") 
 
 def _simpson(upper: float) -> tuple[np.ndarray, np.ndarray]:
     """Grid points on [_LOW, upper] and their Simpson weights."""
+    import numpy as np
+
     z = np.linspace(_LOW, upper, _POINTS)
     h = (upper - _LOW) / (_POINTS - 1)
     w = np.full(_POINTS, 2.0)
@@ -149,6 +152,7 @@ class _Recursion:
 
     def cross(self, k: int, c: float) -> float:
         """P(no crossing before look k, Z_k >= c) under the null (k from 0; looks before k added)."""
+        import numpy as np
         from scipy import stats
 
         if k == 0:
@@ -229,6 +233,7 @@ class Design:
     levels: tuple[float, ...] = field(init=False)
 
     def __post_init__(self):
+        import numpy as np
         from scipy import stats
 
         if self.spending not in SPENDINGS:
