@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from flows.ops import heartbeats
+
 REPO = Path(__file__).resolve().parents[2]
 SECRETS = ("POSTGRES_PASSWORD", "MLFLOW_ADMIN_PASSWORD", "PREFECT_AUTH_STRING")
 CLIENTS = ("worker", "scheduler", "dask-gpu-0", "dask-gpu-1", "dask-cpu")
@@ -100,7 +102,9 @@ def test_compose_file_validates_with_the_example_filled_in(tmp_path):
         assert env["MLFLOW_TRACKING_USERNAME"] == "admin", client
         assert env["MLFLOW_TRACKING_PASSWORD"] == "ml-7b2e4d6f8a1c", client
         assert env["PREFECT_API_AUTH_STRING"] == prefect_login, client
-        assert env["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"] == "30", client  # the heartbeats the automation watches
+        assert env["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"] == str(heartbeats.FREQUENCY), (
+            client
+        )  # what the automation expects
     assert services["prefect-server"]["environment"]["PREFECT_API_DATABASE_CONNECTION_URL"].startswith(
         "postgresql+asyncpg://bottlenecks:"
     )
