@@ -121,3 +121,27 @@ def test_a_users_own_tag_is_left_as_it_is():
     tag = compare.write_group_tag(client, runs, [TRANSLATION])
     assert tag not in ("family", "architecture")
     assert all(key == tag for _, key, _ in client.set) and len(client.set) == 5
+
+
+@pytest.mark.slow  # an MLflow store migrated and a figure drawn: seconds
+def test_a_closed_runs_views_group_by_the_chosen_name_in_a_real_store(tmp_path):
+    """save_views on an MLflow store: the five translation trainings get ``family`` beside
+    ``architecture``, and the valid/bleu view groups by it; the views' search still finds them."""
+    import json
+
+    client = mlflow.MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    exp = client.create_experiment("colours", artifact_location=(tmp_path / "artifacts").as_uri())
+    parent = client.create_run(exp).info.run_id
+    for arch in sorted(TRANSLATION):
+        run = client.create_run(exp, tags={"mlflow.parentRunId": parent, "architecture": arch}).info.run_id
+        for step, value in ((1, 10.0), (2, 20.0)):
+            client.log_metric(run, "valid/bleu", value, step=step)
+        client.set_terminated(run)
+    links = compare.save_views(client, exp, parent)
+    assert list(links) == ["valid/bleu"]
+    tags = client.get_experiment(exp).tags
+    state = json.loads(tags[compare.SHARED_VIEW_TAG + compare.share_key(parent, "valid/bleu")])
+    assert state["groupBy"]["groupByKeys"] == [{"mode": "tag", "groupByData": "family"}]
+    shown = client.search_runs([exp], filter_string=state["searchFilter"])
+    assert sorted(r.data.tags["family"] for r in shown) == sorted(TRANSLATION)
+    assert all(r.data.tags["family"] == r.data.tags["architecture"] for r in shown)
