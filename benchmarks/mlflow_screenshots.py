@@ -177,6 +177,36 @@ def comparison_shots(page: Page, ui: str, experiment_id: str, parent, state: Pat
     time.sleep(wait_s / 2)
     page.shot(out / "mlflow-grouped-bleu-large.png")
     print(f"clicks from the printed comparison link to the enlarged valid/bleu chart: {clicks}")
+    legend_colours(page, "valid/bleu")
+
+
+def legend_colours(page: Page, metric: str) -> dict[str, str]:
+    """The enlarged chart's legend as the page draws it: each entry's name and its line's colour,
+    printed with the number of distinct colours."""
+    found = page.js(
+        f"""(() => {{
+          const out = {{}};
+          for (const el of document.querySelectorAll('[role=dialog] *')) {{
+            const text = (el.textContent || '').trim();
+            if (!text.endsWith({json.dumps(f"({metric})")}) || el.children.length > 1) continue;
+            let swatch = null;
+            for (let up = el.parentElement, i = 0; up && !swatch && i < 3; up = up.parentElement, i++)
+              swatch = [...up.querySelectorAll('*')].find(c => {{
+                const st = getComputedStyle(c);
+                const bg = st.backgroundColor;
+                const clear = !bg || bg === 'rgba(0, 0, 0, 0)' || bg === 'rgb(255, 255, 255)';
+                return c !== el && !c.contains(el) && !el.contains(c) && !clear;
+              }});
+            if (swatch) out[text.replace({json.dumps(f" ({metric})")}, '')] = getComputedStyle(swatch).backgroundColor;
+          }}
+          return JSON.stringify(out);
+        }})()"""
+    )
+    colours = json.loads(found or "{}")
+    for name, colour in colours.items():
+        print(f"legend: {name} {colour}")
+    print(f"legend of the enlarged {metric} chart: {len(colours)} entries, {len(set(colours.values()))} colours")
+    return colours
 
 
 def training_shots(page: Page, ui: str, experiment_id: str, trained, out: Path, wait_s: float) -> None:
