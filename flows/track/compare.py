@@ -129,10 +129,12 @@ def compared_metrics(client, experiment_id: str, parent_run_id: str, runs: list 
 
 def mlflow_colour(group_id: str) -> str:
     """The colour MLflow's charts give a group (or a run) of this id: its ``getStableColorForRun``, a
-    Fletcher-style checksum of the id's characters into ``MLFLOW_PALETTE``."""
+    Fletcher-style checksum of the id's UTF-16 code units (JavaScript's ``charCodeAt``) into
+    ``MLFLOW_PALETTE``."""
+    units = group_id.encode("utf-16-le")
     a = b = 0
-    for ch in group_id:
-        a = (a + ord(ch)) % 255
+    for i in range(0, len(units), 2):
+        a = (a + (units[i] | units[i + 1] << 8)) % 255
         b = (b + a) % 255
     return MLFLOW_PALETTE[(a | (b << 8)) % len(MLFLOW_PALETTE)]
 

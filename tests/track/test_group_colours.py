@@ -39,6 +39,16 @@ def test_the_palette_and_checksum_are_the_installed_uis():
     assert "=({groupByData:e,mode:t,value:n})=>`${t}.${e}.${n||null}`" in js
 
 
+def test_the_checksum_reads_code_units_as_javascript_does():
+    """A character outside the Basic Multilingual Plane is two UTF-16 code units to ``charCodeAt``."""
+    a = b = 0
+    for code in (0xD83D, 0xDE00):  # U+1F600 as JavaScript sees it
+        a = (a + code) % 255
+        b = (b + a) % 255
+    assert compare.mlflow_colour("\U0001f600") == compare.MLFLOW_PALETTE[(a | b << 8) % 29]
+    assert compare.mlflow_colour("é") == compare.MLFLOW_PALETTE[(0xE9 | 0xE9 << 8) % 29]
+
+
 def test_grouped_by_architecture_two_pairs_of_the_translation_models_share_a_colour():
     """What the issue saw: seq2seq and the Transformer one grey, Luong and the reversed seq2seq red."""
     colour = {a: compare.mlflow_colour(f"tag.architecture.{a}") for a in TRANSLATION}
