@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -177,34 +178,37 @@ def comparison_shots(page: Page, ui: str, experiment_id: str, parent, state: Pat
     time.sleep(wait_s / 2)
     page.shot(out / "mlflow-grouped-bleu-large.png")
     print(f"clicks from the printed comparison link to the enlarged valid/bleu chart: {clicks}")
-    legend_colours(page, "valid/bleu")
+    tags = _client(state).get_experiment(experiment_id).tags
+    view = json.loads(tags[compare.SHARED_VIEW_TAG + compare.share_key(parent.info.run_id, "valid/bleu")])
+    legend_colours(page, "valid/bleu", view["groupBy"]["groupByKeys"][0]["groupByData"])
 
 
-def legend_colours(page: Page, metric: str) -> dict[str, str]:
-    """The enlarged chart's legend as the page draws it: each entry's name and its line's colour,
-    printed with the number of distinct colours."""
+def legend_colours(page: Page, metric: str, tag: str) -> dict[str, str]:
+    """The enlarged chart's legend as the page draws it: each entry's name (a text leaf ending in
+    ``(metric)``) and the stroke of the line drawn beside it (MLflow 3.17: an ``svg path`` sibling),
+    printed with the number of distinct colours, and each against MLflow's colour of its group
+    (``tag.<tag>.<name>``) as flows/track/compare.py predicts it."""
+    from flows.track import compare
+
     found = page.js(
         f"""(() => {{
           const out = {{}};
           for (const el of document.querySelectorAll('[role=dialog] *')) {{
             const text = (el.textContent || '').trim();
-            if (!text.endsWith({json.dumps(f"({metric})")}) || el.children.length > 1) continue;
-            let swatch = null;
-            for (let up = el.parentElement, i = 0; up && !swatch && i < 3; up = up.parentElement, i++)
-              swatch = [...up.querySelectorAll('*')].find(c => {{
-                const st = getComputedStyle(c);
-                const bg = st.backgroundColor;
-                const clear = !bg || bg === 'rgba(0, 0, 0, 0)' || bg === 'rgb(255, 255, 255)';
-                return c !== el && !c.contains(el) && !el.contains(c) && !clear;
-              }});
-            if (swatch) out[text.replace({json.dumps(f" ({metric})")}, '')] = getComputedStyle(swatch).backgroundColor;
+            if (el.children.length || !text.endsWith({json.dumps(f" ({metric})")})) continue;
+            const path = el.parentElement && el.parentElement.querySelector('svg path');
+            if (path) out[text.slice(0, -{len(metric) + 3})] = getComputedStyle(path).stroke;
           }}
           return JSON.stringify(out);
         }})()"""
     )
-    colours = json.loads(found or "{}")
+    colours = {
+        name: "#%02x%02x%02x" % tuple(int(v) for v in re.findall(r"\d+", rgb)[:3])
+        for name, rgb in json.loads(found or "{}").items()
+    }
     for name, colour in colours.items():
-        print(f"legend: {name} {colour}")
+        predicted = compare.mlflow_colour(f"tag.{tag}.{name}")
+        print(f"legend: {name} {colour} (predicted {predicted}: {'same' if predicted == colour else 'DIFFERENT'})")
     print(f"legend of the enlarged {metric} chart: {len(colours)} entries, {len(set(colours.values()))} colours")
     return colours
 
