@@ -105,6 +105,7 @@ class Worker:
             theirs.close()
         self.conn = Connection(ours.detach())
         self.ready = False
+        self.busy = False  # running a step: it will not exit when its socket closes
         self._reading = threading.Lock()  # one reader of the exit status at a time
         _started.add(self)
 
@@ -124,6 +125,12 @@ class Worker:
 
     def call(self, payload: StepPayload, on_event: Callable[[dict], None], stop: threading.Event) -> StepResult:
         """Send ``payload``, relay events until the result comes back or the worker dies."""
+        self.busy = True  # until its result comes back: a step stopped or died leaves it set
+        result = self._call(payload, on_event, stop)
+        self.busy = False
+        return result
+
+    def _call(self, payload: StepPayload, on_event: Callable[[dict], None], stop: threading.Event) -> StepResult:
         try:
             self.conn.send(payload)
         except OSError:
@@ -258,14 +265,24 @@ def _start_early(slot: Slot) -> None:
         pass
 
 
+GRACE_S = 5.0  # an idle worker exits within a second of its socket closing, even on a loaded machine
+
+
 def _end(workers: list[Worker]) -> None:
-    """Close their sockets (a worker then exits), SIGTERM those still running, SIGKILL after 3 s."""
+    """Close their sockets; an idle worker then exits by itself, running its exit handlers, which
+    release the semaphores it made (a library's ``multiprocessing`` lock: the resource tracker would
+    report them leaked at the run's end). SIGTERM a worker mid-step at once and an idle one still
+    running after ``GRACE_S``; SIGKILL 3 s later."""
     for w in workers:
         try:
             w.conn.close()
         except OSError:
             pass
-        if w.alive():
+        if w.busy and w.alive():
+            w.proc.terminate()
+    deadline = time.monotonic() + GRACE_S
+    for w in workers:
+        if w.exitcode(timeout=max(0.0, deadline - time.monotonic())) is None:
             w.proc.terminate()
     deadline = time.monotonic() + 3.0
     for w in workers:
