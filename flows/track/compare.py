@@ -239,7 +239,8 @@ def save_views(client, experiment_id: str, parent_run_id: str) -> dict[str, str]
 
     runs = _trainings(client, experiment_id, parent_run_id)
     metrics = compared_metrics(client, experiment_id, parent_run_id, runs)
-    tag = write_group_tag(client, runs, [_architectures(runs)[m] for m in metrics])
+    drawn = _architectures(runs)
+    tag = write_group_tag(client, runs, [drawn[m] for m in metrics])
     found = {}
     for metric in metrics:
         key = share_key(parent_run_id, metric)
